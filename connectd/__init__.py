@@ -1,0 +1,62 @@
+"""connectd: a Kafka Connect worker in Python.
+
+This module is the public API for plugin authors; everything not listed in
+``__all__`` is internal and may change.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata as _metadata
+
+from connectd.config.definitions import (
+    CaseInsensitiveValidString,
+    ConfigDef,
+    ConfigKey,
+    ConfigProblem,
+    Importance,
+    NonEmptyString,
+    OneOf,
+    Range,
+    RegexValid,
+    TopicName,
+    Type,
+    Validator,
+    ValidList,
+)
+from connectd.config.providers import ConfigProvider
+from connectd.connector import Connector, SinkConnector, SourceConnector
+from connectd.errors import ConfigError, ConnectdError, ConnectorError, PluginError
+from connectd.hookspecs import hookimpl
+from connectd.secrets import Secret
+
+try:
+    __version__ = _metadata.version("connectd")
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "CaseInsensitiveValidString",
+    "ConfigDef",
+    "ConfigError",
+    "ConfigKey",
+    "ConfigProblem",
+    "ConfigProvider",
+    "ConnectdError",
+    "Connector",
+    "ConnectorError",
+    "Importance",
+    "NonEmptyString",
+    "OneOf",
+    "PluginError",
+    "Range",
+    "RegexValid",
+    "Secret",
+    "SinkConnector",
+    "SourceConnector",
+    "TopicName",
+    "Type",
+    "ValidList",
+    "Validator",
+    "__version__",
+    "hookimpl",
+]

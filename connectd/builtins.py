@@ -1,0 +1,12 @@
+"""connectd's own classes, registered through the same hooks as any plugin."""
+
+from __future__ import annotations
+
+from connectd.config.providers import BUILTIN_PROVIDERS
+from connectd.hookspecs import Register, hookimpl
+
+
+@hookimpl
+def register_config_providers(register: Register) -> None:
+    for cls, aliases in BUILTIN_PROVIDERS:
+        register(cls, aliases=aliases)

@@ -1,0 +1,250 @@
+"""The ``connectd`` command; the only place that turns errors into exit codes.
+
+Exit codes: 0 success; 78 (``EX_CONFIG``) a configuration error, so
+systemd's ``RestartPreventExitStatus=78`` stops a restart loop; 2 a usage
+error or a verb whose capability has not landed yet; 130 interrupted; 1
+anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from connectd.errors import ConfigError, ConnectdError, NotYetAvailableError
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_CONFIG = 78
+EXIT_INTERRUPTED = 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    from connectd import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="connectd",
+        description="A Kafka Connect worker in Python: connectors run as Spark Structured Streaming queries.",
+    )
+    parser.add_argument("--version", action="version", version=f"connectd {__version__}")
+    parser.add_argument(
+        "--log-level", default="INFO", metavar="LEVEL", help="TRACE, DEBUG, INFO, WARN, ERROR (default INFO)"
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+
+    distributed = verbs.add_parser("distributed", help="run a worker of a Connect cluster")
+    distributed.add_argument("worker_config", metavar="FILE", help="connect-distributed.properties")
+
+    standalone = verbs.add_parser("standalone", help="run a single worker with connectors from files")
+    standalone.add_argument("worker_config", metavar="FILE", help="connect-standalone.properties")
+    standalone.add_argument("connector_configs", metavar="CONNECTOR_FILE", nargs="*",
+                            help="connector configs: .properties, or the JSON body of POST /connectors")
+
+    plugins = verbs.add_parser("plugins", help="list installed connectors, converters, transforms, ...")
+    plugins.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    config = verbs.add_parser("config", help="check a worker config or write the config reference")
+    config_verbs = config.add_subparsers(dest="config_verb", metavar="ACTION")
+    config_verbs.required = True
+    check = config_verbs.add_parser("check", help="print every problem in a worker config; exit 0 or 78")
+    check.add_argument("file", metavar="FILE")
+    check.add_argument("--mode", choices=("auto", "distributed", "standalone"), default="auto",
+                       help="which worker keys apply (auto: standalone if the file sets "
+                            "offset.storage.file.filename and no group.id)")
+    check.add_argument("--policy", choices=("msk",), help="also flag what AWS MSK Connect would refuse")
+    docs = config_verbs.add_parser("docs", help="write the configuration reference (Markdown)")
+    docs.add_argument("--output", "-o", default=None, metavar="PATH",
+                      help="where to write it (default docs/configuration.md; - for stdout)")
+
+    broker = verbs.add_parser("broker", help="run the embedded development broker (tansu) on loopback")
+    broker.add_argument("--port", type=int, default=9092, help="port to listen on (default 9092)")
+    broker.add_argument("--storage", default="memory://tansu/",
+                        help="tansu storage engine URL (default memory://tansu/: nothing kept)")
+
+    quickstart = verbs.add_parser("quickstart", help="start the embedded broker and a worker to try connectd")
+    quickstart.add_argument("--port", type=int, default=0, help="broker port (default: any free port)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the process's exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    out = sys.stdout
+    try:
+        from connectd.logging import configure_logging
+
+        configure_logging(args.log_level)
+        return _dispatch(args, out)
+    except ConfigError as exc:
+        _print_error(exc, out=sys.stderr)
+        return EXIT_CONFIG
+    except NotYetAvailableError as exc:
+        print(f"connectd: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ConnectdError as exc:
+        _print_error(exc, out=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`connectd plugins | head`): not an error.
+        # Point stdout at /dev/null so the interpreter's final flush is quiet.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as exc:  # a bug: say what, keep the trace, hide secrets
+        import traceback
+
+        from connectd.secrets import redact
+
+        print(redact("".join(traceback.format_exception(exc))), file=sys.stderr, end="")
+        return EXIT_FAILURE
+
+
+def _print_error(exc: Exception, out: TextIO) -> None:
+    from connectd.secrets import redact
+
+    for line in str(exc).splitlines() or [type(exc).__name__]:
+        print(redact(f"connectd: {line}"), file=out)
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    if args.verb == "plugins":
+        return _plugins(args.json, out)
+    if args.verb == "config" and args.config_verb == "check":
+        return _config_check(args.file, args.mode, args.policy, out)
+    if args.verb == "config" and args.config_verb == "docs":
+        return _config_docs(args.output, out)
+    if args.verb == "broker":
+        return _broker(args.port, args.storage, out)
+    if args.verb == "quickstart":
+        return _quickstart(args.port, out)
+    if args.verb in ("distributed", "standalone"):
+        return _run_worker(args.verb, args.worker_config)
+    raise AssertionError(f"unhandled verb {args.verb}")  # argparse only lets known verbs through
+
+
+def _plugins(as_json: bool, out: TextIO) -> int:
+    from connectd.plugins import get_registry
+
+    infos = sorted(get_registry(), key=lambda i: (i.kind, i.name))
+    if as_json:
+        json.dump([info.as_dict() for info in infos], out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    rows = [("NAME", "KIND", "VERSION", "PACKAGE", "ALIASES")]
+    rows += [(i.name, i.kind, i.version, i.package, ", ".join(i.aliases)) for i in infos]
+    widths = [max(len(row[c]) for row in rows) for c in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:4])) + "  " + row[4], file=out)
+    return EXIT_OK
+
+
+def _config_check(file: str, mode: str, policy: str | None, out: TextIO) -> int:
+    from connectd.config.worker import WorkerConfig
+
+    config = WorkerConfig.from_file(file, None if mode == "auto" else mode)
+    problems = config.problems()
+    if policy == "msk":
+        from connectd.config.msk import msk_problems
+
+        problems += msk_problems(config.originals(), config.origin, source=file)
+        problems.sort(key=lambda p: (not p.is_error, p.origin.line or 0 if p.origin else 0))
+    for problem in problems:
+        print(problem, file=out)
+    errors = sum(1 for p in problems if p.is_error)
+    warnings = len(problems) - errors
+    summary = f"{file}: {config.mode} worker config"
+    if errors:
+        print(f"{summary}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", file=out)
+        return EXIT_CONFIG
+    print(f"{summary}: ok" + (f" ({warnings} warning{'s' * (warnings != 1)})" if warnings else ""), file=out)
+    return EXIT_OK
+
+
+def _config_docs(output: str | None, out: TextIO) -> int:
+    from connectd.config.docs import DEFAULT_PATH, render_reference
+
+    text = render_reference()
+    if output == "-":
+        out.write(text)
+        return EXIT_OK
+    path = Path(output or DEFAULT_PATH)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}", file=out)
+    return EXIT_OK
+
+
+def _broker(port: int, storage: str, out: TextIO) -> int:
+    from connectd.broker import run_broker
+
+    def ready(broker: object) -> None:
+        print(f"broker listening on {broker.bootstrap_servers} (storage {storage}); Ctrl-C stops it",  # type: ignore[attr-defined]
+              file=out, flush=True)
+
+    return run_broker(port, storage=storage, on_ready=ready)
+
+
+def _run_worker(mode: str, file: str) -> int:
+    from connectd.config.worker import WorkerConfig
+
+    config = WorkerConfig.from_file(file, mode)
+    config.check()
+    raise NotYetAvailableError(
+        f"{mode} mode is not available yet: the task runtime has not landed "
+        f"({file} is a valid {mode} config; `connectd quickstart` shows what runs today)"
+    )
+
+
+def _quickstart(port: int, out: TextIO) -> int:
+    from connectd.broker import EmbeddedBroker
+    from connectd.config.worker import WorkerConfig
+    from connectd.worker import Worker
+
+    workdir = Path(tempfile.mkdtemp(prefix="connectd-quickstart-"))
+    with EmbeddedBroker(port=port) as broker:
+        print(f"embedded broker up on {broker.bootstrap_servers}", file=out, flush=True)
+        values = {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "offset.storage.file.filename": str(workdir / "connect.offsets"),
+            "listeners": "http://127.0.0.1:8083",
+        }
+        config = WorkerConfig(values, "standalone", source="quickstart")
+
+        async def run() -> Worker:
+            worker = Worker(config)
+            async with worker:
+                print(
+                    f"worker {worker.worker_id} is up: Kafka cluster {worker.cluster_id}, "
+                    f"converters {config.raw('key.converter')}",
+                    file=out,
+                    flush=True,
+                )
+            return worker
+
+        asyncio.run(run())
+    print(
+        "quickstart stops here for now: the task runtime (datagen -> Kafka -> file) has not landed yet.\n"
+        "broker and worker stopped",
+        file=out,
+    )
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Declarations of the keys every connector config has (Kafka's ConnectorConfig).
+
+``COMMON_DEF`` holds what source and sink connectors share; ``SOURCE_DEF`` and
+``SINK_DEF`` add their own. A connector's full definition is one of these
+merged with the plugin's own ``config_def``. :func:`connector_problems` adds
+the rules that span keys (topics vs topics.regex, the dead-letter topic,
+transform and predicate aliases).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from connectd.config.definitions import (
+    CaseInsensitiveValidString,
+    ConfigDef,
+    ConfigKey,
+    ConfigProblem,
+    Importance,
+    NonEmptyString,
+    Range,
+    RegexValid,
+    TopicName,
+    Type,
+)
+from connectd.config.properties import Origin
+
+__all__ = ["COMMON_DEF", "SINK_DEF", "SOURCE_DEF", "connector_problems"]
+
+H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+
+_COMMON_KEYS = [
+    ConfigKey("name", Type.STRING, "Globally unique name of the connector.", importance=H,
+              validator=NonEmptyString(), group="Common"),
+    ConfigKey("connector.class", Type.CLASS,
+              "The connector's class: Python dotted path, short alias, or Kafka Connect's Java class name "
+              "(e.g. org.apache.kafka.connect.file.FileStreamSourceConnector).",
+              importance=H, plugin_kind="connector", group="Common"),
+    ConfigKey("tasks.max", Type.INT, "Most tasks the connector may run.", default=1, importance=H,
+              validator=Range.at_least(1), group="Common"),
+    ConfigKey("tasks.max.enforce", Type.BOOLEAN,
+              "Fail a connector that returns more task configs than tasks.max.", default=True, importance=L,
+              group="Common"),
+    ConfigKey("key.converter", Type.CLASS, "Key converter for this connector; overrides the worker's.",
+              default=None, importance=L, plugin_kind="converter", group="Converters"),
+    ConfigKey("value.converter", Type.CLASS, "Value converter for this connector; overrides the worker's.",
+              default=None, importance=L, plugin_kind="converter", group="Converters"),
+    ConfigKey("header.converter", Type.CLASS, "Header converter for this connector; overrides the worker's.",
+              default=None, importance=L, plugin_kind="converter", group="Converters"),
+    ConfigKey("config.action.reload", Type.STRING,
+              "What to do when a config provider reports a changed value: restart or none.",
+              default="restart", importance=L, validator=CaseInsensitiveValidString("none", "restart"),
+              group="Common"),
+    ConfigKey("transforms", Type.LIST,
+              "Aliases of the transforms applied to each record, in order; each is set up by "
+              "transforms.<alias>.type and transforms.<alias>.*.", default="", importance=L, group="Transforms"),
+    ConfigKey("predicates", Type.LIST,
+              "Aliases of predicates; each is set up by predicates.<alias>.type and predicates.<alias>.*.",
+              default="", importance=L, group="Predicates"),
+    ConfigKey("errors.retry.timeout", Type.LONG,
+              "How long a failed operation is retried, in ms; 0 never retries, -1 retries forever.",
+              default=0, importance=M, validator=Range.at_least(-1), group="Error handling"),
+    ConfigKey("errors.retry.delay.max.ms", Type.LONG, "Longest wait between retries.", default=60000,
+              importance=M, validator=Range.at_least(1), group="Error handling"),
+    ConfigKey("errors.tolerance", Type.STRING,
+              "none fails the task at the first bad record; all skips bad records (to the dead-letter "
+              "topic if one is set).", default="none", importance=M,
+              validator=CaseInsensitiveValidString("none", "all"), group="Error handling"),
+    ConfigKey("errors.log.enable", Type.BOOLEAN, "Log each failed operation and bad record.", default=False,
+              importance=M, group="Error handling"),
+    ConfigKey("errors.log.include.messages", Type.BOOLEAN,
+              "Include the record's topic, partition, offset and content in those log lines.", default=False,
+              importance=M, group="Error handling"),
+    ConfigKey("errors.restart.enable", Type.BOOLEAN,
+              "connectd extension: restart a FAILED task automatically, with growing backoff.",
+              default=False, importance=M, group="Error handling", extension=True),
+    ConfigKey("errors.restart.max.attempts", Type.INT,
+              "connectd extension: automatic restarts of a task before it stays FAILED; -1 without limit.",
+              default=10, importance=L, validator=Range.at_least(-1), group="Error handling", extension=True),
+    ConfigKey("errors.restart.backoff.max.ms", Type.LONG,
+              "connectd extension: longest wait between automatic restarts (waits double from 1 s).",
+              default=300000, importance=L, validator=Range.at_least(0), group="Error handling", extension=True),
+]
+
+_PREFIXES = {
+    "transforms.": "Settings of each transform: transforms.<alias>.type and its own keys.",
+    "predicates.": "Settings of each predicate: predicates.<alias>.type and its own keys.",
+    "key.converter.": "Settings of the connector's key converter.",
+    "value.converter.": "Settings of the connector's value converter.",
+    "header.converter.": "Settings of the connector's header converter.",
+    "producer.override.": "Producer settings for this connector, as the worker's override policy allows.",
+    "consumer.override.": "Consumer settings for this connector, as the worker's override policy allows.",
+    "admin.override.": "Admin client settings for this connector, as the worker's override policy allows.",
+}
+
+_SOURCE_KEYS = [
+    ConfigKey("topic.creation.groups", Type.LIST,
+              "Groups of topic.creation.<group>.* settings for topics this connector creates; "
+              "the default group always exists.", default="", importance=L, group="Topic creation"),
+    ConfigKey("topic.creation.default.partitions", Type.INT,
+              "Partitions of topics the connector creates; -1 uses the broker's default.",
+              default=None, importance=L, validator=Range.at_least(-1), group="Topic creation"),
+    ConfigKey("topic.creation.default.replication.factor", Type.SHORT,
+              "Replication factor of topics the connector creates; -1 uses the broker's default.",
+              default=None, importance=L, validator=Range.at_least(-1), group="Topic creation"),
+    ConfigKey("exactly.once.support", Type.STRING,
+              "requested or required: whether the connector must support exactly-once delivery.",
+              default="requested", importance=M, validator=CaseInsensitiveValidString("requested", "required"),
+              group="Exactly once"),
+    ConfigKey("transaction.boundary", Type.STRING,
+              "Where transactions end under exactly-once: poll, interval or connector.", default="poll",
+              importance=M, validator=CaseInsensitiveValidString("poll", "interval", "connector"),
+              group="Exactly once"),
+    ConfigKey("transaction.boundary.interval.ms", Type.LONG,
+              "With transaction.boundary=interval, how often a transaction is committed.", default=None,
+              importance=L, validator=Range.at_least(0), group="Exactly once"),
+    ConfigKey("offsets.storage.topic", Type.STRING,
+              "This connector's own offsets topic instead of the worker's.", default=None, importance=L,
+              validator=TopicName(), group="Offsets"),
+]
+
+_SINK_KEYS = [
+    ConfigKey("topics", Type.LIST, "Topics to consume, comma-separated. Give this or topics.regex.",
+              default="", importance=H, group="Common"),
+    ConfigKey("topics.regex", Type.STRING,
+              "Regular expression of topics to consume; topics created later that match are picked up. "
+              "Give this or topics.", default="", importance=H, validator=RegexValid(), group="Common"),
+    ConfigKey("errors.deadletterqueue.topic.name", Type.STRING,
+              "Topic that bad records go to when errors.tolerance=all; empty means none.", default="",
+              importance=M, group="Error handling"),
+    ConfigKey("errors.deadletterqueue.topic.replication.factor", Type.SHORT,
+              "Replication factor of the dead-letter topic when it is created.", default=3, importance=M,
+              validator=Range.at_least(-1), group="Error handling"),
+    ConfigKey("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN,
+              "Add __connect.errors.* headers saying where and why a record failed.", default=False,
+              importance=M, group="Error handling"),
+]
+
+COMMON_DEF = ConfigDef(_COMMON_KEYS, prefixes=_PREFIXES)
+SOURCE_DEF = COMMON_DEF.merge(ConfigDef(_SOURCE_KEYS, prefixes={
+    "topic.creation.": "Settings of topics the connector creates, per group: topic.creation.<group>.<key>."}))
+SINK_DEF = COMMON_DEF.merge(ConfigDef(_SINK_KEYS))
+
+
+def connector_problems(
+    values: Mapping[str, Any],
+    kind: str,
+    origin: Callable[[str], Origin | None] = lambda key: None,
+) -> list[ConfigProblem]:
+    """The rules that span keys; *kind* is ``source`` or ``sink``."""
+    found: list[ConfigProblem] = []
+    found.extend(_alias_problems(values, "transforms", origin))
+    found.extend(_alias_problems(values, "predicates", origin))
+    defined_predicates = set(_aliases(values.get("predicates", "")))
+    for alias in _aliases(values.get("transforms", "")):
+        key = f"transforms.{alias}.predicate"
+        predicate = values.get(key)
+        if predicate and predicate.strip() not in defined_predicates:
+            found.append(ConfigProblem(origin(key), key, "expected the alias of a predicate listed in predicates", predicate))
+    if kind == "sink":
+        topics = _aliases(values.get("topics", ""))
+        regex = str(values.get("topics.regex", "") or "").strip()
+        if topics and regex:
+            found.append(ConfigProblem(origin("topics.regex"), "topics.regex", "expected only one of topics and topics.regex", regex))
+        elif not topics and not regex:
+            found.append(ConfigProblem(origin("topics"), "topics", "one of topics and topics.regex is required"))
+        dlq = str(values.get("errors.deadletterqueue.topic.name", "") or "").strip()
+        if dlq:
+            consumed = dlq in topics
+            if regex and not consumed:
+                try:
+                    consumed = re.fullmatch(regex, dlq) is not None
+                except re.error:
+                    consumed = False
+            if consumed:
+                found.append(ConfigProblem(origin("errors.deadletterqueue.topic.name"), "errors.deadletterqueue.topic.name",
+                                           "expected a topic the connector does not consume (it would read its own failures)", dlq))
+    return found
+
+
+def _aliases(raw: Any) -> list[str]:
+    if isinstance(raw, (list, tuple)):
+        return [str(a).strip() for a in raw if str(a).strip()]
+    return [a.strip() for a in str(raw or "").split(",") if a.strip()]
+
+
+def _alias_problems(values: Mapping[str, Any], key: str, origin: Callable[[str], Origin | None]) -> list[ConfigProblem]:
+    aliases = _aliases(values.get(key, ""))
+    seen: set[str] = set()
+    found = []
+    for alias in aliases:
+        if alias in seen:
+            found.append(ConfigProblem(origin(key), key, f"alias {alias!r} is listed twice", str(values.get(key))))
+        seen.add(alias)
+        type_key = f"{key}.{alias}.type"
+        if not str(values.get(type_key, "") or "").strip():
+            found.append(ConfigProblem(origin(key), type_key, f"is required (the class of {key[:-1]} {alias!r})"))
+    return found

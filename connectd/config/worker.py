@@ -1,0 +1,585 @@
+"""The worker's configuration: every key of ``connect-distributed.properties``.
+
+Keys follow Kafka Connect's ``WorkerConfig``, ``DistributedConfig`` and
+``StandaloneConfig`` (names, types, defaults), so an existing file works
+unchanged. connectd's own additions are marked ``extension`` and listed as
+such in the generated reference: ``spark.*`` is passed to Spark.
+
+A :class:`WorkerConfig` keeps the values as written and resolves
+``${provider:…}`` placeholders only when a value is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from connectd.config.definitions import (
+    And,
+    CaseInsensitiveValidString,
+    ConfigDef,
+    ConfigKey,
+    ConfigProblem,
+    HostPortList,
+    Importance,
+    ListenerList,
+    NonEmptyString,
+    OneOf,
+    Range,
+    TopicName,
+    Type,
+    ValidationContext,
+    ValidList,
+    display_value,
+)
+from connectd.config.properties import Origin, PropertiesFile, load_properties
+from connectd.config.providers import ConfigProviders, has_placeholder
+from connectd.errors import ConfigError, PluginError
+
+__all__ = [
+    "COMMON_WORKER_DEF",
+    "DISTRIBUTED_DEF",
+    "STANDALONE_DEF",
+    "WorkerConfig",
+    "definition_for",
+    "detect_mode",
+]
+
+H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+
+# -1 asks the broker for its default, as Kafka allows for internal topics.
+_REPLICATION = Range.between(-1, 32767)
+
+
+def _replication_factor_ok(value: int) -> None:
+    if value == 0 or value < -1:
+        raise ValueError("expected a replication factor of at least 1, or -1 for the broker's default")
+
+
+class _ReplicationFactor(Range):
+    def __call__(self, value: Any) -> None:
+        super().__call__(value)
+        _replication_factor_ok(value)
+
+    def describe(self) -> str:
+        return "-1 (broker default) or [1,...,32767]"
+
+
+class _Partitions(Range):
+    def __call__(self, value: Any) -> None:
+        super().__call__(value)
+        if value == 0 or value < -1:
+            raise ValueError("expected a partition count of at least 1, or -1 for the broker's default")
+
+    def describe(self) -> str:
+        return "-1 (broker default) or [1,...]"
+
+
+_POSITIVE_MS = Range.at_least(0)
+_SECURITY_PROTOCOLS = CaseInsensitiveValidString("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_OVERRIDE_POLICIES = OneOf(
+    "All",
+    "None",
+    "Principal",
+    "org.apache.kafka.connect.connector.policy.AllConnectorClientConfigOverridePolicy",
+    "org.apache.kafka.connect.connector.policy.NoneConnectorClientConfigOverridePolicy",
+    "org.apache.kafka.connect.connector.policy.PrincipalConnectorClientConfigOverridePolicy",
+)
+
+_CLIENT_KEYS = [
+    ConfigKey("bootstrap.servers", Type.LIST,
+              "The Kafka brokers to connect to first, host:port pairs separated by commas. "
+              "Only used to discover the whole cluster, so a few brokers are enough.",
+              importance=H, validator=HostPortList(), group="Kafka"),
+    ConfigKey("client.id", Type.STRING,
+              "Prefix of the client ids of this worker's Kafka clients, shown in broker logs and quotas.",
+              default="", importance=L, group="Kafka"),
+    ConfigKey("security.protocol", Type.STRING,
+              "How the worker's clients talk to the brokers: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.",
+              default="PLAINTEXT", importance=M, validator=_SECURITY_PROTOCOLS, group="Kafka security"),
+    ConfigKey("sasl.mechanism", Type.STRING,
+              "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI.",
+              default="GSSAPI", importance=M, validator=NonEmptyString(), group="Kafka security"),
+    ConfigKey("sasl.jaas.config", Type.PASSWORD,
+              "JAAS login module line, e.g. org.apache.kafka.common.security.plain.PlainLoginModule "
+              "required username=\"u\" password=\"p\"; — connectd reads the username and password from it. "
+              "Write the password as a config provider placeholder.",
+              default=None, importance=M, group="Kafka security"),
+    ConfigKey("ssl.truststore.location", Type.STRING,
+              "File of the CA certificates that sign the brokers' certificates (PEM).",
+              default=None, importance=H, group="Kafka security"),
+    ConfigKey("ssl.truststore.password", Type.PASSWORD,
+              "Password of the trust store, if it has one.", default=None, importance=H, group="Kafka security"),
+    ConfigKey("ssl.truststore.type", Type.STRING,
+              "Format of the trust store: PEM (also JKS and PKCS12 for compatibility of files; "
+              "the Python clients read PEM trust stores and PKCS12 key stores).",
+              default="JKS", importance=M, validator=CaseInsensitiveValidString("JKS", "PKCS12", "PEM"),
+              group="Kafka security"),
+    ConfigKey("ssl.keystore.location", Type.STRING,
+              "The worker's own key store for mutual TLS (PKCS12).", default=None, importance=H,
+              group="Kafka security"),
+    ConfigKey("ssl.keystore.password", Type.PASSWORD,
+              "Password of the key store.", default=None, importance=H, group="Kafka security"),
+    ConfigKey("ssl.key.password", Type.PASSWORD,
+              "Password of the private key in the key store.", default=None, importance=H, group="Kafka security"),
+    ConfigKey("ssl.keystore.type", Type.STRING,
+              "Format of the key store.", default="JKS", importance=M,
+              validator=CaseInsensitiveValidString("JKS", "PKCS12", "PEM"), group="Kafka security"),
+    ConfigKey("ssl.endpoint.identification.algorithm", Type.STRING,
+              "https checks that the broker's certificate names its host; empty turns the check off.",
+              default="https", importance=L, group="Kafka security"),
+    ConfigKey("metadata.max.age.ms", Type.LONG,
+              "How often clients refresh cluster metadata even without a reason to.",
+              default=300000, importance=L, validator=_POSITIVE_MS, group="Kafka"),
+    ConfigKey("request.timeout.ms", Type.INT,
+              "How long a client waits for a broker's answer before retrying or failing.",
+              default=40000, importance=M, validator=_POSITIVE_MS, group="Kafka"),
+    ConfigKey("retry.backoff.ms", Type.LONG,
+              "Wait before retrying a failed request.", default=100, importance=L, validator=_POSITIVE_MS,
+              group="Kafka"),
+    ConfigKey("reconnect.backoff.ms", Type.LONG,
+              "Wait before reconnecting to a broker.", default=50, importance=L, validator=_POSITIVE_MS,
+              group="Kafka"),
+    ConfigKey("reconnect.backoff.max.ms", Type.LONG,
+              "Longest wait between reconnections; the wait doubles up to it.", default=1000, importance=L,
+              validator=_POSITIVE_MS, group="Kafka"),
+    ConfigKey("connections.max.idle.ms", Type.LONG,
+              "Close connections idle for longer than this.", default=540000, importance=M, group="Kafka"),
+    ConfigKey("receive.buffer.bytes", Type.INT,
+              "TCP receive buffer (SO_RCVBUF); -1 uses the operating system's default.",
+              default=32768, importance=M, validator=Range.at_least(-1), group="Kafka"),
+    ConfigKey("send.buffer.bytes", Type.INT,
+              "TCP send buffer (SO_SNDBUF); -1 uses the operating system's default.",
+              default=131072, importance=M, validator=Range.at_least(-1), group="Kafka"),
+    ConfigKey("metric.reporters", Type.LIST,
+              "Accepted for compatibility; connectd exports metrics for Prometheus on the REST listener.",
+              default="", importance=L, group="Metrics"),
+]
+
+_WORKER_KEYS = [
+    ConfigKey("key.converter", Type.CLASS,
+              "Converter between Kafka record keys and Connect data, by class name or alias, "
+              "e.g. org.apache.kafka.connect.json.JsonConverter. Settings go under key.converter.*.",
+              importance=H, plugin_kind="converter", group="Converters"),
+    ConfigKey("value.converter", Type.CLASS,
+              "Converter between Kafka record values and Connect data. Settings go under value.converter.*.",
+              importance=H, plugin_kind="converter", group="Converters"),
+    ConfigKey("header.converter", Type.CLASS,
+              "Converter between Kafka record headers and Connect data.",
+              default="org.apache.kafka.connect.storage.SimpleHeaderConverter", importance=L,
+              plugin_kind="converter", group="Converters"),
+    ConfigKey("offset.flush.interval.ms", Type.LONG,
+              "How often source offsets are written, at the latest.",
+              default=60000, importance=L, validator=_POSITIVE_MS, group="Offsets"),
+    ConfigKey("offset.flush.timeout.ms", Type.LONG,
+              "How long a flush of offsets may take before it is abandoned and tried at the next one.",
+              default=5000, importance=L, validator=_POSITIVE_MS, group="Offsets"),
+    ConfigKey("task.shutdown.graceful.timeout.ms", Type.LONG,
+              "How long a stopping task may take to finish its batch in flight before it is cancelled "
+              "(the batch is then replayed).", default=5000, importance=L, validator=_POSITIVE_MS, group="Tasks"),
+    ConfigKey("listeners", Type.LIST,
+              "Where the REST API listens: http://host:port or https://host:port, comma-separated; "
+              "an empty host listens on all interfaces.",
+              default="http://:8083", importance=L, validator=ListenerList(), group="REST"),
+    ConfigKey("rest.advertised.host.name", Type.STRING,
+              "Host name other workers use to reach this one's REST API; defaults to the listener's.",
+              default=None, importance=L, group="REST"),
+    ConfigKey("rest.advertised.port", Type.INT,
+              "Port other workers use to reach this one's REST API; defaults to the listener's.",
+              default=None, importance=L, validator=Range.between(0, 65535), group="REST"),
+    ConfigKey("rest.advertised.listener", Type.STRING,
+              "Which listener (http or https) to advertise to other workers.",
+              default=None, importance=L, validator=CaseInsensitiveValidString("http", "https"), group="REST"),
+    ConfigKey("access.control.allow.origin", Type.STRING,
+              "Value of the CORS Access-Control-Allow-Origin header; empty disables CORS, * allows any origin.",
+              default="", importance=L, group="REST"),
+    ConfigKey("access.control.allow.methods", Type.STRING,
+              "Methods allowed for CORS requests, comma-separated; empty means GET, POST and HEAD.",
+              default="", importance=L, group="REST"),
+    ConfigKey("admin.listeners", Type.LIST,
+              "Listeners for the /admin endpoints alone; unset serves them on listeners, "
+              "empty turns them off.", default=None, importance=L, group="REST"),
+    ConfigKey("response.http.headers.config", Type.STRING,
+              "Headers added to every REST response, e.g. 'set X-Frame-Options: DENY'.",
+              default="", importance=L, group="REST"),
+    ConfigKey("plugin.path", Type.LIST,
+              "Accepted for compatibility and ignored: connectd finds plugins through Python entry points, "
+              "so install plugin packages into connectd's environment instead.",
+              default=None, importance=L, group="Plugins"),
+    ConfigKey("config.providers", Type.LIST,
+              "Names of config providers; each is set up by config.providers.<name>.class and "
+              "config.providers.<name>.param.<key>, and resolves ${<name>:[path:]key} placeholders.",
+              default="", importance=L, group="Plugins"),
+    ConfigKey("connector.client.config.override.policy", Type.STRING,
+              "Which producer.override.* and consumer.override.* settings a connector may give: "
+              "All, None or Principal (only SASL JAAS settings).",
+              default="All", importance=M, validator=_OVERRIDE_POLICIES, group="Connectors"),
+    ConfigKey("topic.creation.enable", Type.BOOLEAN,
+              "Let source connectors create the topics they write to, as their topic.creation.* settings say.",
+              default=True, importance=L, group="Connectors"),
+    ConfigKey("topic.tracking.enable", Type.BOOLEAN,
+              "Record which topics each connector uses (GET /connectors/{name}/topics).",
+              default=True, importance=L, group="Connectors"),
+    ConfigKey("topic.tracking.allow.reset", Type.BOOLEAN,
+              "Allow PUT /connectors/{name}/topics/reset.", default=True, importance=L, group="Connectors"),
+    ConfigKey("exactly.once.source.support", Type.STRING,
+              "Exactly-once delivery for source connectors: disabled, preparing (while upgrading a cluster) "
+              "or enabled.", default="disabled", importance=H,
+              validator=CaseInsensitiveValidString("disabled", "preparing", "enabled"), group="Connectors"),
+]
+
+_DISTRIBUTED_KEYS = [
+    ConfigKey("group.id", Type.STRING,
+              "The cluster's group id: workers with the same group.id form one Connect cluster.",
+              importance=H, validator=NonEmptyString(), group="Cluster"),
+    ConfigKey("config.storage.topic", Type.STRING,
+              "Topic of connector and task configurations; one partition, compacted.",
+              importance=H, validator=TopicName(), group="Internal topics"),
+    ConfigKey("config.storage.replication.factor", Type.SHORT,
+              "Replication factor of the config topic when the worker creates it.",
+              default=3, importance=L, validator=_ReplicationFactor(-1, 32767), group="Internal topics"),
+    ConfigKey("offset.storage.topic", Type.STRING,
+              "Topic of source connectors' offsets; compacted.",
+              importance=H, validator=TopicName(), group="Internal topics"),
+    ConfigKey("offset.storage.partitions", Type.INT,
+              "Partitions of the offset topic when the worker creates it.",
+              default=25, importance=L, validator=_Partitions(-1, None), group="Internal topics"),
+    ConfigKey("offset.storage.replication.factor", Type.SHORT,
+              "Replication factor of the offset topic when the worker creates it.",
+              default=3, importance=L, validator=_ReplicationFactor(-1, 32767), group="Internal topics"),
+    ConfigKey("status.storage.topic", Type.STRING,
+              "Topic of connector and task statuses; compacted.",
+              importance=H, validator=TopicName(), group="Internal topics"),
+    ConfigKey("status.storage.partitions", Type.INT,
+              "Partitions of the status topic when the worker creates it.",
+              default=5, importance=L, validator=_Partitions(-1, None), group="Internal topics"),
+    ConfigKey("status.storage.replication.factor", Type.SHORT,
+              "Replication factor of the status topic when the worker creates it.",
+              default=3, importance=L, validator=_ReplicationFactor(-1, 32767), group="Internal topics"),
+    ConfigKey("session.timeout.ms", Type.INT,
+              "A worker that sends no heartbeat for this long leaves the group and its work is reassigned.",
+              default=10000, importance=H, validator=Range.at_least(1), group="Cluster"),
+    ConfigKey("heartbeat.interval.ms", Type.INT,
+              "How often a worker heartbeats to the group coordinator; well under session.timeout.ms.",
+              default=3000, importance=H, validator=Range.at_least(1), group="Cluster"),
+    ConfigKey("rebalance.timeout.ms", Type.INT,
+              "How long every worker has to rejoin the group during a rebalance.",
+              default=60000, importance=H, validator=Range.at_least(1), group="Cluster"),
+    ConfigKey("worker.sync.timeout.ms", Type.INT,
+              "How long a worker waits to catch up with the config topic before leaving the group.",
+              default=3000, importance=M, validator=Range.at_least(1), group="Cluster"),
+    ConfigKey("worker.unsync.backoff.ms", Type.INT,
+              "How long a worker that could not catch up waits before rejoining.",
+              default=300000, importance=M, validator=Range.at_least(0), group="Cluster"),
+    ConfigKey("connect.protocol", Type.STRING,
+              "Rebalance protocol: eager (stop everything), compatible (incremental cooperative) or "
+              "sessioned (incremental cooperative with signed requests between workers).",
+              default="sessioned", importance=L, validator=CaseInsensitiveValidString("eager", "compatible", "sessioned"),
+              group="Cluster"),
+    ConfigKey("scheduled.rebalance.max.delay.ms", Type.INT,
+              "How long the work of a departed worker waits for it to come back before it is reassigned.",
+              default=300000, importance=L, validator=Range.between(0, 2**31 - 1), group="Cluster"),
+    ConfigKey("inter.worker.key.generation.algorithm", Type.STRING,
+              "Algorithm of the key that signs requests between workers.", default="HmacSHA256", importance=L,
+              validator=OneOf("HmacSHA256", "HmacSHA384", "HmacSHA512"), group="Cluster"),
+    ConfigKey("inter.worker.key.size", Type.INT,
+              "Size in bits of that key; unset uses the algorithm's default.", default=None, importance=L,
+              validator=Range.at_least(1), group="Cluster"),
+    ConfigKey("inter.worker.key.ttl.ms", Type.INT,
+              "How often the leader rotates that key.", default=3600000, importance=L,
+              validator=Range.between(0, 2**31 - 1), group="Cluster"),
+    ConfigKey("inter.worker.signature.algorithm", Type.STRING,
+              "Algorithm that signs requests between workers.", default="HmacSHA256", importance=L,
+              validator=OneOf("HmacSHA256", "HmacSHA384", "HmacSHA512"), group="Cluster"),
+    ConfigKey("inter.worker.verification.algorithms", Type.LIST,
+              "Algorithms accepted when checking a signed request.", default="HmacSHA256", importance=L,
+              validator=ValidList("HmacSHA256", "HmacSHA384", "HmacSHA512", allow_empty=False), group="Cluster"),
+]
+
+_STANDALONE_KEYS = [
+    ConfigKey("offset.storage.file.filename", Type.STRING,
+              "File holding source connectors' offsets in standalone mode; written atomically.",
+              importance=H, validator=NonEmptyString(), group="Offsets"),
+]
+
+_PREFIXES = {
+    "producer.": "Settings of the worker's producers (source tasks, internal topics).",
+    "consumer.": "Settings of the worker's consumers (sink tasks, internal topics).",
+    "admin.": "Settings of the worker's admin clients.",
+    "config.providers.": "Classes and parameters of config providers: config.providers.<name>.class, "
+    "config.providers.<name>.param.<key>.",
+    "spark.": "connectd extension: passed to Spark as they are (spark.master, spark.executor.memory, …).",
+    "listeners.https.": "TLS settings of https REST listeners (listeners.https.ssl.keystore.location, …).",
+    "admin.listeners.https.": "TLS settings of https admin listeners.",
+    "key.converter.": "Settings of the key converter.",
+    "value.converter.": "Settings of the value converter.",
+    "header.converter.": "Settings of the header converter.",
+}
+
+COMMON_WORKER_DEF = ConfigDef(_CLIENT_KEYS + _WORKER_KEYS, prefixes=_PREFIXES)
+DISTRIBUTED_DEF = COMMON_WORKER_DEF.merge(ConfigDef(_DISTRIBUTED_KEYS))
+STANDALONE_DEF = COMMON_WORKER_DEF.merge(ConfigDef(_STANDALONE_KEYS))
+
+MODES = ("distributed", "standalone")
+
+
+def definition_for(mode: str) -> ConfigDef:
+    """The declarations of a worker in *mode* (``distributed`` or ``standalone``)."""
+    if mode == "distributed":
+        return DISTRIBUTED_DEF
+    if mode == "standalone":
+        return STANDALONE_DEF
+    raise ValueError(f"unknown worker mode {mode!r}; expected one of {MODES}")
+
+
+def detect_mode(values: Mapping[str, str]) -> str:
+    """Standalone when the file names an offsets file and no group, else distributed."""
+    if "offset.storage.file.filename" in values and "group.id" not in values:
+        return "standalone"
+    return "distributed"
+
+
+class WorkerConfig:
+    """A worker's settings: as written, checked, and typed on access.
+
+    :param values: key → value as written (placeholders unresolved).
+    :param mode: ``distributed`` or ``standalone``.
+    :param source: names the values in messages (a file path).
+    :param origins: where each key was written, for messages.
+    """
+
+    def __init__(
+        self,
+        values: Mapping[str, str],
+        mode: str = "distributed",
+        *,
+        source: str = "<worker config>",
+        origins: Mapping[str, Origin] | None = None,
+        duplicates: list[tuple[str, Origin]] | None = None,
+    ) -> None:
+        self.mode = mode
+        self._duplicates = list(duplicates or [])
+        self.definition = definition_for(mode)
+        self.source = source
+        self._raw = dict(values)
+        self._origins = dict(origins or {})
+        self._providers: ConfigProviders | None = None
+
+    @classmethod
+    def from_file(cls, path: str | Path, mode: str | None = None) -> WorkerConfig:
+        """Read a worker properties file (*mode* ``None`` detects it).
+
+        :raises ConfigError: if the file cannot be read or parsed.
+        """
+        properties: PropertiesFile = load_properties(path)
+        origins = {key: properties.origin(key) for key in properties}
+        return cls(
+            dict(properties),
+            mode or detect_mode(properties),
+            source=str(path),
+            origins=origins,
+            duplicates=properties.duplicates,
+        )
+
+    # --- where things came from ---
+
+    def origin(self, key: str) -> Origin:
+        return self._origins.get(key, Origin(self.source))
+
+    def raw(self, key: str) -> str | None:
+        """The value of *key* as written, placeholders and all."""
+        return self._raw.get(key)
+
+    def originals(self) -> dict[str, str]:
+        """Every value as written. Safe to store; show it with :meth:`display`."""
+        return dict(self._raw)
+
+    def with_prefix(self, prefix: str, *, strip: bool = True) -> dict[str, str]:
+        """Values as written whose keys start with *prefix*."""
+        return {(k[len(prefix):] if strip else k): v for k, v in self._raw.items() if k.startswith(prefix)}
+
+    def display(self) -> dict[str, str | None]:
+        """Every value as it may be shown: placeholders as written, passwords hidden."""
+        return {k: display_value(self.definition.get(k), v) for k, v in self._raw.items()}
+
+    def __repr__(self) -> str:
+        return f"WorkerConfig({self.source!r}, mode={self.mode!r}, {self.display()!r})"
+
+    # --- providers and typed access ---
+
+    @property
+    def providers(self) -> ConfigProviders:
+        """The config providers this file sets up (built on first use).
+
+        :raises ConfigError: if a provider cannot be set up.
+        """
+        if self._providers is None:
+            from connectd.plugins import get_registry
+
+            registry = get_registry()
+            self._providers = ConfigProviders.from_config(
+                self._raw, lambda name: registry.find_class("config_provider", name), self.origin
+            )
+        return self._providers
+
+    def resolved(self, key: str) -> str | None:
+        """The value of *key* with placeholders resolved (``None`` if unset)."""
+        raw = self._raw.get(key)
+        if raw is None or not has_placeholder(raw):
+            return raw
+        try:
+            return self.providers.resolve(raw)
+        except ConfigError as exc:
+            raise ConfigError([f"{self.origin(key)}: {key}: {p}" for p in exc.problems]) from None
+
+    def get(self, key: str) -> Any:
+        """The typed value of a declared *key*: resolved, parsed, or its default.
+
+        :raises ConfigError: if the value does not parse (naming file, line and key).
+        """
+        declared = self.definition[key]
+        raw = self.resolved(key)
+        if raw is None:
+            return declared.default_value()
+        try:
+            return declared.parse(raw)
+        except ValueError as exc:
+            shown = display_value(declared, self._raw[key])
+            raise ConfigError([ConfigProblem(self.origin(key), key, str(exc), shown)]) from None
+
+    __getitem__ = get
+
+    # --- settings for the parts ---
+
+    def spark_conf(self) -> dict[str, str]:
+        """Settings for the worker's SparkSession: ``spark.*`` as written (resolved), plus defaults.
+
+        Local masters bind to 127.0.0.1 unless told otherwise; every task gets
+        its own FAIR pool, so the FAIR scheduler is the default; the web UI is
+        off unless ``spark.ui.enabled=true``.
+        """
+        conf = {key: self.resolved(key) or "" for key in self._raw if key.startswith("spark.")}
+        conf.setdefault("spark.master", "local[*]")
+        conf.setdefault("spark.app.name", f"connectd-{self._raw.get('group.id', 'standalone')}")
+        conf.setdefault("spark.scheduler.mode", "FAIR")
+        conf.setdefault("spark.ui.enabled", "false")
+        if conf["spark.master"].startswith("local"):
+            conf.setdefault("spark.driver.host", "127.0.0.1")
+            conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+        return conf
+
+    def client_config(self, client: str, library: str = "confluent", overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Settings for a producer, consumer or admin client of confluent-kafka or aiokafka.
+
+        :raises ConfigError: if a setting cannot be converted.
+        """
+        from connectd.config.clients import client_settings
+
+        found = client_settings(self._raw, client, library, resolve=self._resolve_value, overrides=overrides)
+        errors = [p for p in found.problems if p.is_error]
+        if errors:
+            raise ConfigError([ConfigProblem(self.origin(p.key or ""), p.key, p.message, p.value) for p in errors])
+        return found.settings
+
+    def _resolve_value(self, value: str) -> str:
+        return self.providers.resolve(value) if has_placeholder(value) else value
+
+    # --- checking ---
+
+    def problems(self, *, check_classes: bool = True) -> list[ConfigProblem]:
+        """Every error and warning in these values, in file order where known."""
+        found: list[ConfigProblem] = []
+        try:
+            providers: ConfigProviders | None = self.providers
+        except ConfigError as exc:
+            providers = None
+            found.extend(ConfigProblem(None, None, str(p)) for p in exc.problems)
+        has_class = None
+        if check_classes:
+            try:
+                from connectd.plugins import get_registry
+
+                registry = get_registry()
+                has_class = registry.has
+            except PluginError as exc:
+                found.append(ConfigProblem(None, None, f"plugins could not be loaded: {exc}"))
+        context = ValidationContext(resolve=providers.resolve if providers else None, has_class=has_class)
+        found.extend(self.definition.validate(self._raw, self.origin, context))
+        found.extend(self._cross_checks())
+        if providers is not None:
+            found.extend(self._check_placeholders_outside_declared(providers))
+            found.extend(self._client_problems(providers))
+        return sorted(found, key=_file_order)
+
+    def check(self) -> None:
+        """Raise :class:`ConfigError` listing every error; warnings are not raised."""
+        errors = [p for p in self.problems() if p.is_error]
+        if errors:
+            raise ConfigError(errors)
+
+    def _cross_checks(self) -> list[ConfigProblem]:
+        found: list[ConfigProblem] = []
+        if self.mode == "distributed":
+            topics: dict[str, str] = {}
+            for key in ("config.storage.topic", "offset.storage.topic", "status.storage.topic"):
+                name = self._raw.get(key)
+                if name is None:
+                    continue
+                if name in topics:
+                    found.append(ConfigProblem(self.origin(key), key, f"expected a topic different from {topics[name]}'s", name))
+                topics.setdefault(name, key)
+            heartbeat, session = self._safe_int("heartbeat.interval.ms"), self._safe_int("session.timeout.ms")
+            if heartbeat is not None and session is not None and heartbeat >= session:
+                found.append(ConfigProblem(self.origin("heartbeat.interval.ms"), "heartbeat.interval.ms",
+                                           f"expected less than session.timeout.ms ({session})", str(heartbeat)))
+        for key, earlier in self._duplicates:
+            found.append(ConfigProblem(earlier, None, f"{key} is set again at line {self.origin(key).line}, which wins", severity="warning"))
+        return found
+
+    def _check_placeholders_outside_declared(self, providers: ConfigProviders) -> list[ConfigProblem]:
+        # Declared keys were resolved while validating; prefixed keys
+        # (producer.*, spark.*, …) hold placeholders too and must resolve.
+        found = []
+        for key, raw in self._raw.items():
+            if key in self.definition or key.startswith("config.providers.") or not has_placeholder(raw):
+                continue
+            try:
+                providers.resolve(raw)
+            except ConfigError as exc:
+                found.extend(ConfigProblem(self.origin(key), key, str(p), raw) for p in exc.problems)
+        return found
+
+    def _client_problems(self, providers: ConfigProviders) -> list[ConfigProblem]:
+        # The data plane's library (confluent-kafka) decides what is usable;
+        # a setting it lacks is ignored there, which the user should hear of.
+        from connectd.config.clients import CLIENTS, client_settings
+
+        def resolve(value: str) -> str:
+            try:
+                return providers.resolve(value) if has_placeholder(value) else value
+            except ConfigError:
+                return value  # already reported by the placeholder check
+
+        found: dict[tuple[str | None, str], ConfigProblem] = {}
+        for client in CLIENTS:
+            for problem in client_settings(self._raw, client, "confluent", resolve=resolve).problems:
+                if problem.key in self.definition:
+                    continue  # top-level keys are checked by their declarations
+                found.setdefault(
+                    (problem.key, problem.message),
+                    ConfigProblem(self.origin(problem.key or ""), problem.key, problem.message, problem.value, problem.severity),
+                )
+        return list(found.values())
+
+    def _safe_int(self, key: str) -> int | None:
+        try:
+            value = self.get(key)
+        except ConfigError:
+            return None
+        return value if isinstance(value, int) else None
+
+
+def _file_order(problem: ConfigProblem) -> tuple[int, int]:
+    line = problem.origin.line if problem.origin is not None and problem.origin.line is not None else 0
+    return (0 if problem.is_error else 1, line)

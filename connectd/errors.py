@@ -1,0 +1,56 @@
+"""The one tree of errors connectd raises.
+
+Only :mod:`connectd.cli` turns these into exit codes: :class:`ConfigError`
+becomes 78 (``EX_CONFIG``, so systemd's ``RestartPreventExitStatus=78`` stops
+a restart loop on a bad file), anything else 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from connectd.config.definitions import ConfigProblem
+
+__all__ = [
+    "ConfigError",
+    "ConnectdError",
+    "ConnectorError",
+    "NotYetAvailableError",
+    "PluginError",
+]
+
+
+class ConnectdError(Exception):
+    """Base of every error connectd raises on purpose."""
+
+
+class ConfigError(ConnectdError):
+    """A configuration is wrong; carries every problem found, not only the first.
+
+    :param problems: the problems, each printed on a line of its own.
+    """
+
+    def __init__(self, problems: Iterable[ConfigProblem | str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class PluginError(ConnectdError):
+    """A plugin could not be loaded, registered or found."""
+
+
+class ConnectorError(ConnectdError):
+    """A connector or task failed.
+
+    :param retriable: whether trying the same operation again may succeed.
+    """
+
+    def __init__(self, message: str, *, retriable: bool = False) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+
+
+class NotYetAvailableError(ConnectdError):
+    """A command exists in the CLI but the capability behind it has not landed."""

@@ -1,0 +1,125 @@
+"""The worker: builds the parts of one connectd process and starts/stops them.
+
+States::
+
+    NEW --start()--> STARTING --ok--> RUNNING --stop()--> STOPPING --> STOPPED
+                          \\--error--> (parts already started are stopped) --> STOPPED, error raised
+
+Parts are entered on an :class:`~contextlib.AsyncExitStack`, so they stop in
+reverse order whatever happens. Today the worker checks its configuration,
+loads plugins, finds its converters and connects to the Kafka cluster; the
+Spark runtime, the herder and the REST API join it in later issues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from typing import Any
+
+from connectd.config.worker import WorkerConfig
+from connectd.errors import ConnectdError
+from connectd.logging import bind_context, get_logger
+
+__all__ = ["Worker"]
+
+log = get_logger(__name__)
+
+
+class Worker:
+    """One connectd process's worker.
+
+    :param config: the checked worker configuration.
+    :param worker_id: how the cluster knows this worker; defaults to the
+        advertised REST address, as in Kafka Connect.
+    """
+
+    def __init__(self, config: WorkerConfig, *, worker_id: str | None = None) -> None:
+        self.config = config
+        self.worker_id = worker_id or _default_worker_id(config)
+        self.state = "NEW"
+        self.cluster_id: str | None = None
+        self.converters: dict[str, type] = {}
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    async def start(self) -> None:
+        """Check the config, load plugins, connect to Kafka.
+
+        :raises ConfigError: if the configuration is wrong.
+        :raises ConnectdError: if Kafka cannot be reached.
+        """
+        if self.state != "NEW":
+            raise ConnectdError(f"worker already {self.state.lower()}")
+        self.state = "STARTING"
+        with bind_context(worker=self.worker_id):
+            stack = contextlib.AsyncExitStack()
+            try:
+                self.config.check()
+                from connectd.plugins import get_registry
+
+                registry = await asyncio.to_thread(get_registry)
+                for key in ("key.converter", "value.converter", "header.converter"):
+                    self.converters[key] = registry.find_class("converter", self.config.get(key))
+                admin = await self._connect(stack)
+                cluster = await admin.describe_cluster()
+                self.cluster_id = cluster.get("cluster_id")
+            except BaseException:
+                await stack.aclose()
+                self.state = "STOPPED"
+                raise
+            self._stack = stack
+            self.state = "RUNNING"
+            log.info(
+                "worker_started",
+                mode=self.config.mode,
+                kafka_cluster_id=self.cluster_id,
+                brokers=len(cluster.get("brokers", [])),
+                plugins=sum(1 for _ in registry),
+            )
+
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> Any:
+        from aiokafka.admin import AIOKafkaAdminClient
+        from aiokafka.errors import KafkaError
+
+        settings = self.config.client_config("admin", "aiokafka")
+        settings.setdefault("client_id", f"connectd-{self.worker_id}-admin")
+        admin = AIOKafkaAdminClient(**settings)
+        try:
+            await admin.start()
+        except KafkaError as exc:
+            await admin.close()
+            servers = self.config.raw("bootstrap.servers")
+            raise ConnectdError(f"cannot reach the Kafka cluster at {servers}: {exc}") from exc
+        stack.push_async_callback(admin.close)
+        return admin
+
+    async def stop(self) -> None:
+        """Stop every part, last started first. Safe to call more than once."""
+        if self._stack is None or self.state in ("STOPPING", "STOPPED"):
+            self.state = "STOPPED" if self.state != "STOPPING" else self.state
+            return
+        self.state = "STOPPING"
+        with bind_context(worker=self.worker_id):
+            try:
+                await self._stack.aclose()
+            finally:
+                self._stack = None
+                self.state = "STOPPED"
+                log.info("worker_stopped")
+
+    async def __aenter__(self) -> Worker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+
+def _default_worker_id(config: WorkerConfig) -> str:
+    host = config.raw("rest.advertised.host.name") or socket.gethostname()
+    port = config.raw("rest.advertised.port")
+    if port is None:
+        listener = (config.raw("listeners") or "http://:8083").split(",")[0]
+        port = listener.rsplit(":", 1)[-1].strip("/") or "8083"
+    return f"{host}:{port}"
