@@ -160,12 +160,13 @@ _GROUP_WORDS = {
 }
 
 
-def _wanted(names: list[str], env: dict[str, str]) -> list[str]:
+def _wanted(names: set[str], env: dict[str, str]) -> bool:
+    """Whether a plugin known by any of *names* (entry point, package) is to be loaded."""
     allow = env.get("CONNECTD_LOAD_PLUGINS")
     deny = env.get("CONNECTD_DISABLE_PLUGINS")
     allowed = None if allow is None else {n.strip() for n in allow.split(",") if n.strip()}
     denied = {n.strip() for n in (deny or "").split(",") if n.strip()}
-    return [n for n in names if (allowed is None or n in allowed) and n not in denied]
+    return (allowed is None or bool(names & allowed)) and not names & denied
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
@@ -189,7 +190,7 @@ def build_plugin_manager(env: dict[str, str] | None = None) -> tuple[pluggy.Plug
     packages["connectd.builtins"] = (BUILTIN_PACKAGE, __version__)
     for ep in _entry_points():
         dist = ep.dist.name if ep.dist is not None else "?"
-        if not _wanted([ep.name], env) or not _wanted([dist], env):
+        if not _wanted({ep.name, dist}, env):
             continue
         if pm.has_plugin(ep.name):
             raise PluginError(f"two plugins are named {ep.name!r} in the entry-point group {ENTRY_POINT_GROUP!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["HIDDEN", "Secret", "forget_all", "redact", "register"]
+__all__ = ["HIDDEN", "Secret", "forget_all", "looks_secret", "redact", "register"]
 
 HIDDEN = "[hidden]"
 
@@ -42,6 +42,18 @@ def redact(text: str) -> str:
         if secret in text:
             text = text.replace(secret, HIDDEN)
     return text
+
+
+_SECRET_WORDS = ("password", "jaas.config", "secret", "credentials", "token", "user.info", "api.key", "private.key")
+
+
+def looks_secret(key: str) -> bool:
+    """Whether a setting named *key* holds a secret, for keys nobody declared
+    (``producer.ssl.key.password``, a plugin's ``db.password``)."""
+    lowered = key.lower()
+    if lowered.endswith((".class", ".type")):  # names a class, e.g. config.providers.secretManager.class
+        return False
+    return any(word in lowered for word in _SECRET_WORDS)
 
 
 def forget_all() -> None:

@@ -32,3 +32,41 @@ def topic_name(request: pytest.FixtureRequest) -> str:
     """A topic name no other test uses, starting with the test's name for logs."""
     stem = "".join(c if c.isalnum() else "-" for c in request.node.name)[:40].strip("-")
     return f"test-{stem}-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    """One SparkSession for every test that needs Spark (starting one takes seconds).
+
+    Built from a worker config's ``spark_conf()``, as the worker builds its
+    own: local master bound to 127.0.0.1, FAIR scheduler, no web UI.
+    """
+    import os
+
+    from connectd.config.worker import WorkerConfig
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    config = WorkerConfig(
+        {
+            "bootstrap.servers": "127.0.0.1:9",
+            "key.converter": "x",
+            "value.converter": "x",
+            "offset.storage.file.filename": str(warehouse / "offsets"),
+            "spark.master": "local[2]",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.warehouse.dir": str(warehouse),
+        },
+        "standalone",
+        source="tests",
+    )
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in config.spark_conf().items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    try:
+        yield session
+    finally:
+        session.stop()

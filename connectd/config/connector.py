@@ -154,7 +154,7 @@ def connector_problems(
     found.extend(_alias_problems(values, "transforms", origin))
     found.extend(_alias_problems(values, "predicates", origin))
     defined_predicates = set(_aliases(values.get("predicates", "")))
-    for alias in _aliases(values.get("transforms", "")):
+    for alias in dict.fromkeys(_aliases(values.get("transforms", ""))):
         key = f"transforms.{alias}.predicate"
         predicate = values.get(key)
         if predicate and predicate.strip() not in defined_predicates:
@@ -193,6 +193,7 @@ def _alias_problems(values: Mapping[str, Any], key: str, origin: Callable[[str],
     for alias in aliases:
         if alias in seen:
             found.append(ConfigProblem(origin(key), key, f"alias {alias!r} is listed twice", str(values.get(key))))
+            continue
         seen.add(alias)
         type_key = f"{key}.{alias}.type"
         if not str(values.get(type_key, "") or "").strip():

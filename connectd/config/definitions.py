@@ -24,7 +24,7 @@ from typing import Any
 
 from connectd.config.properties import Origin
 from connectd.errors import ConfigError
-from connectd.secrets import HIDDEN, Secret
+from connectd.secrets import HIDDEN, Secret, looks_secret, redact
 
 __all__ = [
     "NO_DEFAULT",
@@ -45,7 +45,9 @@ __all__ = [
     "RegexValid",
     "TopicName",
     "ValidList",
+    "display_value",
     "parse_value",
+    "without_value",
 ]
 
 
@@ -169,7 +171,9 @@ class Range(Validator):
             return f"[{_num(self.min)},...,{_num(self.max)}]"
         if self.min is not None:
             return f"[{_num(self.min)},...]"
-        return f"[...,{_num(self.max)}]"
+        if self.max is not None:
+            return f"[...,{_num(self.max)}]"
+        return ""
 
     @classmethod
     def at_least(cls, minimum: float) -> Range:
@@ -362,7 +366,7 @@ class ConfigKey:
         """Parse and validate *raw*; ``ValueError("expected …")`` if wrong."""
         value = parse_value(self.type, raw)
         if self.validator is not None and value is not None:
-            self.validator(value)
+            self.validator(value.value() if isinstance(value, Secret) else value)
         return value
 
     def default_value(self) -> Any:
@@ -404,6 +408,8 @@ class ConfigProblem:
         level = "warning: " if self.severity == "warning" else ""
         if self.key is None:
             subject = ""
+        elif self.value is None and self.message.startswith("is required"):
+            subject = f"{self.key} "
         elif self.value is None:
             subject = f"{self.key}: "
         else:
@@ -522,6 +528,7 @@ class ConfigDef:
         """Problems with one value of *key* (resolving placeholders through *context*)."""
         context = context or ValidationContext()
         shown = display_value(key, raw)
+        resolved = False
         if isinstance(raw, str) and context.has_placeholder(raw):
             if context.resolve is None:
                 return []
@@ -529,12 +536,14 @@ class ConfigDef:
                 raw = context.resolve(raw)
             except ConfigError as exc:
                 return [ConfigProblem(where, key.name, str(exc), shown)]
+            resolved = True
         if raw is None and key.default is None:
             return []
         try:
             value = key.parse(raw)
         except ValueError as exc:
-            return [ConfigProblem(where, key.name, str(exc), shown)]
+            message = without_value(str(exc)) if resolved else str(exc)
+            return [ConfigProblem(where, key.name, message, shown)]
         if key.type is Type.CLASS and key.plugin_kind and context.has_class and isinstance(value, str):
             if not context.has_class(key.plugin_kind, value):
                 return [ConfigProblem(where, key.name, f"expected a {key.plugin_kind} class or alias; no such plugin is installed", shown)]
@@ -545,13 +554,34 @@ class ConfigDef:
         return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def display_value(key: ConfigKey | None, raw: Any) -> str | None:
-    """How a value may be shown in a message: passwords hidden, placeholders as written."""
+_ONLY_PLACEHOLDERS = re.compile(r"(?:\$\{[^}]*\})+")
+
+
+def display_value(key: ConfigKey | str | None, raw: Any) -> str | None:
+    """How a value may be shown in a message or a listing.
+
+    Placeholders are shown as written. A secret — a ``PASSWORD`` key, or an
+    undeclared key whose name says secret (``producer.ssl.key.password``) —
+    is hidden unless it is nothing but placeholders.
+    """
     if raw is None:
         return None
-    if isinstance(raw, Secret) or (key is not None and key.type is Type.PASSWORD and "${" not in str(raw)):
+    if isinstance(raw, Secret):
+        return HIDDEN
+    name = key.name if isinstance(key, ConfigKey) else key
+    secret = (isinstance(key, ConfigKey) and key.type is Type.PASSWORD) or (name is not None and looks_secret(name))
+    if secret and not _ONLY_PLACEHOLDERS.fullmatch(str(raw).strip()):
         return HIDDEN
     return str(raw)
+
+
+def without_value(message: str) -> str:
+    """A validator's message without the part quoting the offending value.
+
+    Validators put what they quote after ``, got``; for a value that came
+    from a config provider that part could be a secret.
+    """
+    return redact(message.split(", got ")[0])
 
 
 def _first_sentence(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from connectd.config.connector import COMMON_DEF, SINK_DEF, SOURCE_DEF
 from connectd.config.definitions import ConfigDef, ConfigKey
+from connectd.config.providers import BUILTIN_PROVIDERS
 from connectd.config.worker import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
 
 __all__ = ["DEFAULT_PATH", "render_reference", "undocumented_keys"]
@@ -26,9 +27,13 @@ _SECTIONS: list[tuple[str, str, ConfigDef, ConfigDef | None]] = [
 ]
 
 
+def _all_definitions() -> list[ConfigDef]:
+    return [definition for _, _, definition, _ in _SECTIONS] + [cls.config_def for cls, _ in BUILTIN_PROVIDERS]
+
+
 def undocumented_keys() -> list[str]:
     """Declared keys whose documentation is empty (a test keeps this empty)."""
-    return sorted({key.name for _, _, definition, _ in _SECTIONS for key in definition if not key.documentation.strip()})
+    return sorted({key.name for definition in _all_definitions() for key in definition if not key.documentation.strip()})
 
 
 def render_reference() -> str:
@@ -51,6 +56,18 @@ def render_reference() -> str:
         if prefixes:
             lines += ["", "Prefixes under which any key is passed on:", "", "| prefix | meaning |", "|---|---|"]
             lines += [f"| `{p}*` | {_cell(d)} |" for p, d in prefixes.items()]
+        lines.append("")
+    lines += [
+        "## Config providers",
+        "",
+        "Parameters of the built-in providers, written "
+        "`config.providers.<name>.param.<key>=<value>`.",
+        "",
+    ]
+    for cls, aliases in BUILTIN_PROVIDERS:
+        lines += [f"### {aliases[0]}", "", f"`config.providers.{aliases[0]}.class={aliases[1]}` "
+                  f"(or `{aliases[0]}`). {_cell((cls.__doc__ or '').strip().splitlines()[0])}", ""]
+        lines += _table(list(cls.config_def))
         lines.append("")
     return "\n".join(lines)
 

@@ -200,7 +200,9 @@ class ConfigProviders:
         providers: dict[str, ConfigProvider] = {}
         for name in names:
             class_key = f"config.providers.{name}.class"
-            where = origin(class_key) or origin("config.providers")
+            where = origin(class_key)
+            if where is None or where.line is None:  # not written: point at the list naming it
+                where = origin("config.providers") or where
             prefix = f"{where}: " if where else ""
             class_name = values.get(class_key, "").strip()
             if not class_name:
@@ -215,7 +217,8 @@ class ConfigProviders:
             params = {k[len(param_prefix):]: v for k, v in values.items() if k.startswith(param_prefix)}
             bad = [p for p in provider_class.config_def.validate(params) if p.is_error]
             for problem in bad:
-                problems.append(f"{origin(param_prefix + (problem.key or '')) or prefix.rstrip(': ')}: {param_prefix}{problem}")
+                param_where = origin(param_prefix + (problem.key or "")) or where
+                problems.append(f"{param_where}: {param_prefix}{problem}" if param_where else f"{param_prefix}{problem}")
             if bad:
                 continue
             provider = provider_class()

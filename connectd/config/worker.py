@@ -32,6 +32,7 @@ from connectd.config.definitions import (
     ValidationContext,
     ValidList,
     display_value,
+    without_value,
 )
 from connectd.config.properties import Origin, PropertiesFile, load_properties
 from connectd.config.providers import ConfigProviders, has_placeholder
@@ -401,7 +402,7 @@ class WorkerConfig:
 
     def display(self) -> dict[str, str | None]:
         """Every value as it may be shown: placeholders as written, passwords hidden."""
-        return {k: display_value(self.definition.get(k), v) for k, v in self._raw.items()}
+        return {k: display_value(self.definition.get(k) or k, v) for k, v in self._raw.items()}
 
     def __repr__(self) -> str:
         return f"WorkerConfig({self.source!r}, mode={self.mode!r}, {self.display()!r})"
@@ -445,8 +446,9 @@ class WorkerConfig:
         try:
             return declared.parse(raw)
         except ValueError as exc:
-            shown = display_value(declared, self._raw[key])
-            raise ConfigError([ConfigProblem(self.origin(key), key, str(exc), shown)]) from None
+            written = self._raw[key]
+            message = without_value(str(exc)) if has_placeholder(written) else str(exc)
+            raise ConfigError([ConfigProblem(self.origin(key), key, message, display_value(declared, written))]) from None
 
     __getitem__ = get
 

@@ -1,0 +1,65 @@
+"""Connect's data model and converters: schemas, structs, records, headers, converters.
+
+Pure logic, no I/O. Everything here is wire-compatible with Apache Kafka
+Connect: records written by connectd read back in Kafka Connect and the
+other way round.
+"""
+
+from connectd.data.converter import Converter, HeaderConverter, converter_config_def
+from connectd.data.converters import (
+    BUILTIN_CONVERTERS,
+    BooleanConverter,
+    ByteArrayConverter,
+    DoubleConverter,
+    FloatConverter,
+    IntegerConverter,
+    LongConverter,
+    ShortConverter,
+    SimpleHeaderConverter,
+    StringConverter,
+)
+from connectd.data.errors import DataError
+from connectd.data.headers import Header, Headers
+from connectd.data.json_converter import JsonConverter
+from connectd.data.logical import Date, Decimal, Time, Timestamp
+from connectd.data.records import ConnectRecord, SinkRecord, SourceRecord, TimestampType
+from connectd.data.schema import Field, Schema, SchemaAndValue, SchemaBuilder, SchemaType
+from connectd.data.struct import Struct
+from connectd.data.values import convert_to_string, infer_schema, parse_string
+
+__all__ = [
+    "BUILTIN_CONVERTERS",
+    "BooleanConverter",
+    "ByteArrayConverter",
+    "ConnectRecord",
+    "Converter",
+    "DataError",
+    "Date",
+    "Decimal",
+    "DoubleConverter",
+    "Field",
+    "FloatConverter",
+    "Header",
+    "HeaderConverter",
+    "Headers",
+    "IntegerConverter",
+    "JsonConverter",
+    "LongConverter",
+    "Schema",
+    "SchemaAndValue",
+    "SchemaBuilder",
+    "SchemaType",
+    "ShortConverter",
+    "SimpleHeaderConverter",
+    "SinkRecord",
+    "SourceRecord",
+    "StringConverter",
+    "Struct",
+    "Time",
+    "Timestamp",
+    "TimestampType",
+    "convert_to_string",
+    "converter_config_def",
+    "infer_schema",
+    "parse_string",
+]

@@ -1,0 +1,126 @@
+"""Record headers: an ordered, multi-valued list of ``Header(key, schema, value)``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+from connectd.data.errors import DataError
+from connectd.data.schema import Schema, validate_value
+
+__all__ = ["Header", "Headers"]
+
+
+class Header(NamedTuple):
+    """One header; unpacks as ``key, schema, value``."""
+
+    key: str
+    schema: Schema | None
+    value: Any
+
+    def with_value(self, schema: Schema | None, value: Any) -> Header:
+        """The same key with another schema and value (Kafka's ``Header.with``)."""
+        return Header(self.key, schema, value)
+
+    def rename(self, key: str) -> Header:
+        return Header(key, self.schema, self.value)
+
+
+class Headers:
+    """A record's headers, in order; a key may appear more than once (Kafka's ``ConnectHeaders``).
+
+    ::
+
+        headers = Headers().add("trace", "abc", Schema.STRING).add("retries", 3, Schema.INT32)
+        headers.last_with_name("trace").value      # "abc"
+        for key, schema, value in headers: ...
+
+    :param headers: initial headers, as :class:`Header` or ``(key, schema, value)`` tuples.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, headers: Iterable[Header | tuple[str, Schema | None, Any]] | None = None) -> None:
+        self._items: list[Header] = []
+        if headers:
+            for header in headers:
+                key, schema, value = header
+                self.add(key, value, schema)
+
+    def add(self, key: str, value: Any, schema: Schema | None = None) -> Headers:
+        """Append a header; returns ``self``.
+
+        :raises DataError: if *key* is not a string or *value* does not fit *schema*.
+        """
+        if not isinstance(key, str):
+            raise DataError(f"header key must be a string, got {key!r}")
+        if schema is not None:
+            try:
+                validate_value(schema, value)
+            except DataError as exc:
+                raise exc.at(key) from None
+        self._items.append(Header(key, schema, value))
+        return self
+
+    def add_header(self, header: Header) -> Headers:
+        return self.add(header.key, header.value, header.schema)
+
+    def last_with_name(self, key: str) -> Header | None:
+        """The last header called *key*, or ``None``."""
+        for header in reversed(self._items):
+            if header.key == key:
+                return header
+        return None
+
+    def all_with_name(self, key: str) -> list[Header]:
+        """Every header called *key*, in order."""
+        return [header for header in self._items if header.key == key]
+
+    def remove(self, key: str) -> Headers:
+        """Drop every header called *key*; returns ``self``."""
+        self._items = [header for header in self._items if header.key != key]
+        return self
+
+    def retain_latest(self, key: str | None = None) -> Headers:
+        """Keep only the last header of *key* (of every key when ``None``); returns ``self``."""
+        if key is not None:
+            last = self.last_with_name(key)
+            self._items = [h for h in self._items if h.key != key or h is last]
+            return self
+        seen: set[str] = set()
+        kept: list[Header] = []
+        for header in reversed(self._items):
+            if header.key not in seen:
+                seen.add(header.key)
+                kept.append(header)
+        kept.reverse()
+        self._items = kept
+        return self
+
+    def clear(self) -> Headers:
+        self._items = []
+        return self
+
+    def copy(self) -> Headers:
+        """An independent copy (headers themselves are immutable)."""
+        duplicate = Headers.__new__(Headers)
+        duplicate._items = list(self._items)
+        return duplicate
+
+    duplicate = copy  # Kafka's name
+
+    def __iter__(self) -> Iterator[Header]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Headers):
+            return NotImplemented
+        return self._items == other._items
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return "Headers(" + ", ".join(f"{h.key}={h.value!r}" for h in self._items) + ")"

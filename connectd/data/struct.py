@@ -1,0 +1,118 @@
+"""Kafka Connect's ``Struct``: a record-like value checked against a struct :class:`Schema`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connectd.data._text import java_string
+from connectd.data.errors import DataError
+from connectd.data.schema import Field, Schema, SchemaType, StructBase, validate_value
+
+__all__ = ["Struct"]
+
+
+class Struct(StructBase):
+    """A value for a struct schema; fields are set with :meth:`put` and read with :meth:`get`.
+
+    ::
+
+        person = Struct(schema).put("name", "Ada").put("age", 36)
+        person = Struct(schema, {"name": "Ada", "age": 36})   # the same
+        person["name"]                                       # "Ada"
+
+    Every :meth:`put` checks the value against the field's schema, as Kafka
+    does; :meth:`validate` checks that every required field is set.
+    Two structs are equal when their schemas and values are.
+
+    :param schema: a struct schema.
+    :param values: optional field name → value to :meth:`put` straight away.
+    :raises DataError: if *schema* is not a struct schema or a value does not fit.
+    """
+
+    __slots__ = ("schema", "_values")
+
+    def __init__(self, schema: Schema, values: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(schema, Schema) or schema.type is not SchemaType.STRUCT:
+            raise DataError(f"Not a struct schema: {schema!r}")
+        self.schema = schema
+        self._values: list[Any] = [None] * len(schema._fields)
+        if values:
+            for name, value in values.items():
+                self.put(name, value)
+
+    @classmethod
+    def _unchecked(cls, schema: Schema, values: list[Any]) -> Struct:
+        # For converters that produced the values from a schema already.
+        struct = cls.__new__(cls)
+        struct.schema = schema
+        struct._values = values
+        return struct
+
+    def _lookup(self, field: str | Field) -> Field:
+        if isinstance(field, Field):
+            fields = self.schema._fields
+            if field.index < len(fields) and (fields[field.index] is field or fields[field.index] == field):
+                return field
+            raise DataError(f"{field.name} is not a field of this struct's schema")
+        found = self.schema._fields_by_name.get(field)
+        if found is None:
+            raise DataError(f"{field} is not a valid field name")
+        return found
+
+    def put(self, field: str | Field, value: Any) -> Struct:
+        """Set a field (by name or :class:`Field`); returns ``self`` so calls chain.
+
+        :raises DataError: for an unknown field or a value that does not fit, including
+            ``None`` for a required field.
+        """
+        found = self._lookup(field)
+        try:
+            validate_value(found.schema, value)
+        except DataError as exc:
+            raise exc.at(found.name) from None
+        self._values[found.index] = value
+        return self
+
+    def get(self, field: str | Field) -> Any:
+        """A field's value, or the field schema's default when the value is ``None``."""
+        found = self._lookup(field)
+        value = self._values[found.index]
+        return found.schema.default_value if value is None else value
+
+    def get_without_default(self, field: str | Field) -> Any:
+        """A field's value as set, ``None`` if unset even when there is a default."""
+        return self._values[self._lookup(field).index]
+
+    __getitem__ = get
+    __setitem__ = put
+
+    def validate(self) -> None:
+        """Check every field: required fields must be set (or have a default).
+
+        :raises DataError: naming the first bad field, e.g. ``address.zip: null used for required field``.
+        """
+        for field, value in zip(self.schema._fields, self._values):
+            field_schema = field.schema
+            if value is None and (field_schema.optional or field_schema.default_value is not None):
+                continue
+            try:
+                validate_value(field_schema, value)
+            except DataError as exc:
+                raise exc.at(field.name) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Field name → value (defaults applied); nested structs stay structs."""
+        return {field.name: self.get(field) for field in self.schema._fields}
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Struct):
+            return NotImplemented
+        return self.schema == other.schema and self._values == other._values
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return java_string(self)

@@ -1,0 +1,67 @@
+"""The worker's lifecycle against the real broker: NEW → RUNNING → STOPPED."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+
+import pytest
+
+from connectd.broker import free_port
+from connectd.config.worker import WorkerConfig
+from connectd.errors import ConfigError, ConnectdError
+from connectd.logging import configure_logging
+from connectd.worker import Worker
+
+pytestmark = pytest.mark.integration
+
+
+def config_for(bootstrap: str, tmp_path, **extra: str) -> WorkerConfig:
+    values = {
+        "bootstrap.servers": bootstrap,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "offset.storage.file.filename": str(tmp_path / "offsets"),
+        "listeners": "http://127.0.0.1:18083",
+        **extra,
+    }
+    return WorkerConfig(values, "standalone", source="test")
+
+
+def test_worker_starts_reports_and_stops(broker, tmp_path):
+    stream = io.StringIO()
+    configure_logging("INFO", json=True, stream=stream)
+    worker = Worker(config_for(broker.bootstrap_servers, tmp_path))
+
+    async def scenario():
+        assert worker.state == "NEW"
+        async with worker:
+            assert worker.state == "RUNNING"
+            assert worker.cluster_id
+            assert worker.converters["value.converter"].__name__ == "JsonConverter"
+        assert worker.state == "STOPPED"
+        await worker.stop()  # idempotent
+        assert worker.state == "STOPPED"
+
+    asyncio.run(scenario())
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    started = next(line for line in lines if line["event"] == "worker_started")
+    assert started["worker"] == worker.worker_id == f"{worker.worker_id.split(':')[0]}:18083"
+    assert started["kafka_cluster_id"] == worker.cluster_id
+    assert any(line["event"] == "worker_stopped" for line in lines)
+
+
+def test_worker_refuses_a_bad_config_before_touching_kafka(tmp_path):
+    worker = Worker(config_for("127.0.0.1:1", tmp_path, **{"offset.flush.interval.ms": "soon"}))
+    with pytest.raises(ConfigError, match="offset.flush.interval.ms='soon': expected a 64-bit integer"):
+        asyncio.run(worker.start())
+    assert worker.state == "STOPPED"
+
+
+def test_unreachable_cluster_is_a_clear_error(tmp_path):
+    port = free_port()  # nothing listens there
+    worker = Worker(config_for(f"127.0.0.1:{port}", tmp_path, **{"request.timeout.ms": "1500"}))
+    with pytest.raises(ConnectdError, match=f"cannot reach the Kafka cluster at 127.0.0.1:{port}"):
+        asyncio.run(worker.start())
+    assert worker.state == "STOPPED"

@@ -1,0 +1,3 @@
+"""A plugin that fails while being imported."""
+
+raise RuntimeError("this plugin is broken on purpose")
