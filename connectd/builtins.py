@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from connectd.config.providers import BUILTIN_PROVIDERS
+from connectd.data.converters import BUILTIN_CONVERTERS
 from connectd.hookspecs import Register, hookimpl
 
 
 @hookimpl
 def register_config_providers(register: Register) -> None:
     for cls, aliases in BUILTIN_PROVIDERS:
+        register(cls, aliases=aliases)
+
+
+@hookimpl
+def register_converters(register: Register) -> None:
+    for cls, aliases in BUILTIN_CONVERTERS:
         register(cls, aliases=aliases)

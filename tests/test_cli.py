@@ -21,8 +21,6 @@ offset.storage.topic=o
 status.storage.topic=s
 """
 
-# Converters that exist once connectd's converters are registered; until then
-# the file falls back to a class check that cannot pass, so pick one that is.
 CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 
 
@@ -31,14 +29,6 @@ def valid_file(tmp_path: Path) -> Path:
     path = tmp_path / "worker.properties"
     path.write_text(VALID.format(converter=CONVERTER))
     return path
-
-
-@pytest.fixture(autouse=True)
-def _converters_needed():
-    from connectd.plugins import get_registry
-
-    if not get_registry().has("converter", CONVERTER):
-        pytest.skip("connectd's converters are not registered in this build")
 
 
 def test_check_valid_file_exits_0(valid_file, capsys):

@@ -11,6 +11,7 @@ A :class:`WorkerConfig` keeps the values as written and resolves
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -512,6 +513,8 @@ class WorkerConfig:
         if providers is not None:
             found.extend(self._check_placeholders_outside_declared(providers))
             found.extend(self._client_problems(providers))
+        if check_classes:
+            found.extend(self._converter_problems(context))
         return sorted(found, key=_file_order)
 
     def check(self) -> None:
@@ -550,6 +553,32 @@ class WorkerConfig:
                 providers.resolve(raw)
             except ConfigError as exc:
                 found.extend(ConfigProblem(self.origin(key), key, str(p), raw) for p in exc.problems)
+        return found
+
+    def _converter_problems(self, context: ValidationContext) -> list[ConfigProblem]:
+        # key.converter.schemas.enable and friends belong to the converter
+        # class named: check them against its declarations.
+        from connectd.plugins import get_registry
+
+        found: list[ConfigProblem] = []
+        for key in ("key.converter", "value.converter", "header.converter"):
+            declared = self.definition[key]
+            name = self.raw(key) or (None if declared.required else declared.default)
+            if not name or has_placeholder(name) or not get_registry().has("converter", name):
+                continue  # a missing or unknown class is reported by its own key
+            definition = getattr(get_registry().find_class("converter", name), "config_def", None)
+            if definition is None:
+                continue
+            prefix = f"{key}."
+            settings = self.with_prefix(prefix)
+            for problem in definition.validate(settings, lambda k: self.origin(prefix + k), context):
+                if problem.key is not None:  # unknown settings are worded below, with the class
+                    found.append(ConfigProblem(problem.origin, prefix + problem.key, problem.message, problem.value, problem.severity))
+            for unknown in (k for k in settings if not definition.is_known(k)):
+                close = difflib.get_close_matches(unknown, definition.names(), n=1, cutoff=0.8)
+                hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
+                found.append(ConfigProblem(self.origin(prefix + unknown), None,
+                                           f"unknown setting {prefix}{unknown} for {name}{hint}", severity="warning"))
         return found
 
     def _client_problems(self, providers: ConfigProviders) -> list[ConfigProblem]:

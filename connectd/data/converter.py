@@ -43,6 +43,7 @@ __all__ = [
     "CONVERTER_TYPE_CONFIG",
     "Converter",
     "HeaderConverter",
+    "check_batch_headers",
     "converter_config_def",
 ]
 
@@ -51,11 +52,17 @@ CONVERTER_TYPE_CONFIG = "converter.type"
 _TYPE_KEY = ConfigKey(
     CONVERTER_TYPE_CONFIG,
     Type.STRING,
-    "How this converter is used: key, value or header. The worker sets it; there is no need to.",
+    "How this converter is used: key, value or header. Set by the worker from where the converter is configured; you do not need to set it.",
     default=None,
     importance=Importance.LOW,
     validator=OneOf("key", "value", "header"),
 )
+
+
+def check_batch_headers(items: Sequence[Any], headers: Sequence[Any] | None) -> None:
+    """For batch overrides: *headers*, when given, must have one entry per item."""
+    if headers is not None and len(headers) != len(items):
+        raise ValueError(f"{len(headers)} headers given for {len(items)} records")
 
 
 def converter_config_def(*keys: ConfigKey) -> ConfigDef:

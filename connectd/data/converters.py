@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigKey, Importance, Type, Validator
 from connectd.data._text import java_string
-from connectd.data.converter import Converter, HeaderConverter, converter_config_def
+from connectd.data.converter import Converter, HeaderConverter, check_batch_headers, converter_config_def
 from connectd.data.errors import DataError
 from connectd.data.json_converter import JsonConverter
 from connectd.data.schema import INT_RANGES, Schema, SchemaAndValue, SchemaType
@@ -161,6 +161,7 @@ class ByteArrayConverter(Converter, HeaderConverter):
         return SchemaAndValue(Schema.OPTIONAL_BYTES, None if data is None else bytes(data))
 
     def from_connect_batch(self, topic, schemas_and_values, headers=None):  # type: ignore[no-untyped-def]
+        check_batch_headers(schemas_and_values, headers)
         convert = self.from_connect_data
         return [
             value if value.__class__ is bytes and (schema is None or schema.type is SchemaType.BYTES)
@@ -169,6 +170,7 @@ class ByteArrayConverter(Converter, HeaderConverter):
         ]
 
     def to_connect_batch(self, topic, datas, headers=None):  # type: ignore[no-untyped-def]
+        check_batch_headers(datas, headers)
         schema = Schema.OPTIONAL_BYTES
         return [SchemaAndValue(schema, data if data is None or data.__class__ is bytes else bytes(data)) for data in datas]
 

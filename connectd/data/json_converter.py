@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import CaseInsensitiveValidString, ConfigKey, Importance, Range, Type
 from connectd.data._text import decimal_text, json_double, json_float, json_quote, to_float32
-from connectd.data.converter import Converter, HeaderConverter, converter_config_def
+from connectd.data.converter import Converter, HeaderConverter, check_batch_headers, converter_config_def
 from connectd.data.errors import DataError
 from connectd.data.logical import Date, Decimal, Time, Timestamp
 from connectd.data.schema import (
@@ -49,7 +49,6 @@ from connectd.data.schema import (
     Field,
     Schema,
     SchemaAndValue,
-    SchemaBuilder,
     SchemaType,
     StructBase,
 )
@@ -217,6 +216,7 @@ class JsonConverter(Converter, HeaderConverter):
         schemas_and_values: Sequence[SchemaAndValue | tuple[Schema | None, Any]],
         headers: Sequence[Headers | None] | None = None,
     ) -> list[bytes | None]:
+        check_batch_headers(schemas_and_values, headers)
         out: list[bytes | None] = []
         append = out.append
         compiled = self._compiled
@@ -246,7 +246,7 @@ class JsonConverter(Converter, HeaderConverter):
         if not self.schemas_enabled:
             try:
                 return SchemaAndValue(None, json.loads(text, parse_constant=_reject_constant))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise DataError(
                     f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}"
                 ) from None
@@ -259,6 +259,7 @@ class JsonConverter(Converter, HeaderConverter):
         datas: Sequence[bytes | None],
         headers: Sequence[Headers | None] | None = None,
     ) -> list[SchemaAndValue]:
+        check_batch_headers(datas, headers)
         if not self.schemas_enabled:
             return [self.to_connect_data(topic, data) for data in datas]
         out: list[SchemaAndValue] = []
@@ -539,11 +540,11 @@ class JsonConverter(Converter, HeaderConverter):
                 payload, end = raw_decode(text, split + 11)
                 if end == len(text) - 1 and text[end] == "}":
                     return entry[0], entry[1], payload
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         try:
             envelope = self._json.decode(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise DataError(f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}") from None
         if not isinstance(envelope, dict) or len(envelope) != 2 or "schema" not in envelope or "payload" not in envelope:
             raise DataError(_ENVELOPE_ERROR)
@@ -668,6 +669,8 @@ class JsonConverter(Converter, HeaderConverter):
                 if value.__class__ is not int:
                     if not isinstance(value, decimal.Decimal):
                         raise _unexpected(schema, value)
+                    if value.adjusted() > 18:  # checked before int() builds a huge number
+                        raise DataError(f"{value} is out of range for {schema_type.value}")
                     value = int(value)  # Java's intValue() truncates fractions
                 if not low <= value <= high:
                     raise DataError(f"{value} is out of range for {schema_type.value}")
@@ -858,7 +861,7 @@ def _logical_decoder(schema: Schema, name: str) -> Decoder | None:
 def _rescale(value: decimal.Decimal, scale: int) -> decimal.Decimal:
     # A JSON number's own scale is kept (as Kafka does) unless it converts exactly.
     sign, digits, exponent = value.as_tuple()
-    if exponent == -scale:  # type: ignore[operator]
+    if exponent == -scale or abs(exponent + scale) > 1000:  # type: ignore[operator]
         return value
     unscaled = int("".join(map(str, digits)) or "0")
     shift = exponent + scale  # type: ignore[operator]

@@ -237,7 +237,7 @@ class Schema:
                     name,
                     version,
                     doc,
-                    tuple(self.parameters.items()) if self.parameters else None,
+                    frozenset(self.parameters.items()) if self.parameters is not None else None,
                     tuple((f.name, f.schema._hash) for f in field_tuple),
                     key_schema._hash if key_schema is not None else None,
                     value_schema._hash if value_schema is not None else None,
@@ -516,9 +516,12 @@ _LOGICAL_CHECKS = {
 
 
 def validate_value(schema: Schema, value: Any) -> None:
-    """Check that *value* fits *schema* (recursively). :raises DataError: naming the place."""
+    """Check that *value* fits *schema* (recursively). :raises DataError: naming the place.
+
+    ``None`` fits an optional schema, and one with a default (which stands in for it).
+    """
     if value is None:
-        if schema.optional:
+        if schema.optional or schema.default_value is not None:
             return
         raise DataError(f"null used for required field, schema type {schema.type.value}")
     check = _LOGICAL_CHECKS.get(schema.name) if schema.name is not None else None  # type: ignore[arg-type]

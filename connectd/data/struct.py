@@ -64,7 +64,8 @@ class Struct(StructBase):
         """Set a field (by name or :class:`Field`); returns ``self`` so calls chain.
 
         :raises DataError: for an unknown field or a value that does not fit, including
-            ``None`` for a required field.
+            ``None`` for a required field without a default (Kafka rejects ``None`` even
+            when there is a default; connectd accepts it, as :meth:`validate` does).
         """
         found = self._lookup(field)
         try:
@@ -93,11 +94,8 @@ class Struct(StructBase):
         :raises DataError: naming the first bad field, e.g. ``address.zip: null used for required field``.
         """
         for field, value in zip(self.schema._fields, self._values):
-            field_schema = field.schema
-            if value is None and (field_schema.optional or field_schema.default_value is not None):
-                continue
             try:
-                validate_value(field_schema, value)
+                validate_value(field.schema, value)
             except DataError as exc:
                 raise exc.at(field.name) from None
 

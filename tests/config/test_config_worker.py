@@ -80,9 +80,7 @@ def test_valid_file_typed_values(tmp_path) -> None:
 
 
 def test_check_classes_with_a_registered_converter(tmp_path) -> None:
-    registry = get_registry()
-    if not registry.has("converter", STRING_CONVERTER):
-        pytest.skip(f"no converter registered as {STRING_CONVERTER} yet")
+    assert get_registry().has("converter", STRING_CONVERTER)
     config = _config(tmp_path)
     assert config.problems(check_classes=True) == []
     config.check()
@@ -669,8 +667,6 @@ def test_source_def_validates_a_typical_file_source() -> None:
 
 def test_connector_class_lookup_with_the_real_registry() -> None:
     registry = get_registry()
-    if not registry.has("connector", "FileStreamSink"):
-        pytest.skip("connectd-file is not installed")
     context = ValidationContext(has_class=registry.has)
     props = parse_properties(FILE_SINK, "sink.properties")
     assert [p for p in SINK_DEF.validate(props, props.origin, context) if p.is_error] == []
@@ -700,3 +696,26 @@ def test_connector_prefixes_are_not_warned() -> None:
     )
     assert SINK_DEF.validate(props, props.origin) == []
     assert "topics" not in COMMON_DEF and "topics" in SINK_DEF and "topic.creation.groups" in SOURCE_DEF
+
+
+def test_converter_settings_are_checked_against_the_converter(tmp_path) -> None:
+    path = tmp_path / "worker.properties"
+    path.write_text(
+        "bootstrap.servers=127.0.0.1:9092\n"
+        "group.id=g\n"
+        "config.storage.topic=c\n"
+        "offset.storage.topic=o\n"
+        "status.storage.topic=s\n"
+        "key.converter=org.apache.kafka.connect.json.JsonConverter\n"
+        "value.converter=JsonConverter\n"
+        "value.converter.schemas.enabled=false\n"  # line 8: typo
+        "value.converter.decimal.format=FOO\n"  # line 9: bad value
+        "key.converter.schemas.enable=maybe\n"  # line 10: bad boolean
+    )
+    problems = [str(p) for p in WorkerConfig.from_file(path).problems()]
+    assert problems == [
+        f"{path}:9: value.converter.decimal.format='FOO': expected one of [BASE64, NUMERIC] (any case)",
+        f"{path}:10: key.converter.schemas.enable='maybe': expected true or false",
+        f"{path}:8: warning: unknown setting value.converter.schemas.enabled for JsonConverter "
+        "(did you mean value.converter.schemas.enable?)",
+    ]

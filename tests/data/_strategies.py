@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from connectd.data import Date, Decimal, Schema, SchemaBuilder, SchemaType, Struct, Time, Timestamp
-from connectd.data.schema import INT_RANGES, Field
+from connectd.data.schema import INT_RANGES
 
 UTC = datetime.timezone.utc
 
@@ -162,7 +162,6 @@ json_like = st.recursive(
 )
 
 __all__ = [
-    "Field",
     "base_values",
     "expected_after_round_trip",
     "json_like",

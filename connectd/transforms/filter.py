@@ -1,0 +1,25 @@
+"""``Filter``: drop records (with a predicate: the records that match, or with negate those that don't)."""
+
+from __future__ import annotations
+
+from connectd.config.definitions import ConfigDef
+from connectd.transforms.base import Transformation
+
+__all__ = ["Filter"]
+
+
+class Filter(Transformation):
+    """Drop every record it sees (Kafka's ``org.apache.kafka.connect.transforms.Filter``).
+
+    Meant to be made conditional: ``transforms.<alias>.predicate`` drops only
+    the records that match the predicate, ``transforms.<alias>.negate=true``
+    only those that don't.
+    """
+
+    config_def = ConfigDef()
+
+    def apply(self, record):
+        return None
+
+    def apply_batch(self, records):
+        return []

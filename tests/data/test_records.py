@@ -1,0 +1,115 @@
+"""Records and headers."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from connectd.data import (
+    ConnectRecord,
+    DataError,
+    Header,
+    Headers,
+    Schema,
+    SinkRecord,
+    SourceRecord,
+    TimestampType,
+)
+
+
+class TestHeaders:
+    def test_ordered_and_multi_valued(self):
+        headers = Headers().add("a", 1, Schema.INT32).add("b", "x", Schema.STRING).add("a", 2, Schema.INT32)
+        assert [h.key for h in headers] == ["a", "b", "a"]
+        assert headers.last_with_name("a") == Header("a", Schema.INT32, 2)
+        assert headers.last_with_name("missing") is None
+        assert [h.value for h in headers.all_with_name("a")] == [1, 2]
+        assert len(headers) == 3
+
+    def test_iteration_unpacks(self):
+        headers = Headers([("k", Schema.STRING, "v")])
+        assert [(key, schema, value) for key, schema, value in headers] == [("k", Schema.STRING, "v")]
+
+    def test_remove_and_retain_latest(self):
+        headers = Headers().add("a", 1).add("b", 2).add("a", 3).add("b", 4).add("c", 5)
+        assert [h.value for h in headers.copy().remove("a")] == [2, 4, 5]
+        assert [h.value for h in headers.copy().retain_latest("a")] == [2, 3, 4, 5]
+        assert [h.value for h in headers.copy().retain_latest()] == [3, 4, 5]
+        assert len(headers.copy().clear()) == 0
+
+    def test_copy_is_independent(self):
+        headers = Headers().add("a", 1)
+        copy = headers.copy()
+        copy.add("b", 2)
+        assert len(headers) == 1 and len(copy) == 2
+        assert headers == Headers().add("a", 1)
+
+    def test_values_are_checked_against_their_schema(self):
+        with pytest.raises(DataError, match="^retries: expected int for schema type int32"):
+            Headers().add("retries", "3", Schema.INT32)
+        with pytest.raises(DataError, match="header key must be a string"):
+            Headers().add(1, "x")  # type: ignore[arg-type]
+        Headers().add("anything", object())  # no schema, no check
+
+    def test_header_helpers(self):
+        header = Header("a", Schema.INT8, 1)
+        assert header.rename("b") == Header("b", Schema.INT8, 1)
+        assert header.with_value(Schema.STRING, "x") == Header("a", Schema.STRING, "x")
+
+
+class TestRecords:
+    def test_source_record(self):
+        record = SourceRecord(
+            source_partition={"file": "a.txt"},
+            source_offset={"position": 10},
+            topic="t",
+            value_schema=Schema.STRING,
+            value="line",
+        )
+        assert (record.kafka_partition, record.key, record.timestamp) == (None, None, None)
+        assert isinstance(record.headers, Headers) and len(record.headers) == 0
+        copy = record.new_record(topic="u", value="LINE")
+        assert (copy.topic, copy.value, copy.source_partition, copy.source_offset) == ("u", "LINE", {"file": "a.txt"}, {"position": 10})
+        assert isinstance(copy, SourceRecord)
+
+    def test_sink_record_keeps_originals_through_transforms(self):
+        record = SinkRecord(topic="orders", kafka_partition=3, kafka_offset=42, timestamp=1000, timestamp_type=TimestampType.CREATE_TIME)
+        renamed = record.new_record(topic="orders-copy", kafka_partition=0)
+        assert (renamed.topic, renamed.kafka_partition, renamed.kafka_offset) == ("orders-copy", 0, 42)
+        assert (renamed.original_topic, renamed.original_kafka_partition, renamed.original_kafka_offset) == ("orders", 3, 42)
+        assert renamed.timestamp_type is TimestampType.CREATE_TIME
+
+    def test_new_record_copies_headers_unless_given(self):
+        record = SinkRecord(topic="t", kafka_partition=0, kafka_offset=0, headers=[("a", None, 1)])
+        copy = record.new_record(value=1)
+        copy.headers.add("b", 2)
+        assert len(record.headers) == 1 and len(copy.headers) == 2
+        assert len(record.new_record(headers=Headers()).headers) == 0
+
+    def test_new_record_only_changes_record_fields(self):
+        record = SinkRecord(topic="t", kafka_partition=0, kafka_offset=0)
+        with pytest.raises(TypeError, match="cannot change kafka_offset"):
+            record.new_record(kafka_offset=5)
+
+    def test_keyword_only_and_validated(self):
+        with pytest.raises(TypeError):
+            ConnectRecord("t")  # type: ignore[misc]
+        with pytest.raises(DataError, match="Invalid record timestamp -1"):
+            ConnectRecord(topic="t", timestamp=-1)
+
+    def test_equality_and_pickling(self):
+        a = SinkRecord(topic="t", kafka_partition=0, kafka_offset=1, value="v", headers=Headers().add("h", 1))
+        b = SinkRecord(topic="t", kafka_partition=0, kafka_offset=1, value="v", headers=Headers().add("h", 1))
+        assert a == b and a != a.new_record(value="w")
+        assert pickle.loads(pickle.dumps(a)) == a
+
+    def test_slots_keep_records_small(self):
+        record = SourceRecord(topic="t")
+        with pytest.raises(AttributeError):
+            record.extra = 1  # type: ignore[attr-defined]
+
+    def test_timestamp_types(self):
+        assert TimestampType.CREATE_TIME.display_name == "CreateTime"
+        assert TimestampType.from_librdkafka(0) is TimestampType.NO_TIMESTAMP_TYPE
+        assert TimestampType.from_librdkafka(2) is TimestampType.LOG_APPEND_TIME
