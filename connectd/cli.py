@@ -214,8 +214,8 @@ def _quickstart(port: int, out: TextIO) -> int:
     from connectd.config.worker import WorkerConfig
     from connectd.worker import Worker
 
-    workdir = Path(tempfile.mkdtemp(prefix="connectd-quickstart-"))
-    with EmbeddedBroker(port=port) as broker:
+    with tempfile.TemporaryDirectory(prefix="connectd-quickstart-") as tmp, EmbeddedBroker(port=port) as broker:
+        workdir = Path(tmp)
         print(f"embedded broker up on {broker.bootstrap_servers}", file=out, flush=True)
         values = {
             "bootstrap.servers": broker.bootstrap_servers,
