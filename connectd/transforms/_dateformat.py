@@ -52,7 +52,7 @@ _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Su
 _NUMERIC = set("yMLdDuFHkKhmsS")
 _SUPPORTED = _NUMERIC | set("GEazZX")
 _UNSUPPORTED = set("YwW")
-_ZONE = r"(Z|z|[+-][0-9]{2}(?::?[0-9]{2})?|UTC|GMT(?:[+-][0-9]{1,2}(?::?[0-9]{2})?)?)"
+_ZONE = r"(Coordinated Universal Time|Z|[+-][0-9]{2}(?::?[0-9]{2})?|UTC|GMT(?:[+-][0-9]{1,2}(?::?[0-9]{2})?)?)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +179,7 @@ def _field_regex(field: _Field, abutting: bool) -> str:
 
 def _zone_offset(text: str) -> datetime.timedelta:
     upper = text.upper()
-    if upper in ("Z", "UTC", "GMT"):
+    if upper in ("Z", "UTC", "GMT", "COORDINATED UNIVERSAL TIME"):
         return datetime.timedelta(0)
     if upper.startswith("GMT"):
         upper = upper[3:]

@@ -1,0 +1,1 @@
+"""The data plane: what runs a connector's tasks (Spark queries, converters, transforms)."""
