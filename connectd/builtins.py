@@ -17,3 +17,19 @@ def register_config_providers(register: Register) -> None:
 def register_converters(register: Register) -> None:
     for cls, aliases in BUILTIN_CONVERTERS:
         register(cls, aliases=aliases)
+
+
+@hookimpl
+def register_transforms(register: Register) -> None:
+    from connectd.transforms import BUILTIN_TRANSFORMS
+
+    for cls, aliases in BUILTIN_TRANSFORMS:
+        register(cls, aliases=aliases)
+
+
+@hookimpl
+def register_predicates(register: Register) -> None:
+    from connectd.transforms import BUILTIN_PREDICATES
+
+    for cls, aliases in BUILTIN_PREDICATES:
+        register(cls, aliases=aliases)

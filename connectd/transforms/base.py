@@ -29,13 +29,18 @@ if TYPE_CHECKING:
     from connectd.data import ConnectRecord, Headers
 
 __all__ = [
+    "KeyOrValue",
     "KeySide",
+    "NonEmptyList",
     "Predicate",
     "SchemaUpdateCache",
     "Transformation",
     "ValueSide",
+    "build_with_default",
     "copy_schema_basics",
+    "is_logical",
     "parse_config",
+    "replace_null_key",
     "require_map",
     "require_map_or_null",
     "require_schema",
@@ -233,9 +238,16 @@ class KeyOrValue(Transformation):
     """Shared logic of a transform with ``Key`` and ``Value`` variants (see :class:`KeySide`)."""
 
     side: ClassVar[str]
+    Key: ClassVar[type[KeyOrValue]]
+    Value: ClassVar[type[KeyOrValue]]
     operating_schema: Callable[[ConnectRecord], Schema | None]
     operating_value: Callable[[ConnectRecord], Any]
     new_record: Callable[..., ConnectRecord]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> KeyOrValue:
+        if not hasattr(cls, "side"):
+            raise TypeError(f"{cls.__name__} works on the key or the value: use {cls.__name__}.Key or {cls.__name__}.Value")
+        return super().__new__(cls)
 
 
 # --- requirements (Kafka's Requirements) ---------------------------------------------

@@ -18,7 +18,7 @@ import math
 import re
 import struct
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, Importance, Type, Validator
 from connectd.data import DataError, Schema, SchemaBuilder, SchemaType, Struct, convert_to_string
@@ -35,6 +35,9 @@ from connectd.transforms.base import (
     require_map,
     require_struct,
 )
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["Cast", "CastKey", "CastValue"]
 
@@ -61,19 +64,25 @@ def parse_spec(items: list[str]) -> dict[str | None, SchemaType]:
     if not items:
         raise ValueError("expected at least one field:type pair, or a single type to cast the whole value to")
     casts: dict[str | None, SchemaType] = {}
+    wrong: list[str] = []
     for item in items:
         parts = item.split(":")
         if len(parts) > 2 or not all(part.strip() for part in parts):
-            raise ValueError(f"expected field:type pairs or a single type, got {item!r}")
+            wrong.append(f"{item!r} is not field:type or a type")
+            continue
         field = parts[0].strip() if len(parts) == 2 else WHOLE_VALUE
-        type_name = parts[-1].strip().lower()
+        type_name = parts[-1].strip()
         try:
-            target = SchemaType(type_name)
+            target = SchemaType(type_name.lower())
         except ValueError:
-            raise ValueError(f"expected types from {_TYPE_LIST}, got {parts[-1].strip()!r} in {item!r}") from None
+            wrong.append(f"{type_name!r} in {item!r} is not a type")
+            continue
         if target not in OUTPUT_TYPES:
-            raise ValueError(f"expected types from {_TYPE_LIST} (Cast cannot produce {target.value}), got {item!r}")
+            wrong.append(f"{item!r} casts to {target.value}, which Cast cannot produce")
+            continue
         casts[field] = target
+    if wrong:
+        raise ValueError(f"expected field:type pairs or a single type, with types from {_TYPE_LIST}; " + "; ".join(wrong))
     if WHOLE_VALUE in casts and len(items) > 1:
         raise ValueError("expected a single entry when casting the whole value to one type, got several")
     return casts
@@ -117,7 +126,7 @@ class Cast(KeyOrValue):
     def close(self) -> None:
         self._schemas.clear()
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = self.operating_value(record)
         if value is None:
             return record
@@ -126,7 +135,7 @@ class Cast(KeyOrValue):
             return self._apply_schemaless(record, value)
         return self._apply_with_schema(record, schema, value)
 
-    def _apply_schemaless(self, record, value):
+    def _apply_schemaless(self, record: ConnectRecord, value: Any) -> ConnectRecord:
         if self.whole_value_type is not None:
             return self.new_record(record, None, cast_value(None, value, self.whole_value_type))
         original = require_map(value, PURPOSE)
@@ -135,11 +144,12 @@ class Cast(KeyOrValue):
             updated[field] = cast_value(None, original.get(field), target)
         return self.new_record(record, None, updated)
 
-    def _apply_with_schema(self, record, schema: Schema, value):
-        updated_schema = self._schemas.get(schema, self._build_schema)
+    def _apply_with_schema(self, record: ConnectRecord, schema: Schema, value: Any) -> ConnectRecord:
         if self.whole_value_type is not None:
+            updated_schema = self._schemas.get(schema, self._build_schema)
             return self.new_record(record, updated_schema, cast_value(schema, value, self.whole_value_type))
         struct = require_struct(value, PURPOSE)
+        updated_schema = self._schemas.get(struct.schema, self._build_schema)
         return self.new_record(record, updated_schema, self._cast_struct(struct, updated_schema))
 
     def _cast_struct(self, struct: Struct, updated_schema: Schema) -> Struct:

@@ -21,6 +21,7 @@ predicate, and every bad setting of every transform and predicate.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = ["TransformationChain", "TransformationStage"]
 #: ``find(group, name)``: the class registered as *name* in *group* (``transform`` or ``predicate``).
 Finder = Callable[[str, str], type]
 _RESERVED = ("type", "predicate", "negate")
+_UNKNOWN_KEY = re.compile(r"unknown key '(.*?)'(?: \(did you mean '(.*?)'\?\))?")
 
 
 class TransformationStage:
@@ -123,7 +125,7 @@ class TransformationChain:
         *,
         origin: Callable[[str], Origin | None] | None = None,
     ) -> None:
-        self._origin = origin or (lambda key: None)
+        self._origin = origin or _no_origin
         #: Warnings found while building (unknown and deprecated keys), under their full keys.
         self.warnings: list[ConfigProblem] = []
         self._closed = False
@@ -256,6 +258,14 @@ class TransformationChain:
         return predicate, negate
 
     def _prefixed(self, problem: ConfigProblem | str, prefix: str) -> ConfigProblem:
+        if isinstance(problem, ConfigProblem) and problem.key is None:
+            unknown = _UNKNOWN_KEY.fullmatch(problem.message)
+            if unknown is not None:  # ConfigDef's warning names the key in its message
+                name, suggestion = unknown.groups()
+                message = f"unknown key {prefix + name!r}"
+                if suggestion is not None:
+                    message += f" (did you mean {prefix + suggestion!r}?)"
+                return dataclasses.replace(problem, message=message, origin=problem.origin or self._origin(prefix + name))
         if isinstance(problem, ConfigProblem):
             key = prefix + problem.key if problem.key else prefix.rstrip(".")
             return dataclasses.replace(problem, key=key, origin=problem.origin or self._origin(key))
@@ -338,11 +348,12 @@ class TransformationChain:
     def __len__(self) -> int:
         return len(self.stages)
 
-    def __bool__(self) -> bool:
-        return True
-
     def __repr__(self) -> str:
         return f"TransformationChain({', '.join(map(repr, self.stages))})"
+
+
+def _no_origin(key: str) -> None:
+    return None
 
 
 def _close_quietly(instance: Any) -> None:

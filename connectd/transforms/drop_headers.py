@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectd.config.definitions import ConfigDef, ConfigKey, Importance, Type
 from connectd.data import Headers
 from connectd.transforms.base import NonEmptyList, Transformation
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["DropHeaders"]
 
@@ -22,7 +25,7 @@ class DropHeaders(Transformation):
     def setup(self, config: dict[str, Any]) -> None:
         self.names = frozenset(config["headers"])
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         names = self.names
         kept = Headers(header for header in record.headers if header.key not in names)
         return record.new_record(headers=kept)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, Type
 from connectd.data import DataError
@@ -15,6 +15,9 @@ from connectd.transforms.base import (
     require_map_or_null,
     require_struct_or_null,
 )
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["ExtractField", "ExtractFieldKey", "ExtractFieldValue"]
 
@@ -53,7 +56,7 @@ class ExtractField(KeyOrValue):
         self.path = FieldPath(config["field"], config["field.syntax.version"])
         self.replace_null_with_default: bool = config["replace.null.with.default"]
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = self.operating_schema(record)
         value = self.operating_value(record)
         if schema is None:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from connectd.config.definitions import ConfigDef
 from connectd.transforms.base import Transformation
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["Filter"]
 
@@ -18,8 +23,8 @@ class Filter(Transformation):
 
     config_def = ConfigDef()
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         return None
 
-    def apply_batch(self, records):
+    def apply_batch(self, records: list[ConnectRecord]) -> list[ConnectRecord]:
         return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import decimal
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, Importance, Type
 from connectd.data import DataError, Schema, SchemaBuilder, SchemaType, Struct
@@ -24,6 +24,9 @@ from connectd.transforms.base import (
     require_map,
     require_struct,
 )
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["Flatten", "FlattenKey", "FlattenValue"]
 
@@ -58,7 +61,7 @@ class Flatten(KeyOrValue):
     def _name(self, prefix: str, name: Any) -> Any:
         return f"{prefix}{self.delimiter}{name}" if prefix else name
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = self.operating_value(record)
         if value is None:
             return record

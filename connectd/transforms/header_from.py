@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, OneOf, Type
 from connectd.data import DataError, Schema, SchemaBuilder, Struct
@@ -17,6 +17,9 @@ from connectd.transforms.base import (
     require_map,
     require_struct,
 )
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["HeaderFrom", "HeaderFromKey", "HeaderFromValue"]
 
@@ -40,7 +43,7 @@ class HeaderFrom(KeyOrValue):
                   "Names of the headers, in the same order as the fields they take their values from.",
                   importance=Importance.HIGH, validator=NonEmptyList()),
         ConfigKey("operation", Type.STRING,
-                  "move to take the fields out of the key or value, copy to leave them there.",
+                  "What happens to the fields: move takes them out of the key or value, copy leaves them there.",
                   importance=Importance.HIGH, validator=OneOf(MOVE, COPY)),
         replace_null_key(),
     ])
@@ -65,7 +68,7 @@ class HeaderFrom(KeyOrValue):
     def close(self) -> None:
         self._schemas.clear()
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = self.operating_schema(record)
         value = self.operating_value(record)
         headers = record.headers.copy()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, Importance, Type
 from connectd.data import Schema, SchemaBuilder, Struct
 from connectd.transforms.base import KeyOrValue, KeySide, SchemaUpdateCache, ValueSide
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["HoistField", "HoistFieldKey", "HoistFieldValue"]
 
@@ -33,7 +36,7 @@ class HoistField(KeyOrValue):
     def close(self) -> None:
         self._schemas.clear()
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = self.operating_schema(record)
         value = self.operating_value(record)
         if schema is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, Type
 from connectd.data import Schema, SchemaBuilder, Struct
@@ -18,6 +18,11 @@ from connectd.transforms.base import (
     require_sink_record,
     require_struct,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from connectd.data import ConnectRecord
 
 __all__ = ["InsertField", "InsertFieldKey", "InsertFieldValue"]
 
@@ -97,7 +102,7 @@ class InsertField(KeyOrValue):
     def close(self) -> None:
         self._schemas.clear()
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = self.operating_value(record)
         if value is None:
             return record
@@ -117,7 +122,7 @@ class InsertField(KeyOrValue):
             updated.put(name, inserted)
         return self.new_record(record, updated_schema, updated)
 
-    def _insertions(self, record, as_datetime: bool):
+    def _insertions(self, record: ConnectRecord, as_datetime: bool) -> Iterator[tuple[str, Any]]:
         if self.topic_field is not None:
             yield self.topic_field.name, record.topic
         if self.partition_field is not None and record.kafka_partition is not None:

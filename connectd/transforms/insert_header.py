@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectd.config.definitions import ConfigDef, ConfigKey, Importance, NonEmptyString, Type
 from connectd.data import parse_string
 from connectd.transforms.base import Transformation
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["InsertHeader"]
 
@@ -33,6 +36,6 @@ class InsertHeader(Transformation):
         self.header: str = config["header"]
         self.schema, self.value = parse_string(config["value.literal"])
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         headers = record.headers.copy().add(self.header, self.value, self.schema)
         return record.new_record(headers=headers)

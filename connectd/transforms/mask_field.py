@@ -7,7 +7,7 @@ import decimal
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, Importance, NonEmptyString, Type
 from connectd.data import DataError, Schema, SchemaType, Struct
@@ -20,6 +20,9 @@ from connectd.transforms.base import (
     require_map,
     require_struct,
 )
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["MaskField", "MaskFieldKey", "MaskFieldValue"]
 
@@ -57,7 +60,7 @@ class MaskField(KeyOrValue):
         self._masked = frozenset(self.fields)
         self.replacement: str | None = config["replacement"]
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = self.operating_schema(record)
         value = self.operating_value(record)
         if schema is None:

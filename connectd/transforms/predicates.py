@@ -7,11 +7,14 @@ only to the records the predicate is true for (with
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectd.config.definitions import And, ConfigDef, ConfigKey, Importance, NonEmptyString, Type
 from connectd.transforms._regex import JavaRegex, compile_java
 from connectd.transforms.base import Predicate
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["HasHeaderKey", "RecordIsTombstone", "TopicNameMatches"]
 
@@ -27,7 +30,7 @@ class HasHeaderKey(Predicate):
     def setup(self, config: dict[str, Any]) -> None:
         self.name: str = config["name"]
 
-    def test(self, record) -> bool:
+    def test(self, record: ConnectRecord) -> bool:
         return record.headers.last_with_name(self.name) is not None
 
 
@@ -36,7 +39,7 @@ class RecordIsTombstone(Predicate):
 
     config_def = ConfigDef()
 
-    def test(self, record) -> bool:
+    def test(self, record: ConnectRecord) -> bool:
         return record.value is None
 
 
@@ -52,5 +55,5 @@ class TopicNameMatches(Predicate):
     def setup(self, config: dict[str, Any]) -> None:
         self.pattern = compile_java(config["pattern"])
 
-    def test(self, record) -> bool:
+    def test(self, record: ConnectRecord) -> bool:
         return record.topic is not None and self.pattern.fullmatch(record.topic) is not None

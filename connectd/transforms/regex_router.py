@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, Type
 from connectd.transforms._regex import JavaRegex, JavaReplacement, compile_java
 from connectd.transforms.base import Transformation
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["RegexRouter"]
 
@@ -46,7 +49,7 @@ class RegexRouter(Transformation):
         self.regex = compile_java(config["regex"])
         self.replacement = JavaReplacement(config["replacement"], self.regex)
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         topic = record.topic
         if self.regex.fullmatch(topic) is None:
             return record

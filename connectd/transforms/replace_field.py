@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, Type, Validator
 from connectd.data import Schema, SchemaBuilder, Struct
@@ -16,6 +16,9 @@ from connectd.transforms.base import (
     require_map,
     require_struct,
 )
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["ReplaceField", "ReplaceFieldKey", "ReplaceFieldValue", "parse_renames"]
 
@@ -100,7 +103,7 @@ class ReplaceField(KeyOrValue):
     def renamed(self, name: str) -> str:
         return self.renames.get(name, name)
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = self.operating_value(record)
         if value is None:
             return record

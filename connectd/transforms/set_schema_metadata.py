@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, Type
 from connectd.data import Schema, SchemaBuilder, SchemaType, Struct
 from connectd.transforms.base import KeyOrValue, KeySide, SchemaUpdateCache, ValueSide, replace_null_key, require_schema
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["SetSchemaMetadata", "SetSchemaMetadataKey", "SetSchemaMetadataValue"]
 
@@ -45,7 +48,7 @@ class SetSchemaMetadata(KeyOrValue):
     def close(self) -> None:
         self._schemas.clear()
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = self.operating_value(record)
         schema = self.operating_schema(record)
         if value is None and schema is None:

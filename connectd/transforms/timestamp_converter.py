@@ -19,7 +19,7 @@ in Kafka.
 from __future__ import annotations
 
 import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, OneOf, Type
 from connectd.data import DataError, Schema, SchemaBuilder, SchemaType, Struct
@@ -36,6 +36,9 @@ from connectd.transforms.base import (
     require_map,
     require_struct_or_null,
 )
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["TimestampConverter", "TimestampConverterKey", "TimestampConverterValue"]
 
@@ -115,7 +118,7 @@ class TimestampConverter(KeyOrValue):
     def close(self) -> None:
         self._schemas.clear()
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = self.operating_schema(record)
         value = self.operating_value(record)
         if schema is None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectd.config.definitions import ConfigDef, ConfigKey, Importance, Type, Validator
 from connectd.data import DataError
 from connectd.data.logical import Timestamp
 from connectd.transforms._dateformat import JavaDateFormat
 from connectd.transforms.base import Transformation
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["SimpleDateFormatPattern", "TimestampRouter"]
 
@@ -46,7 +49,7 @@ class TimestampRouter(Transformation):
         self.topic_format: str = config["topic.format"]
         self.timestamp_format = JavaDateFormat(config["timestamp.format"])
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         if record.timestamp is None:
             raise DataError(f"Timestamp missing on record: {record!r}")
         stamp = self.timestamp_format.format(Timestamp.to_logical(Timestamp.SCHEMA, record.timestamp))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectd.config.definitions import ConfigDef, ConfigKey, Importance, Type
 from connectd.data import DataError, Schema, SchemaBuilder, Struct
@@ -14,6 +14,9 @@ from connectd.transforms.base import (
     require_map,
     require_struct,
 )
+
+if TYPE_CHECKING:
+    from connectd.data import ConnectRecord
 
 __all__ = ["ValueToKey"]
 
@@ -37,7 +40,7 @@ class ValueToKey(Transformation):
     def close(self) -> None:
         self._schemas.clear()
 
-    def apply(self, record):
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         if record.value_schema is None:
             value = require_map(record.value, PURPOSE)
             return record.new_record(key_schema=None, key={field: value.get(field) for field in self.fields})
