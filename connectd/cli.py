@@ -64,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--policy", choices=("msk",), help="also flag what AWS MSK Connect would refuse")
     docs = config_verbs.add_parser("docs", help="write the configuration reference (Markdown)")
     docs.add_argument("--output", "-o", default=None, metavar="PATH",
-                      help="where to write it (default docs/configuration.md; - for stdout)")
+                      help="write only the configuration reference there (- for stdout); by default "
+                           "docs/configuration.md and docs/converters-transforms-predicates.md are written")
 
     broker = verbs.add_parser("broker", help="run the embedded development broker (tansu) on loopback")
     broker.add_argument("--port", type=int, default=9092, help="port to listen on (default 9092)")
@@ -175,16 +176,18 @@ def _config_check(file: str, mode: str, policy: str | None, out: TextIO) -> int:
 
 
 def _config_docs(output: str | None, out: TextIO) -> int:
-    from connectd.config.docs import DEFAULT_PATH, render_reference
+    from connectd.config.docs import DEFAULT_PATH, PLUGINS_PATH, render_plugin_reference, render_reference
 
-    text = render_reference()
     if output == "-":
-        out.write(text)
+        out.write(render_reference())
         return EXIT_OK
-    path = Path(output or DEFAULT_PATH)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}", file=out)
+    pages = {Path(output or DEFAULT_PATH): render_reference()}
+    if output is None:
+        pages[Path(PLUGINS_PATH)] = render_plugin_reference()
+    for path, text in pages.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}", file=out)
     return EXIT_OK
 
 

@@ -138,3 +138,31 @@ def test_reference_documents_config_provider_parameters() -> None:
     for cls, _ in BUILTIN_PROVIDERS:
         for key in cls.config_def:
             assert f"`{key.name}`" in text, f"{cls.__name__}: {key.name} is not in the reference"
+
+
+def test_plugin_reference_page_is_current() -> None:
+    from connectd.config.docs import PLUGINS_PATH, render_plugin_reference
+
+    path = REPO / PLUGINS_PATH
+    assert path.exists(), f"{PLUGINS_PATH} is missing: run `connectd config docs`"
+    assert path.read_text(encoding="utf-8") == render_plugin_reference(), (
+        f"{PLUGINS_PATH} is stale: run `connectd config docs` and commit the result"
+    )
+
+
+def test_plugin_reference_lists_every_builtin_converter_transform_and_predicate() -> None:
+    from connectd.config.docs import render_plugin_reference
+    from connectd.plugins import get_registry
+
+    page = render_plugin_reference()
+    for info in get_registry():
+        if info.package == "connectd" and info.group in ("converter", "transform", "predicate"):
+            assert f"### {info.aliases[0]}\n" in page
+            for key in getattr(info.cls, "config_def", ()):
+                assert f"| `{key.name}` |" in page, f"{info.name}: {key.name}"
+
+
+def test_every_builtin_plugin_setting_is_documented() -> None:
+    from connectd.config.docs import plugin_undocumented_keys
+
+    assert plugin_undocumented_keys() == []
