@@ -41,11 +41,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     Built from a worker config's ``spark_conf()``, as the worker builds its
     own: local master bound to 127.0.0.1, FAIR scheduler, no web UI.
     """
-    import os
-
     from connectd.config.worker import WorkerConfig
+    from connectd.runtime.spark import start_session
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     config = WorkerConfig(
         {
@@ -60,12 +58,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
         "standalone",
         source="tests",
     )
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder
-    for key, value in config.spark_conf().items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = start_session(config)
     try:
         yield session
     finally:

@@ -12,6 +12,7 @@ A :class:`WorkerConfig` keeps the values as written and resolves
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -467,6 +468,8 @@ class WorkerConfig:
         conf.setdefault("spark.app.name", f"connectd-{self._raw.get('group.id', 'standalone')}")
         conf.setdefault("spark.scheduler.mode", "FAIR")
         conf.setdefault("spark.ui.enabled", "false")
+        # Spark's Python processes must be this interpreter, which has connectd and its plugins.
+        conf.setdefault("spark.pyspark.python", sys.executable)
         if conf["spark.master"].startswith("local"):
             conf.setdefault("spark.driver.host", "127.0.0.1")
             conf.setdefault("spark.driver.bindAddress", "127.0.0.1")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from pathlib import Path
 
 import pytest
@@ -380,6 +382,7 @@ def test_spark_conf_defaults(tmp_path) -> None:
         "spark.app.name": "connectd-connect-cluster",
         "spark.scheduler.mode": "FAIR",
         "spark.ui.enabled": "false",
+        "spark.pyspark.python": sys.executable,
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
     }

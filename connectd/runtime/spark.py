@@ -1,0 +1,43 @@
+"""The worker's one SparkSession, shared by every task.
+
+Built from the worker's ``spark.*`` keys (see
+:meth:`connectd.config.worker.WorkerConfig.spark_conf`). Two things must be
+in the environment before the JVM starts, not only in the Spark conf:
+
+- ``PYSPARK_PYTHON``: the Python processes Spark starts for Python data
+  sources (the streaming source runner among them) use it, and must be this
+  interpreter so they find connectd, its plugins and pyarrow; the system
+  ``python3`` would not.
+- ``SPARK_LOCAL_IP``: with a local master, 127.0.0.1, so nothing binds to
+  the host's public address.
+
+Starting a session takes seconds (a JVM); call :func:`start_session` from a
+thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from connectd.config.worker import WorkerConfig
+
+__all__ = ["start_session"]
+
+
+def start_session(config: WorkerConfig) -> SparkSession:
+    """Start (or return the running) SparkSession for *config*; blocking."""
+    from pyspark.sql import SparkSession
+
+    conf = config.spark_conf()
+    os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python", sys.executable))
+    if conf["spark.master"].startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", conf.get("spark.driver.bindAddress", "127.0.0.1"))
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
