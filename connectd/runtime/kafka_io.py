@@ -1,0 +1,381 @@
+"""Kafka inside Spark: a streaming reader and writer on confluent-kafka.
+
+Spark ships no Kafka connector usable here, so tasks read and write Kafka
+through PySpark's Python Data Source API. The format is ``connectd-kafka``.
+
+Where the code runs
+-------------------
+Spark keeps one long-lived Python process per query for the reader's
+``initialOffset``/``latestOffset``/``partitions`` and the writer's
+``commit``; ``read`` and ``write`` run in executor Python workers, to which
+the reader and writer are pickled. Live clients are never pickled: the
+reader's consumer lives only in the long-lived process, producers are cached
+per worker process.
+
+Reading (sink tasks)
+--------------------
+Offsets are ``{"<topic>:<partition>": <next offset to read>}``.
+
+- ``initialOffset`` is the ``start`` option: offsets the task's runtime took
+  from the consumer group (Kafka is the truth; the per-run checkpoint is
+  scratch), so a moved task resumes where the group committed.
+- ``latestOffset(start)`` consumes up to ``max.records`` records after
+  ``start`` with a consumer assigned to the task's partitions and keeps them;
+  the end offset of a partition is one past the last record read. It never
+  asks the broker for "latest" (ListOffsets): what was read is what is
+  offered, so a batch never names offsets it has not seen.
+- ``partitions(start, end)`` hands out the kept records, one input partition
+  per Kafka partition; when Spark replans a range the reader does not hold
+  (a batch replayed after a restart) the range is read again from Kafka.
+- Graceful stop: once the ``stop.file`` exists, ``latestOffset`` offers
+  nothing new, so the batch in flight finishes and the query goes idle.
+
+Rows: ``topic, partition, offset, timestamp, timestamp_type, key, value,
+headers`` (headers: array of ``key``/``value`` structs; bytes stay bytes).
+
+Writing (source tasks)
+----------------------
+Each executor task produces its rows with an idempotent producer
+(``acks=all``) and flushes before returning, so a batch counts as written
+only when every record is acknowledged; a delivery error fails the batch
+(which Spark then retries or the task reports). Rows may carry the source
+partition and offset (JSON text) of the record; the commit message of each
+executor task holds the last offset per source partition, and the writer's
+``commit`` — in the long-lived process, after every write succeeded —
+passes them to the ``on_commit`` callback named by the ``commit.hook``
+option (``module:function``), which stores them. Offsets are thus stored
+only after the data is durable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+__all__ = ["FORMAT", "KafkaDataSource", "ROW_SCHEMA", "WRITE_SCHEMA", "decode_tp", "encode_tp"]
+
+FORMAT = "connectd-kafka"
+
+ROW_SCHEMA = (
+    "topic string, partition int, offset long, timestamp long, timestamp_type int, "
+    "key binary, value binary, headers array<struct<key: string, value: binary>>"
+)
+
+#: What the writer accepts: a record to produce, and where it came from.
+WRITE_SCHEMA = (
+    "topic string, partition int, key binary, value binary, timestamp long, "
+    "headers array<struct<key: string, value: binary>>, source_partition string, source_offset string"
+)
+
+# Spark redacts option values whose key matches spark.redaction.regex
+# ("secret|password|token|..."): client settings may hold SASL passwords.
+CLIENT_OPTION = "kafka.client.secret"
+
+_DEFAULT_MAX_RECORDS = 10_000
+_POLL_TIMEOUT = 0.05
+
+
+def encode_tp(topic: str, partition: int) -> str:
+    return f"{topic}:{partition}"
+
+
+def decode_tp(key: str) -> tuple[str, int]:
+    topic, _, partition = key.rpartition(":")
+    return topic, int(partition)
+
+
+class _Partition(InputPartition):
+    def __init__(self, key: str, start: int, end: int, rows: list[tuple] | None) -> None:
+        self.key = key
+        self.start = start
+        self.end = end
+        self.rows = rows
+
+
+def _row(message: Any) -> tuple:
+    timestamp_type, timestamp = message.timestamp()
+    headers = message.headers()
+    return (
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        timestamp if timestamp_type != 0 else None,
+        timestamp_type,
+        message.key(),
+        message.value(),
+        [(k, v) for k, v in headers] if headers else None,
+    )
+
+
+class KafkaStreamReader(DataSourceStreamReader):
+    """Reads the task's assigned partitions from their start offsets."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.client = json.loads(options.get(CLIENT_OPTION, "{}"))
+        self.start_offsets: dict[str, int] = json.loads(options["start"])
+        self.max_records = int(options.get("max.records", _DEFAULT_MAX_RECORDS))
+        self.stop_file = options.get("stop.file")
+        self._consumer: Any = None
+        self._position: dict[str, int] = {}
+        self._kept: dict[str, list[tuple]] = {}
+        self._previous_end: dict[str, int] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_consumer"] = None
+        state["_kept"] = {}
+        return state
+
+    def initialOffset(self) -> dict[str, int]:
+        return dict(self.start_offsets)
+
+    def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+        # Before PySpark 4.2, latestOffset() took no arguments: continue from the last end.
+        if start is None:
+            start = self._previous_end if self._previous_end is not None else self.initialOffset()
+        start = {k: int(v) for k, v in start.items()}
+        if self.stop_file and os.path.exists(self.stop_file):
+            self._previous_end = start
+            return start
+        consumer = self._consumer_at(start)
+        end = dict(start)
+        kept: dict[str, list[tuple]] = {}
+        wanted = self.max_records
+        deadline = time.monotonic() + _POLL_TIMEOUT * 4
+        while wanted > 0:
+            messages = consumer.consume(num_messages=min(wanted, 10_000), timeout=_POLL_TIMEOUT)
+            if not messages:
+                break
+            for message in messages:
+                if message.error() is not None:
+                    _raise_unless_benign(message.error())
+                    continue
+                key = encode_tp(message.topic(), message.partition())
+                kept.setdefault(key, []).append(_row(message))
+                self._position[key] = end[key] = message.offset() + 1
+                wanted -= 1
+            if time.monotonic() > deadline:
+                break
+        self._kept = kept
+        self._previous_end = end
+        return end
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Partition]:
+        parts = []
+        for key, stop in end.items():
+            begin = int(start.get(key, self.start_offsets.get(key, 0)))
+            if int(stop) <= begin:
+                continue
+            kept = [row for row in self._kept.get(key, []) if begin <= row[2] < int(stop)]
+            covered = kept and kept[0][2] == begin and kept[-1][2] == int(stop) - 1
+            parts.append(_Partition(key, begin, int(stop), kept if covered else None))
+        return parts
+
+    def read(self, partition: _Partition) -> Iterator[tuple]:
+        if partition.rows is not None:
+            yield from partition.rows
+            return
+        yield from _read_range(self.client, partition.key, partition.start, partition.end)
+
+    def commit(self, end: dict[str, int]) -> None:
+        # Offsets are committed to the consumer group by the sink task after
+        # its plugin flushed, not here: Spark calls this late, and never for
+        # the last batch.
+        return None
+
+    def stop(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def _consumer_at(self, start: dict[str, int]) -> Any:
+        """The consumer, positioned at *start* (re-assigned only when it is not there)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        if self._consumer is None:
+            self._consumer = Consumer(_consumer_config(self.client))
+            self._position = {}
+        if self._position != start:
+            self._consumer.assign([TopicPartition(*decode_tp(k), int(v)) for k, v in start.items()])
+            self._position = dict(start)
+        return self._consumer
+
+
+def _consumer_config(client: dict[str, Any]) -> dict[str, Any]:
+    config = {
+        "group.id": client.get("group.id", "connectd-reader"),
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": False,
+        # tansu (and a quiet Kafka) answer fetches only when the wait expires;
+        # a short wait keeps latency low. librdkafka's 1 s queue backoff
+        # stalls a steady consumer.
+        "fetch.wait.max.ms": 10,
+        "fetch.queue.backoff.ms": 10,
+    }
+    config.update({k: v for k, v in client.items() if k != "group.id"})
+    return config
+
+
+def _read_range(client: dict[str, Any], key: str, start: int, end: int) -> Iterator[tuple]:
+    """The records of one partition with offsets in [start, end), read again from Kafka."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(_consumer_config(client))
+    try:
+        topic, partition = decode_tp(key)
+        consumer.assign([TopicPartition(topic, partition, start)])
+        next_offset = start
+        deadline = time.monotonic() + 120
+        while next_offset < end:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{key}: offsets {next_offset}..{end - 1} could not be read again within 120 s")
+            for message in consumer.consume(num_messages=min(end - next_offset, 10_000), timeout=0.5):
+                if message.error() is not None:
+                    _raise_unless_benign(message.error())
+                    continue
+                if message.offset() >= end:
+                    next_offset = end
+                    break
+                yield _row(message)
+                next_offset = message.offset() + 1
+    finally:
+        consumer.close()
+
+
+def _raise_unless_benign(error: Any) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    if error.code() == KafkaError._PARTITION_EOF:
+        return
+    raise KafkaException(error)
+
+
+# --- writing -------------------------------------------------------------------
+
+
+@dataclass
+class _Written(WriterCommitMessage):
+    records: int = 0
+    source_offsets: dict[str, str] = field(default_factory=dict)
+
+
+_producers: dict[str, Any] = {}
+_producers_lock = threading.Lock()
+
+
+def _producer(client_json: str) -> Any:
+    """One producer per executor Python process and client config, reused across batches."""
+    from confluent_kafka import Producer
+
+    with _producers_lock:
+        producer = _producers.get(client_json)
+        if producer is None:
+            config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5}
+            config.update(json.loads(client_json))
+            producer = Producer(config)
+            _producers[client_json] = producer
+        return producer
+
+
+class KafkaStreamWriter(DataSourceStreamWriter):
+    """Produces each micro-batch to Kafka; stores source offsets only after every write is durable."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.client_json = options.get(CLIENT_OPTION, "{}")
+        self.commit_hook = options.get("commit.hook")
+        self.commit_hook_arg = options.get("commit.hook.arg", "")
+        self.flush_timeout = float(options.get("flush.timeout.s", "60"))
+
+    def write(self, rows: Iterator[Any]) -> _Written:
+        producer = _producer(self.client_json)
+        failures: list[str] = []
+
+        def delivered(error: Any, message: Any) -> None:
+            if error is not None:
+                failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+
+        written = _Written()
+        for row in rows:
+            kwargs: dict[str, Any] = {"key": row.key, "value": row.value, "on_delivery": delivered}
+            if row.partition is not None:
+                kwargs["partition"] = row.partition
+            if row.timestamp is not None:
+                kwargs["timestamp"] = row.timestamp
+            if row.headers:
+                kwargs["headers"] = [(h.key, h.value) for h in row.headers]
+            while True:
+                try:
+                    producer.produce(row.topic, **kwargs)
+                    break
+                except BufferError:
+                    producer.poll(0.05)  # local queue full: let deliveries drain
+            producer.poll(0)
+            written.records += 1
+            if row.source_partition is not None:
+                written.source_offsets[row.source_partition] = row.source_offset
+        remaining = producer.flush(self.flush_timeout)
+        if remaining:
+            raise RuntimeError(f"{remaining} records not acknowledged within {self.flush_timeout:.0f} s")
+        if failures:
+            raise RuntimeError(f"{len(failures)} records failed: " + "; ".join(failures[:5]))
+        return written
+
+    def commit(self, messages: list[_Written | None], batch_id: int) -> None:
+        offsets: dict[str, str] = {}
+        for message in messages:
+            if message is not None:
+                offsets.update(message.source_offsets)
+        if self.commit_hook:
+            module, _, name = self.commit_hook.partition(":")
+            hook = getattr(importlib.import_module(module), name)
+            hook(self.commit_hook_arg, batch_id, offsets, sum(m.records for m in messages if m is not None))
+
+    def abort(self, messages: list[_Written | None], batch_id: int) -> None:
+        # Nothing to undo: records already produced are at-least-once duplicates
+        # of the batch's replay, and no offset was stored.
+        return None
+
+
+class KafkaDataSource(DataSource):
+    """``spark.readStream.format("connectd-kafka")`` / ``writeStream.format("connectd-kafka")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return ROW_SCHEMA
+
+    def streamReader(self, schema: Any) -> KafkaStreamReader:
+        return KafkaStreamReader(self.options)
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> KafkaStreamWriter:
+        return KafkaStreamWriter(self.options)
+
+
+def append_commits_to_file(path: str, batch_id: int, offsets: dict[str, str], records: int) -> None:
+    """A ``commit.hook`` that appends each committed batch as a JSON line to *path*.
+
+    For diagnostics and tests: ``option("commit.hook", "connectd.runtime.kafka_io:append_commits_to_file")``
+    with ``option("commit.hook.arg", "/path/to/log")``.
+    """
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"batch": batch_id, "records": records, "offsets": offsets}) + "\n")
+        log.flush()
+        os.fsync(log.fileno())
