@@ -1,50 +1,107 @@
-"""The connector API plugin authors implement (connector level).
+"""The connector API plugin authors implement.
 
-A connector is the job a user configures; it splits its work into task
-configurations. Tasks (``SourceTask.poll()``, ``SinkTask.put()``) and the
-Spark-level API arrive with the runtime.
+A **connector** is the job a user configures; it splits its work into task
+configurations. A **task** moves the data. This is Kafka Connect's API in
+snake_case, record by record:
+
+- :class:`SourceTask`: ``start(config)``, ``poll() -> list[SourceRecord]``,
+  ``commit()``, ``stop()``; its :attr:`~SourceTask.context` reads the
+  offsets stored for its source partitions, so it resumes where it was.
+- :class:`SinkTask`: ``start(config)``, ``open(partitions)``,
+  ``put(records)``, ``flush(offsets)``, ``close(partitions)``, ``stop()``.
+
+connectd runs each task inside a Spark streaming query: converters and
+transforms are applied around it, offsets are stored only after the data is
+durable. ``docs/plugin-authors.md`` has worked examples.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import abc
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigProblem
 
-__all__ = ["Connector", "SinkConnector", "SourceConnector"]
+if TYPE_CHECKING:
+    from connectd.data.records import SinkRecord, SourceRecord
+
+__all__ = [
+    "Connector",
+    "ConnectorContext",
+    "OffsetStorageReader",
+    "SinkConnector",
+    "SinkTask",
+    "SinkTaskContext",
+    "SourceConnector",
+    "SourceTask",
+    "SourceTaskContext",
+    "Task",
+    "TopicPartition",
+]
 
 
-class Connector:
+def _version_of(cls: type) -> str:
+    top = cls.__module__.split(".")[0]
+    for dist in metadata.packages_distributions().get(top, []):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:  # pragma: no cover - broken install
+            continue
+    return "unknown"
+
+
+class ConnectorContext:
+    """What a running connector may ask of the runtime.
+
+    :param on_reconfigure: called when the connector asks for new task configs.
+    :param on_error: called when the connector reports it cannot go on.
+    """
+
+    def __init__(
+        self,
+        on_reconfigure: Callable[[], None] = lambda: None,
+        on_error: Callable[[BaseException], None] = lambda exc: None,
+    ) -> None:
+        self._on_reconfigure = on_reconfigure
+        self._on_error = on_error
+
+    def request_task_reconfiguration(self) -> None:
+        """Ask for :meth:`Connector.task_configs` to be called again (e.g. a new table was found)."""
+        self._on_reconfigure()
+
+    def raise_error(self, exc: BaseException) -> None:
+        """Fail the connector with *exc*; its status becomes FAILED with the trace."""
+        self._on_error(exc)
+
+
+class Connector(abc.ABC):
     """Base of every connector.
 
     :attr config_def: the connector's own settings; connectd adds the common,
         source or sink keys (``name``, ``tasks.max``, ``topics``, …).
+    :attr context: set by the runtime before :meth:`start`.
     """
 
     config_def: ClassVar[ConfigDef] = ConfigDef()
+    context: ConnectorContext
 
     def version(self) -> str:
         """The plugin's version; by default that of the package that holds the class."""
-        top = type(self).__module__.split(".")[0]
-        for dist in metadata.packages_distributions().get(top, []):
-            try:
-                return metadata.version(dist)
-            except metadata.PackageNotFoundError:  # pragma: no cover - broken install
-                continue
-        return "unknown"
+        return _version_of(type(self))
 
     def start(self, config: Mapping[str, str]) -> None:
         """Begin with the connector's resolved configuration."""
 
-    def task_class(self) -> type:
+    @abc.abstractmethod
+    def task_class(self) -> type[Task]:
         """The class each of this connector's tasks runs."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """Split the work into at most *max_tasks* task configurations."""
-        raise NotImplementedError
 
     def stop(self) -> None:
         """Release what :meth:`start` acquired."""
@@ -54,9 +111,139 @@ class Connector:
         return []
 
 
-class SourceConnector(Connector):
+class SourceConnector(Connector, abc.ABC):
     """A connector that reads from an outside system and writes to Kafka."""
 
 
-class SinkConnector(Connector):
+class SinkConnector(Connector, abc.ABC):
     """A connector that reads from Kafka and writes to an outside system."""
+
+
+# --- tasks ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    """A Kafka topic partition, as a sink task sees its assignment."""
+
+    topic: str
+    partition: int
+
+
+class Task(abc.ABC):
+    """Base of source and sink tasks."""
+
+    def version(self) -> str:
+        return _version_of(type(self))
+
+    @abc.abstractmethod
+    def start(self, config: Mapping[str, str]) -> None:
+        """Begin with the task's configuration (one of :meth:`Connector.task_configs`)."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop; called once, after the last :meth:`SourceTask.poll` / :meth:`SinkTask.put`."""
+
+
+class OffsetStorageReader:
+    """Reads the offsets stored for a connector's source partitions.
+
+    :param lookup: ``lookup(partitions) -> {partition as JSON text: offset}``.
+    """
+
+    def __init__(self, lookup: Callable[[list[Mapping[str, Any]]], dict[str, Mapping[str, Any]]]) -> None:
+        self._lookup = lookup
+
+    def offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The stored offset of one source partition, or ``None``."""
+        return self.offsets([partition]).get(_partition_text(partition))
+
+    def offsets(self, partitions: Collection[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        """Stored offsets of *partitions*, keyed by the partition as canonical JSON text."""
+        return self._lookup(list(partitions))
+
+
+def _partition_text(partition: Mapping[str, Any]) -> str:
+    import json
+
+    return json.dumps(partition, sort_keys=True, separators=(",", ":"))
+
+
+class SourceTaskContext:
+    """What a source task gets from the runtime: its config and the offset reader."""
+
+    def __init__(self, config: Mapping[str, str], offset_storage_reader: OffsetStorageReader) -> None:
+        self.config = dict(config)
+        self.offset_storage_reader = offset_storage_reader
+
+
+class SourceTask(Task):
+    """Reads records from an outside system.
+
+    :attr context: set by the runtime before :meth:`start`.
+    """
+
+    context: SourceTaskContext
+
+    @abc.abstractmethod
+    def poll(self) -> list[SourceRecord] | None:
+        """New records, or ``None``/``[]`` when there are none right now.
+
+        May block briefly waiting for data; return within about a second so
+        the task can be stopped promptly.
+        """
+
+    def commit(self) -> None:
+        """Offsets of the records returned so far have been stored (a hint)."""
+
+    def commit_record(self, record: SourceRecord, metadata: Any = None) -> None:
+        """*record* was written to Kafka (a hint, after the batch's flush)."""
+
+
+class SinkTaskContext:
+    """What a sink task gets from the runtime: its assignment and offset rewinds."""
+
+    def __init__(self, config: Mapping[str, str], assignment: Collection[TopicPartition] = ()) -> None:
+        self.config = dict(config)
+        self._assignment = set(assignment)
+        self.rewinds: dict[TopicPartition, int] = {}
+        self.commit_requested = False
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this task consumes now."""
+        return set(self._assignment)
+
+    def offset(self, partition: TopicPartition, offset: int) -> None:
+        """Consume *partition* from *offset* next (to rewind after a failure, say)."""
+        self.rewinds[partition] = offset
+
+    def request_commit(self) -> None:
+        """Ask for offsets to be flushed and committed soon."""
+        self.commit_requested = True
+
+
+class SinkTask(Task):
+    """Writes records read from Kafka to an outside system.
+
+    :attr context: set by the runtime before :meth:`start`.
+    """
+
+    context: SinkTaskContext
+
+    def open(self, partitions: Collection[TopicPartition]) -> None:
+        """*partitions* were assigned to this task."""
+
+    @abc.abstractmethod
+    def put(self, records: list[SinkRecord]) -> None:
+        """Write *records* (or buffer them until :meth:`flush`)."""
+
+    def flush(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Make everything :meth:`put` so far durable; *offsets* (next to read) are committed after."""
+
+    def pre_commit(self, offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+        """The offsets that are safe to commit; by default :meth:`flush`, then *offsets*."""
+        self.flush(offsets)
+        return offsets
+
+    def close(self, partitions: Collection[TopicPartition]) -> None:
+        """*partitions* are no longer assigned to this task."""

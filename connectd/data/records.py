@@ -83,9 +83,12 @@ class ConnectRecord:
         ``value_schema``, ``value``, ``timestamp`` or ``headers``; other attributes
         (source partition and offset, Kafka offset, …) are kept.
         """
-        unknown = changes.keys() - _NEW_RECORD_FIELDS
-        if unknown:
+        if not _NEW_RECORD_FIELDS.issuperset(changes):
+            unknown = changes.keys() - _NEW_RECORD_FIELDS
             raise TypeError(f"new_record() cannot change {', '.join(sorted(unknown))}")
+        copy = _COPIERS.get(self.__class__)
+        if copy is not None:
+            return copy(self, changes)
         if "headers" not in changes:
             changes["headers"] = self.headers.copy()
         return dataclasses.replace(self, **changes)
@@ -128,3 +131,45 @@ class SinkRecord(ConnectRecord):
             self.original_kafka_partition = self.kafka_partition
         if self.original_kafka_offset is None:
             self.original_kafka_offset = self.kafka_offset
+
+
+def _compile_copier(cls: type[ConnectRecord]) -> Any:
+    """``copier(record, changes)``: what ``dataclasses.replace`` makes of a record of exactly *cls*, faster.
+
+    ``replace`` passes every field to ``__init__`` (which only assigns them)
+    and runs ``__post_init__``; the copier assigns the slots itself and runs
+    the same ``__post_init__``, so a copy is checked just as a new record is.
+    Headers are copied unless new ones are given.
+    """
+    fields = dataclasses.fields(cls)
+    if not all(f.init for f in fields) or {f.name for f in fields} != set(cls.__slots__) | {
+        name for base in cls.__mro__[1:] for name in getattr(base, "__slots__", ())
+    }:
+        raise TypeError(f"cannot compile a record copier for {cls.__name__}")
+    lines = ["def copy(record, changes):", "    new = _new(_cls)"]
+    for f in fields:
+        if f.name == "headers":
+            lines += [
+                '    if "headers" in changes:',
+                '        new.headers = changes["headers"]',
+                "    else:",
+                "        headers = record.headers",
+                "        if headers.__class__ is _Headers:",
+                "            new.headers = copied = _new(_Headers)",
+                "            copied._items = headers._items.copy()",
+                "        else:",
+                "            new.headers = headers.copy()",
+            ]
+        elif f.name in _NEW_RECORD_FIELDS:
+            lines.append(f'    new.{f.name} = changes["{f.name}"] if "{f.name}" in changes else record.{f.name}')
+        else:
+            lines.append(f"    new.{f.name} = record.{f.name}")
+    lines += ["    new.__post_init__()", "    return new"]
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_Headers": Headers}
+    exec("\n".join(lines), namespace)  # noqa: S102 - source built above from the dataclass's own fields
+    return namespace["copy"]
+
+
+# Only these exact classes: a subclass may add init=False fields or its own
+# __init__, which dataclasses.replace handles and a slot copy would not.
+_COPIERS = {cls: _compile_copier(cls) for cls in (ConnectRecord, SourceRecord, SinkRecord)}

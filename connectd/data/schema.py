@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
@@ -146,6 +146,8 @@ class Schema:
         "_key_schema",
         "_value_schema",
         "_hash",
+        "_field_defaults",
+        "_values_check",
     )
 
     Type: ClassVar[type[SchemaType]] = SchemaType
@@ -224,6 +226,13 @@ class Schema:
             raise DataError(f"only array and map schemas have a value schema, not {type.value}")
         init(self, "_fields", field_tuple)
         init(self, "_fields_by_name", by_name)
+        # (index, default) of the fields whose schema has a default: what Struct.get substitutes for None.
+        init(
+            self,
+            "_field_defaults",
+            tuple((f.index, f.schema.default_value) for f in field_tuple if f.schema.default_value is not None),
+        )
+        init(self, "_values_check", None)  # compiled on first use by _values_checker
         init(self, "_key_schema", key_schema)
         init(self, "_value_schema", value_schema)
         init(self, "default_value", None)
@@ -526,6 +535,76 @@ def validate_value(schema: Schema, value: Any) -> None:
         raise DataError(f"null used for required field, schema type {schema.type.value}")
     check = _LOGICAL_CHECKS.get(schema.name) if schema.name is not None else None  # type: ignore[arg-type]
     (check or _CHECKS[schema.type])(schema, value)
+
+
+def _fits(schema: Schema, value: Any) -> bool:
+    try:
+        validate_value(schema, value)
+    except Exception:  # whatever put() would raise, the caller's slow path raises again
+        return False
+    return True
+
+
+def _values_checker(schema: Schema) -> Callable[[list[Any]], bool]:
+    """For a struct schema: a function telling whether a list holds one fitting value per field.
+
+    It decides exactly as :func:`validate_value` on each field would, but
+    tests the common cases (an ``int`` in range, a ``str``, a ``float``, …)
+    inline, so callers that build structs from values that are almost
+    always valid pay a few type checks rather than a call per field. It is
+    compiled once per schema and kept on the schema.
+    """
+    check = schema._values_check
+    if check is None:
+        check = _compile_values_check(schema)
+        object.__setattr__(schema, "_values_check", check)
+    return check
+
+
+_EXACT_CLASS = {
+    SchemaType.FLOAT32: "float",
+    SchemaType.FLOAT64: "float",
+    SchemaType.STRING: "str",
+    SchemaType.BYTES: "bytes",
+}
+
+
+def _compile_values_check(schema: Schema) -> Callable[[list[Any]], bool]:
+    fields = schema._fields
+    count = len(fields)
+    namespace: dict[str, Any] = {"_fits": _fits}
+    lines = ["def check(values):", f"    if len(values) != {count}:", "        return False"]
+    if count:
+        lines.append("    " + "".join(f"v{i}, " for i in range(count)) + "= values")
+    for i, field in enumerate(fields):
+        field_schema = field.schema
+        namespace[f"s{i}"] = field_schema
+        v, s = f"v{i}", f"s{i}"
+        # None fits an optional schema or one with a default; _fits decides every other case.
+        guard = f"{v} is not None and " if field_schema.optional or field_schema.default_value is not None else ""
+        schema_type = field_schema.type
+        if field_schema.name in _LOGICAL_CHECKS:
+            lines.append(f"    if {guard}not _fits({s}, {v}):")
+            lines.append("        return False")
+        elif schema_type in INT_RANGES:
+            low, high = INT_RANGES[schema_type]
+            lines.append(f"    if {v}.__class__ is int:")
+            lines.append(f"        if not {low} <= {v} <= {high}:")
+            lines.append("            return False")
+            lines.append(f"    elif {guard}not _fits({s}, {v}):")
+            lines.append("        return False")
+        elif schema_type in _EXACT_CLASS:
+            lines.append(f"    if {guard}{v}.__class__ is not {_EXACT_CLASS[schema_type]} and not _fits({s}, {v}):")
+            lines.append("        return False")
+        elif schema_type is SchemaType.BOOLEAN:
+            lines.append(f"    if {guard}{v} is not True and {v} is not False:")
+            lines.append("        return False")
+        else:
+            lines.append(f"    if {guard}not _fits({s}, {v}):")
+            lines.append("        return False")
+    lines.append("    return True")
+    exec("\n".join(lines), namespace)  # noqa: S102 - source built above from the schema's types only
+    return namespace["check"]
 
 
 # --- builder ----------------------------------------------------------------------

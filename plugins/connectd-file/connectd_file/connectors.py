@@ -1,8 +1,4 @@
-"""FileStreamSource and FileStreamSink: connector level.
-
-Their tasks (reading lines by byte offset, appending and fsyncing lines) run
-in the task runtime.
-"""
+"""FileStreamSource and FileStreamSink connectors; their tasks are in :mod:`connectd_file.tasks`."""
 
 from __future__ import annotations
 
@@ -28,6 +24,11 @@ class FileStreamSourceConnector(SourceConnector):
     def start(self, config: Mapping[str, str]) -> None:
         self._config = dict(config)
 
+    def task_class(self) -> type:
+        from connectd_file.tasks import FileStreamSourceTask
+
+        return FileStreamSourceTask
+
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         # One file has one reader: more tasks would read every line twice.
         return [dict(self._config)]
@@ -45,6 +46,11 @@ class FileStreamSinkConnector(SinkConnector):
 
     def start(self, config: Mapping[str, str]) -> None:
         self._config = dict(config)
+
+    def task_class(self) -> type:
+        from connectd_file.tasks import FileStreamSinkTask
+
+        return FileStreamSinkTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         return [dict(self._config) for _ in range(max_tasks)]
