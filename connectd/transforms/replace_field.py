@@ -93,9 +93,15 @@ class ReplaceField(KeyOrValue):
         self.reverse_renames = {new: old for old, new in self.renames.items()}
         self.replace_null_with_default: bool = config["replace.null.with.default"]
         self._schemas = SchemaUpdateCache()
+        # Input schema → (updated schema, the input field index of each updated field), or None
+        # when a field cannot be found (the step-by-step path then raises as Kafka does).
+        self._plans: SchemaUpdateCache = SchemaUpdateCache()
+        self._last: tuple[Schema | None, Any] = (None, None)
 
     def close(self) -> None:
         self._schemas.clear()
+        self._plans.clear()
+        self._last = (None, None)
 
     def keeps(self, name: str) -> bool:
         return name not in self.exclude and (not self.include or name in self.include)
@@ -107,6 +113,41 @@ class ReplaceField(KeyOrValue):
         value = self.operating_value(record)
         if value is None:
             return record
+        if value.__class__ is Struct and self.operating_schema(record) is not None:
+            try:
+                updated = self._replace_in(value)
+            except Exception:  # let the step-by-step path below raise its own error
+                updated = None
+            if updated is not None:
+                return self.new_record(record, updated.schema, updated)
+        return self._apply_step_by_step(record)
+
+    def _replace_in(self, struct: Struct) -> Struct | None:
+        # What _apply_step_by_step builds, from one list of values checked at once.
+        schema = struct.schema
+        last_schema, plan = self._last
+        if schema is not last_schema:
+            plan = self._plans.get(schema, self._plan)
+            self._last = (schema, plan)
+        if plan is None:
+            return None
+        updated_schema, sources = plan
+        values = struct.field_values(defaults=self.replace_null_with_default)
+        return Struct.from_field_values(updated_schema, [values[index] for index in sources])
+
+    def _plan(self, schema: Schema) -> tuple[Schema, tuple[int, ...]] | None:
+        updated_schema = self._schemas.get(schema, self._replaced)
+        sources = []
+        for field in updated_schema.fields:
+            source = schema.field(self.reverse_renames.get(field.name, field.name))
+            if source is None:
+                return None
+            sources.append(source.index)
+        return updated_schema, tuple(sources)
+
+    def _apply_step_by_step(self, record: ConnectRecord) -> ConnectRecord | None:
+        self._last = (None, None)  # the caches' order may change below
+        value = self.operating_value(record)
         schema = self.operating_schema(record)
         if schema is None:
             original = require_map(value, PURPOSE)

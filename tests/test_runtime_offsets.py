@@ -1,0 +1,80 @@
+"""The standalone offsets file: Kafka's key format, atomic rewrite, concurrent writers."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+
+import pytest
+
+from connectd.errors import ConfigError
+from connectd.runtime.offsets import FileOffsetStore, canonical, store_offsets_hook
+
+
+def test_put_get_and_delete(tmp_path):
+    store = FileOffsetStore(tmp_path / "offsets.json")
+    a, b = {"filename": "/a"}, {"filename": "/b"}
+    assert store.get("src", [a]) == {}
+    store.put("src", {canonical(a): {"position": 10}, canonical(b): {"position": 3}})
+    store.put("other", {canonical(a): {"position": 99}})
+    assert store.get("src", [a, b]) == {canonical(a): {"position": 10}, canonical(b): {"position": 3}}
+    store.put("src", {canonical(b): None})  # None deletes, as a tombstone does
+    assert store.get("src", [a, b]) == {canonical(a): {"position": 10}}
+    assert store.connector_offsets("other") == [({"filename": "/a"}, {"position": 99})]
+
+
+def test_file_holds_kafka_connect_keys(tmp_path):
+    path = tmp_path / "offsets.json"
+    FileOffsetStore(path).put("src", {canonical({"filename": "/a"}): {"position": 10}})
+    document = json.loads(path.read_text())
+    assert document["offsets"] == [{"key": ["src", {"filename": "/a"}], "value": {"position": 10}}]
+
+
+def test_rewrite_is_atomic_and_leaves_no_temporary_files(tmp_path, monkeypatch):
+    path = tmp_path / "offsets.json"
+    store = FileOffsetStore(path)
+    store.put("src", {canonical({"p": 1}): {"o": 1}})
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        store.put("src", {canonical({"p": 1}): {"o": 2}})
+    monkeypatch.undo()
+    assert store.get("src", [{"p": 1}]) == {canonical({"p": 1}): {"o": 1}}  # old offsets intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["offsets.json", "offsets.json.lock"]
+
+
+def test_a_corrupt_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "offsets.json"
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="not a connectd offsets file"):
+        FileOffsetStore(path).get("src", [{"p": 1}])
+
+
+def _writer(path: str, task: int, count: int) -> None:
+    store = FileOffsetStore(path)
+    for i in range(count):
+        store.put("src", {canonical({"task": task}): {"n": i}})
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    path = str(tmp_path / "offsets.json")
+    processes = [multiprocessing.Process(target=_writer, args=(path, t, 40)) for t in range(4)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(60)
+        assert p.exitcode == 0
+    assert FileOffsetStore(path).get("src", [{"task": t} for t in range(4)]) == {
+        canonical({"task": t}): {"n": 39} for t in range(4)
+    }
+
+
+def test_commit_hook_stores_the_batchs_last_offsets(tmp_path):
+    path = tmp_path / "offsets.json"
+    arg = json.dumps({"path": str(path), "connector": "src"})
+    store_offsets_hook(arg, 7, {canonical({"filename": "/a"}): json.dumps({"position": 42})}, 3)
+    assert FileOffsetStore(path).get("src", [{"filename": "/a"}]) == {canonical({"filename": "/a"}): {"position": 42}}
