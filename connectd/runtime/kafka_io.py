@@ -42,8 +42,10 @@ only when every record is acknowledged; a delivery error fails the batch
 partition and offset (JSON text) of the record; the commit message of each
 executor task holds the last offset per source partition, and the writer's
 ``commit`` — in the long-lived process, after every write succeeded —
-passes them to the ``on_commit`` callback named by the ``commit.hook``
-option (``module:function``), which stores them. Offsets are thus stored
+passes them to the callback named by the ``commit.hook`` option
+(``module:function``), which stores them. A row whose topic is null only
+moves an offset (its record was dropped by a transform) and is not
+produced. Offsets are thus stored
 only after the data is durable.
 """
 
@@ -286,7 +288,8 @@ def _producer(client_json: str) -> Any:
     with _producers_lock:
         producer = _producers.get(client_json)
         if producer is None:
-            config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5}
+            # murmur2_random: keyed records land in the partition Java clients choose.
+            config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random"}
             config.update(json.loads(client_json))
             producer = Producer(config)
             _producers[client_json] = producer
@@ -312,6 +315,10 @@ class KafkaStreamWriter(DataSourceStreamWriter):
 
         written = _Written()
         for row in rows:
+            if row.source_partition is not None:
+                written.source_offsets[row.source_partition] = row.source_offset
+            if row.topic is None:
+                continue  # an offset-only row: a record a transform dropped still moves the offset
             kwargs: dict[str, Any] = {"key": row.key, "value": row.value, "on_delivery": delivered}
             if row.partition is not None:
                 kwargs["partition"] = row.partition
@@ -327,8 +334,6 @@ class KafkaStreamWriter(DataSourceStreamWriter):
                     producer.poll(0.05)  # local queue full: let deliveries drain
             producer.poll(0)
             written.records += 1
-            if row.source_partition is not None:
-                written.source_offsets[row.source_partition] = row.source_offset
         remaining = producer.flush(self.flush_timeout)
         if remaining:
             raise RuntimeError(f"{remaining} records not acknowledged within {self.flush_timeout:.0f} s")

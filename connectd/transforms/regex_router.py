@@ -48,9 +48,31 @@ class RegexRouter(Transformation):
     def setup(self, config: dict[str, Any]) -> None:
         self.regex = compile_java(config["regex"])
         self.replacement = JavaReplacement(config["replacement"], self.regex)
+        # topic → routed topic (None: no match); a task sees few topics, so matching once per topic is enough.
+        self._routes: dict[str, str | None] = {}
+        self._routes_for: tuple[Any, Any] = (self.regex, self.replacement)
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         topic = record.topic
-        if self.regex.fullmatch(topic) is None:
+        routes = self._routes
+        if topic.__class__ is str and self._routes_for[0] is self.regex and self._routes_for[1] is self.replacement:
+            try:
+                routed = routes[topic]
+            except KeyError:
+                routed = self._route(topic)
+                if len(routes) >= _MAX_ROUTES:
+                    routes.clear()
+                routes[topic] = routed
+        else:  # not a str, or regex/replacement replaced since setup: no memo
+            routed = self._route(topic)
+        if routed is None:
             return record
-        return record.new_record(topic=self.regex.sub(self.replacement, topic, count=1))
+        return record.new_record(topic=routed)
+
+    def _route(self, topic: str) -> str | None:
+        if self.regex.fullmatch(topic) is None:
+            return None
+        return self.regex.sub(self.replacement, topic, count=1)
+
+
+_MAX_ROUTES = 1000

@@ -1,4 +1,4 @@
-"""The datagen connector: connector level; its task runs in the task runtime."""
+"""The datagen connector; its task is in :mod:`connectd_datagen.task`, its schemas in :mod:`connectd_datagen.quickstarts`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from collections.abc import Mapping
 
 from connectd import CaseInsensitiveValidString, ConfigDef, ConfigKey, Importance, NonEmptyString, Range, SourceConnector, Type
 
-QUICKSTARTS = ("users", "orders", "pageviews")
+from connectd_datagen import quickstarts
+
+QUICKSTARTS = tuple(quickstarts.QUICKSTARTS)
 
 
 class DatagenConnector(SourceConnector):
@@ -24,11 +26,20 @@ class DatagenConnector(SourceConnector):
                       importance=Importance.MEDIUM, validator=Range.at_least(-1)),
             ConfigKey("random.seed", Type.LONG, "Seed of the generator, for repeatable data; unset is random.",
                       default=None, importance=Importance.LOW),
+            ConfigKey("batch.size", Type.INT,
+                      "connectd extension: most records one poll returns (records already due, or a full batch "
+                      "when max.interval is 0).",
+                      default=1000, importance=Importance.LOW, validator=Range.at_least(1), extension=True),
         ]
     )
 
     def start(self, config: Mapping[str, str]) -> None:
         self._config = dict(config)
+
+    def task_class(self) -> type:
+        from connectd_datagen.task import DatagenTask
+
+        return DatagenTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """Every task generates; ``iterations`` is shared out so the total stays as asked."""

@@ -1,0 +1,136 @@
+"""Starting and stopping one task's streaming query.
+
+Each task is one named query (``<connector>-<task>``) in its own FAIR pool,
+with a checkpoint directory made for this run only: offsets live in Kafka or
+the offsets file, so a checkpoint is scratch and is removed on stop.
+
+Stopping, within ``task.shutdown.graceful.timeout.ms``::
+
+    RUNNING --stop()--> DRAINING: the stop file exists, the reader offers no new data;
+                        the batch in flight finishes, is written and commits its offsets
+            --idle-->   query.stop()  (nothing lost, nothing replayed)
+            --timeout-> query.stop() cancels the batch in flight; its offsets were
+                        not stored, so the next run replays it (at-least-once)
+
+All calls block (py4j): run them in a thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from connectd.runtime import kafka_io, source_task
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+__all__ = ["TaskQuery", "start_source_query"]
+
+_IDLE_CHECKS = 3
+_POLL_S = 0.1
+
+
+@dataclass
+class TaskQuery:
+    """A running task's query and what its run owns."""
+
+    name: str
+    query: StreamingQuery
+    workdir: Path
+    stop_file: Path
+    stopped_gracefully: bool | None = field(default=None)
+
+    def is_active(self) -> bool:
+        return self.query.isActive
+
+    def failure(self) -> str | None:
+        """The error that ended the query, with its trace, if it failed."""
+        exception = self.query.exception()
+        return None if exception is None else str(exception)
+
+    def stop(self, graceful_timeout_s: float) -> bool:
+        """Stop the query; ``True`` when it stopped idle, ``False`` when a batch was cancelled."""
+        self.stop_file.touch()
+        deadline = time.monotonic() + graceful_timeout_s
+        idle = 0
+        while self.query.isActive and time.monotonic() < deadline:
+            status = self.query.status
+            idle = idle + 1 if not status["isTriggerActive"] and not status["isDataAvailable"] else 0
+            if idle >= _IDLE_CHECKS:
+                break
+            time.sleep(_POLL_S)
+        self.stopped_gracefully = idle >= _IDLE_CHECKS or not self.query.isActive
+        self.query.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        return self.stopped_gracefully
+
+
+def _register(spark: SparkSession) -> None:
+    spark.dataSource.register(kafka_io.KafkaDataSource)
+    spark.dataSource.register(source_task.SourceTaskDataSource)
+
+
+def start_source_query(
+    spark: SparkSession,
+    *,
+    connector: str,
+    task_id: int,
+    task_class: str,
+    task_config: dict[str, str],
+    connector_config: dict[str, str],
+    worker_config: dict[str, str],
+    producer_config: dict[str, Any],
+    offsets_path: str,
+    max_records: int = 10_000,
+    trigger_interval: str = "100 milliseconds",
+) -> TaskQuery:
+    """Start a source task's query: plugin → transforms → converters → Kafka → offsets file.
+
+    :param task_class: dotted path of the plugin's :class:`~connectd.SourceTask`.
+    :param producer_config: confluent-kafka settings of the data producer (resolved).
+    """
+    _register(spark)
+    name = f"{connector}-{task_id}"
+    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
+    stop_file = workdir / "stop"
+    spec = {
+        "connector": connector,
+        "task_id": task_id,
+        "task_class": task_class,
+        "task_config": task_config,
+        "connector_config": connector_config,
+        "worker_config": worker_config,
+        "offsets": {"kind": "file", "path": offsets_path},
+    }
+    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+    try:
+        stream = (
+            spark.readStream.format(source_task.FORMAT)
+            .option(source_task.SPEC_OPTION, json.dumps(spec))
+            .option("stop.file", str(stop_file))
+            .option("max.records", str(max_records))
+            .load()
+        )
+        query = (
+            stream.writeStream.format(kafka_io.FORMAT)
+            .option(kafka_io.CLIENT_OPTION, json.dumps(producer_config))
+            .option("commit.hook", "connectd.runtime.offsets:store_offsets_hook")
+            .option("commit.hook.arg", json.dumps({"path": offsets_path, "connector": connector}))
+            .option("checkpointLocation", str(workdir / "checkpoint"))
+            .trigger(processingTime=trigger_interval)
+            .queryName(name)
+            .start()
+        )
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    finally:
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
+    return TaskQuery(name, query, workdir, stop_file)

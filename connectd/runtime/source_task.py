@@ -1,0 +1,196 @@
+"""A record-level source task as a Spark streaming source (format ``connectd-source-task``).
+
+The plugin's :class:`~connectd.SourceTask` lives in Spark's long-lived
+Python process for the query (where ``latestOffset`` runs), so it keeps its
+state between batches as it would in Kafka Connect::
+
+    latestOffset ── task.poll() ─► transforms ─► converters ─► rows kept as batch N
+    partitions   ── batch N's rows, one input partition (order kept)
+    read         ── yields them in an executor
+    (writer)     ── connectd-kafka produces, flushes, then stores the batch's offsets
+
+Spark's own offsets are a batch counter (``{"seq": N}``); the connector's
+source offsets travel in the rows (``source_partition``/``source_offset``,
+canonical JSON text) and are stored by the Kafka writer's commit hook only
+after the batch is flushed. Every run starts with a fresh checkpoint, so
+Spark never asks for a batch the reader no longer holds; the task reads its
+stored offsets through its context instead.
+
+Configs cross into Spark as written (``${provider:…}`` placeholders
+unresolved) and are resolved in the reader's process: no resolved secret
+ends up in Spark's options, plans or logs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from connectd.runtime.kafka_io import WRITE_SCHEMA
+
+__all__ = ["FORMAT", "SPEC_OPTION", "SourceTaskDataSource"]
+
+FORMAT = "connectd-source-task"
+# Spark redacts option values whose key matches spark.redaction.regex.
+SPEC_OPTION = "task.secret.spec"
+
+_POLL_BUDGET_S = 0.5
+
+
+class _Batch(InputPartition):
+    def __init__(self, rows: list[tuple]) -> None:
+        self.rows = rows
+
+
+class SourceTaskReader(DataSourceStreamReader):
+    """Polls the task for each micro-batch.
+
+    Spec (JSON): ``connector``, ``task_id``, ``task_class`` (dotted path),
+    ``task_config``, ``connector_config``, ``worker_config`` (values as
+    written), ``offsets`` (``{"kind": "file", "path": …}``).
+    """
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.spec = json.loads(options[SPEC_OPTION])
+        self.stop_file = options.get("stop.file")
+        self.max_records = int(options.get("max.records", "10000"))
+        self._task: Any = None
+        self._chain: Any = None
+        self._converters: dict[str, Any] = {}
+        self._seq = 0
+        self._kept: dict[int, list[tuple]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_task=None, _chain=None, _converters={}, _kept={})
+        return state
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"seq": 0}
+
+    def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+        if self.stop_file and os.path.exists(self.stop_file):
+            return {"seq": self._seq}
+        self._ensure_started()
+        records: list[Any] = []
+        deadline = time.monotonic() + _POLL_BUDGET_S
+        while len(records) < self.max_records and time.monotonic() < deadline:
+            polled = self._task.poll()
+            if polled:
+                records.extend(polled)
+            elif records:
+                break
+        if not records:
+            return {"seq": self._seq}
+        self._seq += 1
+        self._kept[self._seq] = self._rows(records)
+        return {"seq": self._seq}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Batch]:
+        rows: list[tuple] = []
+        for seq in range(int(start["seq"]) + 1, int(end["seq"]) + 1):
+            if seq not in self._kept:
+                raise RuntimeError(f"batch {seq} of {self._name()} is no longer held; the query must start afresh")
+            rows.extend(self._kept[seq])
+        return [_Batch(rows)] if rows else []
+
+    def read(self, partition: _Batch) -> Iterator[tuple]:
+        yield from partition.rows
+
+    def commit(self, end: dict[str, int]) -> None:
+        for seq in [s for s in self._kept if s <= int(end["seq"])]:
+            del self._kept[seq]
+        if self._task is not None:
+            self._task.commit()
+
+    def stop(self) -> None:
+        if self._task is not None:
+            task, self._task = self._task, None
+            task.stop()
+        if self._chain is not None:
+            self._chain.close()
+
+    # --- set-up, in the long-lived process ---
+
+    def _name(self) -> str:
+        return f"{self.spec['connector']}-{self.spec['task_id']}"
+
+    def _ensure_started(self) -> None:
+        if self._task is not None:
+            return
+        from connectd.config.worker import WorkerConfig
+        from connectd.connector import OffsetStorageReader, SourceTaskContext
+        from connectd.plugins import get_registry
+        from connectd.runtime.converters import configure_converters
+        from connectd.runtime.offsets import FileOffsetStore
+        from connectd.transforms.chain import TransformationChain
+
+        spec = self.spec
+        worker = WorkerConfig(spec["worker_config"], "standalone", source="worker")
+        resolve = worker.providers.resolve
+        connector_config = {k: resolve(v) for k, v in spec["connector_config"].items()}
+        task_config = {k: resolve(v) for k, v in spec["task_config"].items()}
+        registry = get_registry()
+        self._converters = configure_converters(
+            spec["worker_config"], spec["connector_config"], lambda n: registry.find_class("converter", n), resolve
+        )
+        self._chain = TransformationChain(connector_config, registry.find_class)
+        store = FileOffsetStore(spec["offsets"]["path"])
+        connector = spec["connector"]
+        module, _, name = spec["task_class"].rpartition(".")
+        task = getattr(importlib.import_module(module), name)()
+        task.context = SourceTaskContext(task_config, OffsetStorageReader(lambda parts: store.get(connector, parts)))
+        task.start(task_config)
+        self._task = task
+
+    def _rows(self, records: list[Any]) -> list[tuple]:
+        from connectd.runtime.offsets import canonical
+
+        key_converter, value_converter = self._converters["key"], self._converters["value"]
+        header_converter = self._converters["header"]
+        last_offsets: dict[str, str] = {}
+        for record in records:
+            if record.source_partition is not None:
+                last_offsets[canonical(record.source_partition)] = canonical(record.source_offset)
+        rows: list[tuple] = []
+        for record in self._chain.apply_batch(records):
+            headers = None
+            if record.headers:
+                headers = [
+                    (h.key, header_converter.from_connect_header(record.topic, h.key, h.schema, h.value))
+                    for h in record.headers
+                ]
+            rows.append((
+                record.topic,
+                record.kafka_partition,
+                key_converter.from_connect_data(record.topic, record.key_schema, record.key, record.headers),
+                value_converter.from_connect_data(record.topic, record.value_schema, record.value, record.headers),
+                record.timestamp,
+                headers,
+                None,
+                None,
+            ))
+        # Offsets last: the writer records them, and its commit stores them
+        # only after every row above was acknowledged.
+        rows.extend((None, None, None, None, None, None, p, o) for p, o in last_offsets.items())
+        return rows
+
+
+class SourceTaskDataSource(DataSource):
+    """``spark.readStream.format("connectd-source-task").option(SPEC_OPTION, …)``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return WRITE_SCHEMA
+
+    def streamReader(self, schema: Any) -> SourceTaskReader:
+        return SourceTaskReader(self.options)
