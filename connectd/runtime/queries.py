@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["TaskQuery", "start_source_query"]
+__all__ = ["TaskQuery", "start_sink_query", "start_source_query"]
 
 _IDLE_CHECKS = 3
 _POLL_S = 0.1
@@ -123,6 +123,56 @@ def start_source_query(
             .option(kafka_io.CLIENT_OPTION, json.dumps(producer_config))
             .option("commit.hook", "connectd.runtime.offsets:store_offsets_hook")
             .option("commit.hook.arg", json.dumps({"path": offsets_path, "connector": connector}))
+            .option("checkpointLocation", str(workdir / "checkpoint"))
+            .trigger(processingTime=trigger_interval)
+            .queryName(name)
+            .start()
+        )
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    finally:
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
+    return TaskQuery(name, query, workdir, stop_file)
+
+
+def start_sink_query(
+    spark: SparkSession,
+    *,
+    connector: str,
+    task_id: int,
+    runner: Any,
+    consumer_config: dict[str, Any],
+    start: dict[str, int],
+    max_records: int = 10_000,
+    trigger_interval: str = "100 milliseconds",
+) -> TaskQuery:
+    """Start a sink task's query: Kafka → (worker process) converters → transforms → plugin → group offsets.
+
+    :param runner: a :class:`~connectd.runtime.sink_task.SinkTaskRunner` (its task already started).
+    :param consumer_config: confluent-kafka settings of the data consumer (resolved).
+    :param start: ``{"topic:partition": offset}`` to read from (the group's committed offsets).
+    """
+    _register(spark)
+    name = f"{connector}-{task_id}"
+    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
+    stop_file = workdir / "stop"
+
+    def each_batch(frame: Any, batch_id: int) -> None:
+        runner.process(frame.collect())
+
+    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+    try:
+        stream = (
+            spark.readStream.format(kafka_io.FORMAT)
+            .option(kafka_io.CLIENT_OPTION, json.dumps(consumer_config))
+            .option("start", json.dumps(start))
+            .option("max.records", str(max_records))
+            .option("stop.file", str(stop_file))
+            .load()
+        )
+        query = (
+            stream.writeStream.foreachBatch(each_batch)
             .option("checkpointLocation", str(workdir / "checkpoint"))
             .trigger(processingTime=trigger_interval)
             .queryName(name)

@@ -1,0 +1,153 @@
+"""A record-level sink task fed by a Spark streaming query.
+
+::
+
+    connectd-kafka reader (task's partitions, from the group's committed offsets)
+        └─ foreachBatch, in the worker process:
+              rows ─► converters ─► transforms ─► task.put(records)
+              task.pre_commit(offsets)  (flush: the data is durable)
+              commit offsets to consumer group connect-<connector>
+
+The task instance lives in the worker process, one per task, so Kafka
+Connect's contract holds exactly: ``open`` with its partitions, ``put`` in
+order per partition, ``flush``/``pre_commit`` before offsets are committed,
+``close`` and ``stop`` once. Offsets committed are one past the last record
+of the batch per partition — records a transform dropped included — so
+lag tools see the group as Kafka Connect's.
+
+Partitions of the connector's topics are spread over its tasks: sorted,
+every ``tasks``-th one to a task, starting at its id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from connectd.connector import SinkTask, SinkTaskContext, TopicPartition
+from connectd.data.headers import Headers
+from connectd.data.records import SinkRecord, TimestampType
+from connectd.runtime.kafka_io import encode_tp
+
+__all__ = ["SinkTaskRunner", "assign_partitions", "group_id", "start_offsets"]
+
+
+def group_id(connector: str) -> str:
+    """The consumer group of a sink connector, as Kafka Connect names it."""
+    return f"connect-{connector}"
+
+
+def assign_partitions(partitions: Iterable[TopicPartition], task_id: int, tasks: int) -> list[TopicPartition]:
+    """Task *task_id*'s share of *partitions* (round-robin over the sorted list)."""
+    return sorted(partitions)[task_id::tasks]
+
+
+def matching_topics(all_topics: Iterable[str], topics: list[str], regex: str) -> list[str]:
+    """The topics a sink connector consumes: the ``topics`` list, or those matching ``topics.regex``."""
+    if topics:
+        return [t for t in topics if t in set(all_topics)]
+    pattern = re.compile(regex)
+    return sorted(t for t in all_topics if pattern.fullmatch(t) and not t.startswith("__"))
+
+
+def start_offsets(consumer: Any, partitions: list[TopicPartition], reset: str = "earliest") -> dict[str, int]:
+    """Where each partition starts: the group's committed offset, else the log start (or end).
+
+    :param consumer: a confluent-kafka Consumer configured with the connector's group.
+    """
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+    committed = consumer.committed([KafkaTopicPartition(p.topic, p.partition) for p in partitions], timeout=30)
+    offsets: dict[str, int] = {}
+    for tp in committed:
+        if tp.error is not None:
+            raise RuntimeError(f"cannot read committed offsets of {tp.topic}[{tp.partition}]: {tp.error}")
+        if tp.offset >= 0:
+            offsets[encode_tp(tp.topic, tp.partition)] = tp.offset
+            continue
+        low, high = consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition), timeout=30, cached=False)
+        offsets[encode_tp(tp.topic, tp.partition)] = high if reset == "latest" else low
+    return offsets
+
+
+def _bytes(value: Any) -> bytes | None:
+    # Spark hands binary columns over as bytearray; converters take bytes.
+    return None if value is None else bytes(value)
+
+
+class SinkTaskRunner:
+    """Feeds one task's micro-batches to its plugin and commits what it flushed.
+
+    :param task: the plugin's task, not yet started.
+    :param converters: ``{"key", "value", "header"}`` configured converters.
+    :param chain: the connector's transformation chain.
+    :param commit: ``commit({TopicPartition: next offset})`` stores offsets in the group.
+    """
+
+    def __init__(
+        self,
+        task: SinkTask,
+        task_config: Mapping[str, str],
+        partitions: list[TopicPartition],
+        converters: Mapping[str, Any],
+        chain: Any,
+        commit: Callable[[Mapping[TopicPartition, int]], None],
+    ) -> None:
+        self.task = task
+        self.partitions = partitions
+        self.converters = converters
+        self.chain = chain
+        self._commit = commit
+        self.batches = 0
+        self.records = 0
+        task.context = SinkTaskContext(task_config, partitions)
+        task.start(task_config)
+        task.open(partitions)
+
+    def process(self, rows: list[Any]) -> dict[TopicPartition, int]:
+        """Put one micro-batch's rows (``connectd-kafka`` reader rows) and commit; returns what was committed."""
+        if not rows:
+            return {}
+        records = [self._record(row) for row in rows]
+        offsets: dict[TopicPartition, int] = {}
+        for row in rows:
+            tp = TopicPartition(row["topic"], row["partition"])
+            offsets[tp] = max(offsets.get(tp, 0), row["offset"] + 1)
+        transformed = self.chain.apply_batch(records)
+        if transformed:
+            self.task.put(transformed)
+        safe = self.task.pre_commit(offsets)
+        if safe:
+            self._commit(safe)
+        self.batches += 1
+        self.records += len(rows)
+        return dict(safe or {})
+
+    def _record(self, row: Any) -> SinkRecord:
+        topic = row["topic"]
+        headers = Headers()
+        for header in row["headers"] or ():
+            schema_and_value = self.converters["header"].to_connect_header(topic, header["key"], _bytes(header["value"]))
+            headers.add(header["key"], schema_and_value.value, schema_and_value.schema)
+        key = self.converters["key"].to_connect_data(topic, _bytes(row["key"]), headers)
+        value = self.converters["value"].to_connect_data(topic, _bytes(row["value"]), headers)
+        return SinkRecord(
+            topic=topic,
+            kafka_partition=row["partition"],
+            key_schema=key.schema,
+            key=key.value,
+            value_schema=value.schema,
+            value=value.value,
+            timestamp=row["timestamp"],
+            headers=headers,
+            kafka_offset=row["offset"],
+            timestamp_type=TimestampType.from_librdkafka(row["timestamp_type"]),
+        )
+
+    def close(self) -> None:
+        """Close the partitions and stop the task (once)."""
+        try:
+            self.task.close(self.partitions)
+        finally:
+            self.task.stop()
