@@ -15,7 +15,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from connectd.errors import ConfigError, ConnectdError, NotYetAvailableError
 
@@ -133,7 +133,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.verb == "quickstart":
         return _quickstart(args.port, out)
     if args.verb in ("distributed", "standalone"):
-        return _run_worker(args.verb, args.worker_config)
+        return _run_worker(args.verb, args.worker_config, getattr(args, "connector_configs", ()))
     raise AssertionError(f"unhandled verb {args.verb}")  # argparse only lets known verbs through
 
 
@@ -201,15 +201,52 @@ def _broker(port: int, storage: str, out: TextIO) -> int:
     return run_broker(port, storage=storage, on_ready=ready)
 
 
-def _run_worker(mode: str, file: str) -> int:
+def _run_worker(mode: str, file: str, connector_files: Sequence[str] = ()) -> int:
     from connectd.config.worker import WorkerConfig
 
     config = WorkerConfig.from_file(file, mode)
     config.check()
-    raise NotYetAvailableError(
-        f"{mode} mode is not available yet: the task runtime has not landed "
-        f"({file} is a valid {mode} config; `connectd quickstart` shows what runs today)"
-    )
+    if mode == "distributed":
+        raise NotYetAvailableError(
+            f"distributed mode is not available yet: cluster membership has not landed "
+            f"({file} is a valid distributed config; `connectd standalone` runs connectors today)"
+        )
+    from connectd.herder import load_connector_file
+
+    connectors = [load_connector_file(path) for path in connector_files]  # every file's errors before starting
+    asyncio.run(_serve(config, connectors))
+    return EXIT_OK
+
+
+async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_up: Any = None) -> None:
+    """Run a standalone worker with *connectors* until SIGTERM/SIGINT; a second signal stops at once."""
+    import signal
+
+    from connectd.worker import Worker
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    main_task = asyncio.current_task()
+
+    def on_signal() -> None:
+        if stop.is_set():
+            assert main_task is not None
+            main_task.cancel()  # second signal: no more waiting for graceful stops
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal)
+    try:
+        async with Worker(config) as worker:
+            herder = await worker.start_herder()
+            for connector, origin in connectors:
+                await herder.put(connector, origin)
+            if on_up is not None:
+                on_up(worker)
+            await stop.wait()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
 
 
 def _quickstart(port: int, out: TextIO) -> int:

@@ -6,9 +6,11 @@ States::
                           \\--error--> (parts already started are stopped) --> STOPPED, error raised
 
 Parts are entered on an :class:`~contextlib.AsyncExitStack`, so they stop in
-reverse order whatever happens. Today the worker checks its configuration,
-loads plugins, finds its converters and connects to the Kafka cluster; the
-Spark runtime, the herder and the REST API join it in later issues.
+reverse order whatever happens: the herder (tasks stop gracefully), then
+Spark, then the Kafka clients. The worker checks its configuration, loads
+plugins, finds its converters and connects to the Kafka cluster;
+:meth:`Worker.start_herder` adds Spark and the connectors. The REST API
+joins it in a later issue.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class Worker:
         self.state = "NEW"
         self.cluster_id: str | None = None
         self.converters: dict[str, type] = {}
+        self.spark: Any = None
+        self.herder: Any = None
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def start(self) -> None:
@@ -93,6 +97,26 @@ class Worker:
             raise ConnectdError(f"cannot reach the Kafka cluster at {servers}: {exc}") from exc
         stack.push_async_callback(admin.close)
         return admin
+
+    async def start_herder(self) -> Any:
+        """Start Spark and the herder that runs connectors (standalone mode); stopped with the worker."""
+        if self.state != "RUNNING" or self._stack is None:
+            raise ConnectdError("start the worker before its herder")
+        if self.herder is not None:
+            return self.herder
+        from connectd.herder import StandaloneHerder
+        from connectd.runtime.spark import start_session
+
+        with bind_context(worker=self.worker_id):
+            log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
+            self.spark = await asyncio.to_thread(start_session, self.config)
+            self._stack.push_async_callback(asyncio.to_thread, self.spark.stop)
+            herder = StandaloneHerder(self.config, self.worker_id, self.spark)
+            await herder.start()
+            self._stack.push_async_callback(herder.stop)
+            self.herder = herder
+            log.info("herder_started")
+        return herder
 
     async def stop(self) -> None:
         """Stop every part, last started first. Safe to call more than once."""

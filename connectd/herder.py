@@ -1,0 +1,364 @@
+"""The herder: keeps the connectors a worker runs, and their tasks' queries.
+
+Standalone mode (this module's :class:`StandaloneHerder`) runs every
+connector on this worker; distributed mode (later) adds group membership
+and the config topic around the same operations.
+
+A connector's life here::
+
+    add(config) ── validate ──► connector.start() ── task_configs(tasks.max) ──► one query per task
+    put(config) ── unchanged? nothing; changed? stop THIS connector's tasks, start it again
+    delete      ── stop its tasks (gracefully), connector.stop(), forget its status
+
+A watcher checks every task's query: a query that ended with an error makes
+the task FAILED with the error's trace (and, with ``errors.restart.enable``,
+restarts it after a growing backoff). Spark calls block, so they run in
+threads; the event loop never waits on py4j.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from connectd.config.connector import SINK_DEF, SOURCE_DEF, connector_problems
+from connectd.config.definitions import ConfigProblem, ValidationContext
+from connectd.config.properties import Origin, load_properties
+from connectd.config.worker import WorkerConfig
+from connectd.connector import ConnectorContext, SinkConnector, SourceConnector, TopicPartition
+from connectd.errors import ConfigError, ConnectorError, PluginError
+from connectd.logging import bind_context, get_logger
+from connectd.status import FAILED, RUNNING, UNASSIGNED, MemoryStatusStore, Status, StatusStore
+
+__all__ = ["StandaloneHerder", "load_connector_file", "validate_connector"]
+
+log = get_logger(__name__)
+
+_WATCH_INTERVAL_S = 0.5
+
+
+def load_connector_file(path: str | Path) -> tuple[dict[str, str], Callable[[str], Origin | None]]:
+    """A connector config from a ``.properties`` file or the JSON body of ``POST /connectors``.
+
+    :returns: the config (with ``name``) and where each key was written.
+    :raises ConfigError: naming the file when it cannot be read or parsed.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError([f"{path}: cannot read: {exc.strerror or exc}"]) from exc
+        except ValueError as exc:
+            raise ConfigError([f"{path}: not JSON: {exc}"]) from exc
+        if not isinstance(document, dict):
+            raise ConfigError([f"{path}: expected a JSON object with name and config"])
+        config = document.get("config", document)
+        if not isinstance(config, dict) or not all(isinstance(v, str) for v in config.values()):
+            raise ConfigError([f"{path}: config: expected an object of string values"])
+        config = dict(config)
+        if "name" in document and "config" in document:
+            config.setdefault("name", document["name"])
+        return config, lambda key: Origin(str(path))
+    properties = load_properties(path)
+    return dict(properties), properties.origin
+
+
+def validate_connector(
+    config: Mapping[str, str],
+    registry: Any,
+    origin: Callable[[str], Origin | None] = lambda key: None,
+    resolve: Callable[[str], str] | None = None,
+) -> tuple[list[ConfigProblem], type | None]:
+    """Every problem of a connector config, and its class when it was found.
+
+    The common, source or sink keys, the plugin's own keys, the rules that
+    span keys, the transforms and predicates, and the plugin's ``validate``.
+    """
+    problems: list[ConfigProblem] = []
+    class_name = (config.get("connector.class") or "").strip()
+    cls = None
+    if not class_name:
+        problems.append(ConfigProblem(origin("connector.class"), "connector.class", "is required"))
+    else:
+        try:
+            cls = registry.find_class("connector", class_name)
+        except PluginError as exc:
+            problems.append(ConfigProblem(origin("connector.class"), "connector.class", str(exc), class_name))
+    kind = "sink" if cls is not None and issubclass(cls, SinkConnector) else "source"
+    base = SINK_DEF if kind == "sink" else SOURCE_DEF
+    definition = base.merge(cls.config_def) if cls is not None else base
+    context = ValidationContext(resolve=resolve, has_class=registry.has)
+    problems += [p for p in definition.validate(config, origin, context) if p.key != "connector.class"]
+    problems += connector_problems(config, kind, origin)
+    if not any(p.key and (p.key.startswith("transforms") or p.key.startswith("predicates")) for p in problems if p.is_error):
+        from connectd.transforms.chain import TransformationChain
+
+        try:
+            TransformationChain(config, registry.find_class, origin=origin).close()
+        except ConfigError as exc:
+            problems += [p if isinstance(p, ConfigProblem) else ConfigProblem(None, None, str(p)) for p in exc.problems]
+    if cls is not None:
+        try:
+            problems += list(cls().validate(config))
+        except Exception as exc:  # a plugin's own check failing is a problem to report, not a crash
+            problems.append(ConfigProblem(None, None, f"{class_name}.validate failed: {type(exc).__name__}: {exc}"))
+    return problems, cls
+
+
+@dataclass
+class _TaskRun:
+    id: int
+    config: dict[str, str]
+    query: Any = None
+    runner: Any = None
+    consumer: Any = None
+
+
+@dataclass
+class _ConnectorRun:
+    name: str
+    config: dict[str, str]
+    cls: type
+    instance: Any = None
+    tasks: list[_TaskRun] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "sink" if issubclass(self.cls, SinkConnector) else "source"
+
+
+class StandaloneHerder:
+    """Runs connectors on this worker alone.
+
+    :param worker: the worker's configuration.
+    :param worker_id: shown in statuses.
+    :param spark: the worker's SparkSession (already started).
+    :param status: where statuses go; in memory by default.
+    """
+
+    def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, status: StatusStore | None = None) -> None:
+        from connectd.plugins import get_registry
+
+        self.worker = worker
+        self.worker_id = worker_id
+        self.spark = spark
+        self.status = status or MemoryStatusStore()
+        self.registry = get_registry()
+        self.offsets_path = str(worker.get("offset.storage.file.filename"))
+        self.graceful_timeout_s = worker.get("task.shutdown.graceful.timeout.ms") / 1000
+        self._connectors: dict[str, _ConnectorRun] = {}
+        self._lock = asyncio.Lock()
+        self._watcher: asyncio.Task[None] | None = None
+
+    # --- lifecycle ---
+
+    async def start(self) -> None:
+        self._watcher = asyncio.create_task(self._watch(), name="herder-watch")
+
+    async def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            await asyncio.gather(self._watcher, return_exceptions=True)
+            self._watcher = None
+        async with self._lock:
+            for name in list(self._connectors):
+                await self._stop_connector(self._connectors.pop(name))
+
+    # --- operations ---
+
+    def connectors(self) -> list[str]:
+        return sorted(self._connectors)
+
+    def config(self, name: str) -> dict[str, str]:
+        return dict(self._connectors[name].config)
+
+    def task_queries(self, name: str) -> list[Any]:
+        return [task.query for task in self._connectors[name].tasks]
+
+    async def put(self, config: Mapping[str, str], origin: Callable[[str], Origin | None] = lambda key: None) -> bool:
+        """Create the connector, or replace its config; ``True`` if anything was (re)started.
+
+        Only this connector's tasks are stopped and started; every other
+        connector keeps running undisturbed.
+
+        :raises ConfigError: listing every problem of the config.
+        """
+        name = (config.get("name") or "").strip()
+        problems, cls = await asyncio.to_thread(validate_connector, config, self.registry, origin, self.worker.providers.resolve)
+        if not name:
+            problems.insert(0, ConfigProblem(origin("name"), "name", "is required"))
+        errors = [p for p in problems if p.is_error]
+        if errors:
+            raise ConfigError(errors)
+        assert cls is not None
+        async with self._lock:
+            current = self._connectors.get(name)
+            if current is not None and current.config == dict(config):
+                return False
+            if current is not None:
+                await self._stop_connector(current)
+            run = _ConnectorRun(name, dict(config), cls)
+            self._connectors[name] = run
+            await self._start_connector(run)
+            return True
+
+    async def delete(self, name: str) -> None:
+        async with self._lock:
+            run = self._connectors.pop(name, None)
+            if run is None:
+                raise ConnectorError(f"connector {name} not found")
+            await self._stop_connector(run)
+            self.status.forget(name)
+
+    # --- internals ---
+
+    def _set(self, name: str, task: int | None, state: str, trace: str | None = None) -> None:
+        status = Status(state, self.worker_id, trace)
+        if task is None:
+            self.status.put_connector(name, status)
+        else:
+            self.status.put_task(name, task, status)
+        log.info("status_changed", connector=name, task=task, state=state)
+
+    async def _start_connector(self, run: _ConnectorRun) -> None:
+        with bind_context(connector=run.name):
+            self._set(run.name, None, UNASSIGNED)
+            resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+            try:
+                instance = run.cls()
+                instance.context = ConnectorContext(on_error=lambda exc: self._set(run.name, None, FAILED, _trace(exc)))
+                await asyncio.to_thread(instance.start, resolved)
+                task_configs = await asyncio.to_thread(instance.task_configs, int(resolved.get("tasks.max", "1")))
+                max_tasks = int(resolved.get("tasks.max", "1"))
+                if len(task_configs) > max_tasks and resolved.get("tasks.max.enforce", "true").lower() == "true":
+                    raise ConnectorError(f"{run.cls.__name__} returned {len(task_configs)} task configs for tasks.max={max_tasks}")
+            except Exception as exc:
+                self._set(run.name, None, FAILED, _trace(exc))
+                log.error("connector_failed", connector=run.name, error=str(exc))
+                return
+            run.instance = instance
+            self._set(run.name, None, RUNNING)
+            # A task config value the connector passed on unchanged goes back to
+            # its placeholder, so no resolved secret is stored or handed to Spark;
+            # the task resolves it again where it runs.
+            written = [
+                {k: run.config[k] if k in run.config and resolved.get(k) == v else v for k, v in tc.items()}
+                for tc in task_configs
+            ]
+            run.tasks = [_TaskRun(i, written[i]) for i in range(len(task_configs))]
+            for task in run.tasks:
+                await self._start_task(run, task, len(run.tasks))
+
+    async def _start_task(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
+        with bind_context(connector=run.name, task=task.id):
+            try:
+                if run.kind == "source":
+                    task.query = await asyncio.to_thread(self._start_source, run, task)
+                else:
+                    await asyncio.to_thread(self._start_sink, run, task, tasks)
+            except Exception as exc:
+                self._set(run.name, task.id, FAILED, _trace(exc))
+                log.error("task_failed", error=str(exc))
+                return
+            self._set(run.name, task.id, RUNNING)
+
+    def _client(self, client: str, run: _ConnectorRun) -> dict[str, Any]:
+        overrides = {k[len(f"{client}.override."):]: v for k, v in run.config.items() if k.startswith(f"{client}.override.")}
+        return self.worker.client_config(client, "confluent", overrides=overrides)
+
+    def _start_source(self, run: _ConnectorRun, task: _TaskRun) -> Any:
+        from connectd.runtime.queries import start_source_query
+
+        task_class = run.instance.task_class()
+        return start_source_query(
+            self.spark,
+            connector=run.name,
+            task_id=task.id,
+            task_class=f"{task_class.__module__}.{task_class.__qualname__}",
+            task_config=task.config,
+            connector_config=run.config,
+            worker_config=self.worker.originals(),
+            producer_config=self._client("producer", run),
+            offsets_path=self.offsets_path,
+        )
+
+    def _start_sink(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        from connectd.runtime.converters import configure_converters
+        from connectd.runtime.queries import start_sink_query
+        from connectd.runtime.sink_task import SinkTaskRunner, assign_partitions, group_id, matching_topics, start_offsets
+        from connectd.transforms.chain import TransformationChain
+
+        resolve = self.worker.providers.resolve
+        config = {k: resolve(v) for k, v in task.config.items()}
+        consumer_config = self._client("consumer", run)
+        admin = AdminClient(self.worker.client_config("admin", "confluent"))
+        metadata = admin.list_topics(timeout=30)
+        topics = matching_topics(metadata.topics, [t.strip() for t in config.get("topics", "").split(",") if t.strip()],
+                                 config.get("topics.regex", ""))
+        partitions = [TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions]
+        assigned = assign_partitions(partitions, task.id, tasks)
+        group = Consumer({**consumer_config, "group.id": group_id(run.name), "enable.auto.commit": False})
+
+        def commit(offsets: Mapping[TopicPartition, int]) -> None:
+            group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
+                         asynchronous=False)
+
+        registry = self.registry
+        task_class = run.instance.task_class()
+        runner = SinkTaskRunner(
+            task_class(), config, assigned,
+            configure_converters(self.worker.originals(), run.config, lambda n: registry.find_class("converter", n), resolve),
+            TransformationChain({k: resolve(v) for k, v in run.config.items()}, registry.find_class), commit,
+        )
+        start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
+        task.runner, task.consumer = runner, group
+        task.query = start_sink_query(self.spark, connector=run.name, task_id=task.id, runner=runner,
+                                      consumer_config=consumer_config, start=start)
+
+    async def _stop_connector(self, run: _ConnectorRun) -> None:
+        with bind_context(connector=run.name):
+            for task in run.tasks:
+                await asyncio.to_thread(self._stop_task, task)
+            if run.instance is not None:
+                await asyncio.to_thread(run.instance.stop)
+            log.info("connector_stopped")
+
+    def _stop_task(self, task: _TaskRun) -> None:
+        try:
+            if task.query is not None and task.query.is_active():
+                if not task.query.stop(self.graceful_timeout_s):
+                    log.warning("task_stop_not_graceful", task=task.id,
+                                message="the batch in flight was cancelled and will be replayed")
+        finally:
+            if task.runner is not None:
+                task.runner.close()
+            if task.consumer is not None:
+                task.consumer.close()
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(_WATCH_INTERVAL_S)
+            for run in list(self._connectors.values()):
+                for task in run.tasks:
+                    query = task.query
+                    if query is None or query.is_active():
+                        continue
+                    failure = await asyncio.to_thread(query.failure)
+                    current = self.status.task(run.name, task.id)
+                    if failure and (current is None or current.state != FAILED):
+                        self._set(run.name, task.id, FAILED, failure)
+                        log.error("task_failed", connector=run.name, task=task.id, error=failure.splitlines()[0])
+
+
+def _trace(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))
