@@ -72,8 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     broker.add_argument("--storage", default="memory://tansu/",
                         help="tansu storage engine URL (default memory://tansu/: nothing kept)")
 
-    quickstart = verbs.add_parser("quickstart", help="start the embedded broker and a worker to try connectd")
+    quickstart = verbs.add_parser(
+        "quickstart", help="embedded broker + a standalone worker moving generated records to a file, until Ctrl-C")
     quickstart.add_argument("--port", type=int, default=0, help="broker port (default: any free port)")
+    quickstart.add_argument("--dir", default=None, help="where the output and offsets go (default: a new temporary directory)")
+    quickstart.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                            help="stop by itself after this long (default: run until Ctrl-C)")
     return parser
 
 
@@ -131,7 +135,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.verb == "broker":
         return _broker(args.port, args.storage, out)
     if args.verb == "quickstart":
-        return _quickstart(args.port, out)
+        return _quickstart(args.port, args.dir, args.duration, out)
     if args.verb in ("distributed", "standalone"):
         return _run_worker(args.verb, args.worker_config, getattr(args, "connector_configs", ()))
     raise AssertionError(f"unhandled verb {args.verb}")  # argparse only lets known verbs through
@@ -249,41 +253,85 @@ async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_u
             loop.remove_signal_handler(signum)
 
 
-def _quickstart(port: int, out: TextIO) -> int:
+def _quickstart(port: int, directory: str | None, duration: float | None, out: TextIO) -> int:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
     from connectd.broker import EmbeddedBroker
     from connectd.config.worker import WorkerConfig
-    from connectd.worker import Worker
 
-    with tempfile.TemporaryDirectory(prefix="connectd-quickstart-") as tmp, EmbeddedBroker(port=port) as broker:
-        workdir = Path(tmp)
+    workdir = Path(directory or tempfile.mkdtemp(prefix="connectd-quickstart-")).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    output = workdir / "users.jsonl"
+    topic = "quickstart-users"
+    with EmbeddedBroker(port=port) as broker:
         print(f"embedded broker up on {broker.bootstrap_servers}", file=out, flush=True)
-        values = {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "offset.storage.file.filename": str(workdir / "connect.offsets"),
-            "listeners": "http://127.0.0.1:8083",
-        }
-        config = WorkerConfig(values, "standalone", source="quickstart")
-
-        async def run() -> Worker:
-            worker = Worker(config)
-            async with worker:
-                print(
-                    f"worker {worker.worker_id} is up: Kafka cluster {worker.cluster_id}, "
-                    f"converters {config.raw('key.converter')}",
-                    file=out,
-                    flush=True,
-                )
-            return worker
-
-        asyncio.run(run())
-    print(
-        "quickstart stops here for now: the task runtime (datagen -> Kafka -> file) has not landed yet.\n"
-        "broker and worker stopped",
-        file=out,
-    )
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(timeout=30)
+        worker = WorkerConfig(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "false",
+                "offset.storage.file.filename": str(workdir / "connect.offsets"),
+                "listeners": "http://127.0.0.1:8083",
+                "spark.master": "local[2]",
+                "spark.sql.shuffle.partitions": "2",
+            },
+            "standalone",
+            source="quickstart",
+        )
+        connectors = [
+            ({"name": "quickstart-datagen", "connector.class": "DatagenConnector", "kafka.topic": topic,
+              "quickstart": "users", "max.interval": "5", "tasks.max": "1"}, lambda key: None),
+            # The sink reads values as text, so each line is the JSON as it is in Kafka.
+            ({"name": "quickstart-file-sink", "connector.class": "FileStreamSink", "topics": topic,
+              "file": str(output), "value.converter": "org.apache.kafka.connect.storage.StringConverter"},
+             lambda key: None),
+        ]
+        print(f"starting a standalone worker (Spark takes a few seconds): datagen -> {topic} -> {output}",
+              file=out, flush=True)
+        asyncio.run(_quickstart_serve(worker, connectors, output, duration, out))
+    print(f"broker and worker stopped; the records are in {output}", file=out, flush=True)
     return EXIT_OK
+
+
+async def _quickstart_serve(worker: Any, connectors: list, output: Path, duration: float | None, out: TextIO) -> None:
+    import os
+    import signal
+
+    progress: list[asyncio.Task[None]] = []
+
+    async def report(started: float) -> None:
+        moved_before, then = 0, started
+        while True:
+            await asyncio.sleep(2)
+            now = asyncio.get_running_loop().time()
+            moved = _count_lines(output)
+            rate = (moved - moved_before) / (now - then)
+            print(f"records moved: {moved:,} ({rate:,.0f}/s) -> {output}", file=out, flush=True)
+            moved_before, then = moved, now
+            if duration is not None and now - started >= duration:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    def up(_worker: Any) -> None:
+        print("worker is up; Ctrl-C stops everything", file=out, flush=True)
+        progress.append(asyncio.get_running_loop().create_task(report(asyncio.get_running_loop().time())))
+
+    try:
+        await _serve(worker, connectors, on_up=up)
+    finally:
+        for task in progress:
+            task.cancel()
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as handle:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+    except FileNotFoundError:
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -105,12 +105,18 @@ def test_config_docs_writes_the_reference(tmp_path, capsys):
     assert target.read_text().startswith("# Configuration reference")
 
 
-@pytest.mark.parametrize("verb", ["distributed", "standalone"])
-def test_verbs_not_landed_exit_2_after_checking(verb, valid_file, tmp_path, capsys):
-    if verb == "standalone":
-        valid_file.write_text(VALID.format(converter=CONVERTER) + f"offset.storage.file.filename={tmp_path}/o\n")
-    assert main([verb, str(valid_file)]) == EXIT_USAGE
+def test_distributed_not_landed_exits_2_after_checking(valid_file, capsys):
+    assert main(["distributed", str(valid_file)]) == EXIT_USAGE
     assert "not available yet" in capsys.readouterr().err
+
+
+def test_standalone_reports_every_bad_connector_file_before_starting(tmp_path, capsys):
+    worker = tmp_path / "w.properties"
+    worker.write_text(VALID.format(converter=CONVERTER) + f"offset.storage.file.filename={tmp_path}/o\n")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    assert main(["standalone", str(worker), str(broken)]) == EXIT_CONFIG
+    assert f"{broken}: not JSON" in capsys.readouterr().err
 
 
 def test_not_landed_verb_still_reports_config_errors_first(tmp_path, capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -49,10 +50,16 @@ def test_broker_verb_serves_until_sigterm():
             process.wait()
 
 
-def test_quickstart_shows_the_worker_up_and_stops_cleanly():
-    result = subprocess.run([*CONNECTD, "quickstart"], capture_output=True, text=True, timeout=120,
-                            cwd=Path(__file__).resolve().parents[2])
-    assert result.returncode == 0, result.stderr + result.stdout
+def test_quickstart_moves_generated_records_to_a_file_and_stops_cleanly(tmp_path):
+    result = subprocess.run([*CONNECTD, "quickstart", "--dir", str(tmp_path), "--duration", "15"],
+                            capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     assert "embedded broker up on 127.0.0.1:" in result.stdout
-    assert "is up: Kafka cluster" in result.stdout
-    assert "broker and worker stopped" in result.stdout
+    assert "records moved:" in result.stdout
+    assert f"broker and worker stopped; the records are in {tmp_path / 'users.jsonl'}" in result.stdout
+    lines = (tmp_path / "users.jsonl").read_text().splitlines()
+    assert lines, "no record reached the file"
+    first = json.loads(lines[0])
+    assert set(first) == {"registertime", "userid", "regionid", "gender"}
+    offsets = json.loads((tmp_path / "connect.offsets").read_text())
+    assert offsets["offsets"][0]["key"][0] == "quickstart-datagen"
