@@ -73,6 +73,9 @@ class TaskQuery:
 
 
 def _register(spark: SparkSession) -> None:
+    # Queries start from worker threads; Spark looks Python data sources up in
+    # the thread's active session, which a new thread does not have.
+    spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
     spark.dataSource.register(kafka_io.KafkaDataSource)
     spark.dataSource.register(source_task.SourceTaskDataSource)
 

@@ -1,0 +1,102 @@
+"""The standalone herder with real Spark: config changes touch only their own connector."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from connectd.config.worker import WorkerConfig
+from connectd.errors import ConfigError
+from connectd.herder import StandaloneHerder
+from connectd.status import FAILED, RUNNING
+
+pytestmark = pytest.mark.integration
+
+
+def worker_config(broker, tmp_path) -> WorkerConfig:
+    return WorkerConfig({
+        "bootstrap.servers": broker.bootstrap_servers,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
+        "task.shutdown.graceful.timeout.ms": "20000",
+    }, "standalone", source="test")
+
+
+def source(name: str, path, topic: str, **extra: str) -> dict[str, str]:
+    return {"name": name, "connector.class": "FileStreamSource", "file": str(path), "topic": topic, **extra}
+
+
+def test_changing_one_connector_restarts_only_its_tasks(spark, broker, topic_name, tmp_path):
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "b.txt").write_text("b\n")
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        await herder.start()
+        try:
+            assert await herder.put(source("a", tmp_path / "a.txt", topic_name)) is True
+            assert await herder.put(source("b", tmp_path / "b.txt", topic_name)) is True
+            (a_before,) = herder.task_queries("a")
+            (b_before,) = herder.task_queries("b")
+            assert await herder.put(source("a", tmp_path / "a.txt", topic_name)) is False  # unchanged: nothing
+            assert herder.task_queries("a") == [a_before]
+            assert await herder.put(source("a", tmp_path / "a.txt", topic_name, **{"batch.size": "10"})) is True
+            (a_after,) = herder.task_queries("a")
+            assert a_after is not a_before and not a_before.is_active() and a_after.is_active()
+            assert herder.task_queries("b") == [b_before] and b_before.is_active()  # b never stopped
+            assert herder.status.task("a", 0).state == RUNNING
+            assert herder.status.connector("b").state == RUNNING
+            assert herder.config("a")["batch.size"] == "10"
+        finally:
+            await herder.stop()
+        assert not a_after.is_active() and not b_before.is_active()
+
+    asyncio.run(scenario())
+
+
+def test_a_bad_config_reports_every_problem_and_changes_nothing(spark, broker, tmp_path):
+    async def scenario():
+        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        bad = {"name": "bad", "connector.class": "FileStreamSink", "tasks.max": "zero",
+               "topics": "x", "topics.regex": "y.*", "transforms": "t"}
+        with pytest.raises(ConfigError) as info:
+            await herder.put(bad)
+        message = str(info.value)
+        assert "tasks.max='zero': expected a 32-bit integer" in message
+        assert "topics.regex='y.*': expected only one of topics and topics.regex" in message
+        assert "transforms.t.type is required" in message
+        assert "file" in message  # the plugin's own required key
+        assert herder.connectors() == []
+        await herder.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_path):
+    (tmp_path / "in.txt").write_text("x\n")
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        await herder.start()
+        try:
+            # a transform that fails at run time on every record: ExtractField on a string value
+            await herder.put(source("broken", tmp_path / "in.txt", topic_name, **{
+                "transforms": "x",
+                "transforms.x.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
+                "transforms.x.field": "f",
+            }))
+            deadline = asyncio.get_running_loop().time() + 120
+            while asyncio.get_running_loop().time() < deadline:
+                status = herder.status.task("broken", 0)
+                if status.state == FAILED:
+                    break
+                await asyncio.sleep(0.2)
+            assert status.state == FAILED
+            assert "ExtractField" in status.trace or "field extraction" in status.trace
+            assert herder.status.connector("broken").state == RUNNING  # the connector itself is fine
+        finally:
+            await herder.stop()
+
+    asyncio.run(scenario())
