@@ -118,6 +118,7 @@ class _TaskRun:
     query: Any = None
     runner: Any = None
     consumer: Any = None
+    dlq_producer: Any = None
 
 
 @dataclass
@@ -315,15 +316,60 @@ class StandaloneHerder:
 
         registry = self.registry
         task_class = run.instance.task_class()
+        resolved_connector = {k: resolve(v) for k, v in run.config.items()}
+        errors, flush_dlq = self._error_handling(run, task, resolved_connector, admin, metadata)
         runner = SinkTaskRunner(
             task_class(), config, assigned,
             configure_converters(self.worker.originals(), run.config, lambda n: registry.find_class("converter", n), resolve),
-            TransformationChain({k: resolve(v) for k, v in run.config.items()}, registry.find_class), commit,
+            TransformationChain(resolved_connector, registry.find_class), commit, errors, flush_dlq,
         )
         start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
         task.runner, task.consumer = runner, group
         task.query = start_sink_query(self.spark, connector=run.name, task_id=task.id, runner=runner,
                                       consumer_config=consumer_config, start=start)
+
+    def _error_handling(self, run: _ConnectorRun, task: _TaskRun, config: Mapping[str, str], admin: Any,
+                        metadata: Any) -> tuple[Any, Callable[[], None]]:
+        """The task's error handler and a function making dead-letter records durable."""
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import NewTopic
+
+        from connectd.runtime.errors import ErrorHandler, ErrorPolicy
+
+        policy = ErrorPolicy.from_config(config)
+        if not policy.dlq_topic:
+            return ErrorHandler(policy, run.name, task.id), lambda: None
+        if policy.dlq_topic not in metadata.topics:
+            wanted = int(config.get("errors.deadletterqueue.topic.replication.factor", "3"))
+            brokers = len(metadata.brokers)
+            factor = -1 if wanted == -1 else min(wanted, brokers)
+            if factor != wanted:
+                log.warning("dlq_replication_reduced", topic=policy.dlq_topic, wanted=wanted, brokers=brokers)
+            result = admin.create_topics([NewTopic(policy.dlq_topic, 1, factor)])[policy.dlq_topic]
+            try:
+                result.result(timeout=30)
+            except Exception as exc:  # created meanwhile by another task: fine
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise
+        producer = Producer({**self._client("producer", run), "enable.idempotence": True, "acks": "all"})
+        task.dlq_producer = producer
+        failures: list[str] = []
+
+        def send(topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]) -> None:
+            def delivered(error: Any, message: Any) -> None:
+                if error is not None:
+                    failures.append(str(error))
+
+            producer.produce(topic, key=key, value=value, headers=headers, on_delivery=delivered)
+            producer.poll(0)
+
+        def flush() -> None:
+            remaining = producer.flush(30)
+            if remaining or failures:
+                raise ConnectorError(f"dead-letter records not written to {policy.dlq_topic}: "
+                                     f"{remaining} unacknowledged, errors: {failures[:3]}", retriable=True)
+
+        return ErrorHandler(policy, run.name, task.id, send), flush
 
     async def _stop_connector(self, run: _ConnectorRun) -> None:
         with bind_context(connector=run.name):
@@ -344,6 +390,10 @@ class StandaloneHerder:
                 task.runner.close()
             if task.consumer is not None:
                 task.consumer.close()
+            if task.dlq_producer is not None:
+                task.dlq_producer.flush(30)
+            # Drop the clients so they are destroyed now, not whenever the task is collected.
+            task.runner = task.consumer = task.dlq_producer = None
 
     async def _watch(self) -> None:
         while True:

@@ -28,6 +28,7 @@ from typing import Any
 from connectd.connector import SinkTask, SinkTaskContext, TopicPartition
 from connectd.data.headers import Headers
 from connectd.data.records import SinkRecord, TimestampType
+from connectd.runtime.errors import ErrorHandler, ErrorPolicy, Original
 from connectd.runtime.kafka_io import encode_tp
 
 __all__ = ["SinkTaskRunner", "assign_partitions", "group_id", "start_offsets"]
@@ -83,6 +84,8 @@ class SinkTaskRunner:
     :param converters: ``{"key", "value", "header"}`` configured converters.
     :param chain: the connector's transformation chain.
     :param commit: ``commit({TopicPartition: next offset})`` stores offsets in the group.
+    :param errors: the connector's error handling (default: fail on the first bad record).
+    :param flush_dlq: makes dead-letter records durable; called before offsets are committed.
     """
 
     def __init__(
@@ -93,12 +96,21 @@ class SinkTaskRunner:
         converters: Mapping[str, Any],
         chain: Any,
         commit: Callable[[Mapping[TopicPartition, int]], None],
+        errors: ErrorHandler | None = None,
+        flush_dlq: Callable[[], None] = lambda: None,
     ) -> None:
         self.task = task
         self.partitions = partitions
         self.converters = converters
         self.chain = chain
         self._commit = commit
+        self.errors = errors or ErrorHandler(ErrorPolicy(), "?", 0)
+        # put() is retried when retriable but never tolerated, as in Kafka Connect.
+        self._put_errors = ErrorHandler(
+            ErrorPolicy(retry_timeout_ms=self.errors.policy.retry_timeout_ms,
+                        retry_delay_max_ms=self.errors.policy.retry_delay_max_ms),
+            self.errors.connector, self.errors.task_id)
+        self._flush_dlq = flush_dlq
         self.batches = 0
         self.records = 0
         task.context = SinkTaskContext(task_config, partitions)
@@ -109,14 +121,23 @@ class SinkTaskRunner:
         """Put one micro-batch's rows (``connectd-kafka`` reader rows) and commit; returns what was committed."""
         if not rows:
             return {}
-        records = [self._record(row) for row in rows]
         offsets: dict[TopicPartition, int] = {}
+        converted: list[tuple[Original, SinkRecord]] = []
         for row in rows:
             tp = TopicPartition(row["topic"], row["partition"])
             offsets[tp] = max(offsets.get(tp, 0), row["offset"] + 1)
-        transformed = self.chain.apply_batch(records)
+            original = Original(
+                row["topic"], row["partition"], row["offset"], _bytes(row["key"]), _bytes(row["value"]),
+                [(h["key"], _bytes(h["value"])) for h in row["headers"] or ()],
+            )
+            record = self._convert(row, original)
+            if record is not None:
+                converted.append((original, record))
+        transformed = self._transform(converted)
         if transformed:
-            self.task.put(transformed)
+            self._put_errors.run("TASK_PUT", type(self.task).__name__, lambda: self.task.put(transformed),
+                                 Original(topic=None))
+        self._flush_dlq()
         safe = self.task.pre_commit(offsets)
         if safe:
             self._commit(safe)
@@ -124,14 +145,21 @@ class SinkTaskRunner:
         self.records += len(rows)
         return dict(safe or {})
 
-    def _record(self, row: Any) -> SinkRecord:
+    def _convert(self, row: Any, original: Original) -> SinkRecord | None:
         topic = row["topic"]
-        headers = Headers()
-        for header in row["headers"] or ():
-            schema_and_value = self.converters["header"].to_connect_header(topic, header["key"], _bytes(header["value"]))
-            headers.add(header["key"], schema_and_value.value, schema_and_value.schema)
-        key = self.converters["key"].to_connect_data(topic, _bytes(row["key"]), headers)
-        value = self.converters["value"].to_connect_data(topic, _bytes(row["value"]), headers)
+        run = self.errors.run
+        ok, headers = run("HEADER_CONVERTER", type(self.converters["header"]).__name__,
+                          lambda: self._headers(topic, original.headers), original)
+        if not ok:
+            return None
+        ok, key = run("KEY_CONVERTER", type(self.converters["key"]).__name__,
+                      lambda: self.converters["key"].to_connect_data(topic, original.key, headers), original)
+        if not ok:
+            return None
+        ok, value = run("VALUE_CONVERTER", type(self.converters["value"]).__name__,
+                        lambda: self.converters["value"].to_connect_data(topic, original.value, headers), original)
+        if not ok:
+            return None
         return SinkRecord(
             topic=topic,
             kafka_partition=row["partition"],
@@ -144,6 +172,26 @@ class SinkTaskRunner:
             kafka_offset=row["offset"],
             timestamp_type=TimestampType.from_librdkafka(row["timestamp_type"]),
         )
+
+    def _headers(self, topic: str, raw: list[tuple[str, bytes | None]]) -> Headers:
+        headers = Headers()
+        for key, value in raw:
+            schema_and_value = self.converters["header"].to_connect_header(topic, key, value)
+            headers.add(key, schema_and_value.value, schema_and_value.schema)
+        return headers
+
+    def _transform(self, converted: list[tuple[Original, SinkRecord]]) -> list[SinkRecord]:
+        try:
+            return self.chain.apply_batch([record for _, record in converted])
+        except Exception:
+            pass  # find the failing record(s): transforms are pure, running them again is safe
+        kept = []
+        for original, record in converted:
+            ok, result = self.errors.run("TRANSFORMATION", "TransformationChain", lambda r=record: self.chain.apply(r),
+                                         original)
+            if ok and result is not None:
+                kept.append(result)
+        return kept
 
     def close(self) -> None:
         """Close the partitions and stop the task (once)."""

@@ -1,0 +1,176 @@
+"""Error handling around each record: retries, tolerance, logging, dead-letter queue.
+
+Kafka Connect's ``errors.*`` settings, per operation on a record (a stage)::
+
+    run ──ok──► result
+     └─error─► retriable and errors.retry.timeout not spent? ─yes─► wait (doubling, ≤ errors.retry.delay.max.ms) ─► run
+                 └─no─► errors.tolerance=none ─► the task fails; the error names stage, topic, partition, offset
+                        errors.tolerance=all  ─► logged (errors.log.enable), sent to the dead-letter topic
+                                                  (errors.deadletterqueue.topic.name) with __connect.errors.*
+                                                  headers, and skipped; the task goes on
+
+Sink tasks send the record as it was consumed (key and value bytes, headers);
+source tasks — a connectd extension, Kafka Connect has no dead-letter queue
+for them — send what could be converted, else the value's text, with
+``__connect.errors.source.partition`` / ``source.offset`` headers saying
+where it came from.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectd.errors import ConnectorError
+from connectd.logging import get_logger
+
+__all__ = ["ErrorHandler", "ErrorPolicy", "Original", "RecordFailure", "STAGES"]
+
+log = get_logger(__name__)
+
+STAGES = ("KEY_CONVERTER", "VALUE_CONVERTER", "HEADER_CONVERTER", "TRANSFORMATION", "TASK_PUT", "TASK_POLL",
+          "KAFKA_PRODUCE", "KAFKA_CONSUME")
+HEADER_PREFIX = "__connect.errors."
+_FIRST_DELAY_S = 0.3
+
+
+class RecordFailure(ConnectorError):
+    """A record failed in a stage and errors are not tolerated; the task fails with this."""
+
+
+@dataclass(frozen=True)
+class Original:
+    """Where a failed record came from, and its bytes as consumed (sinks) or produced (sources)."""
+
+    topic: str | None
+    partition: int | None = None
+    offset: int | None = None
+    key: bytes | None = None
+    value: bytes | None = None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    source_partition: str | None = None
+    source_offset: str | None = None
+
+    def where(self) -> str:
+        if self.offset is not None:
+            return f"topic={self.topic} partition={self.partition} offset={self.offset}"
+        if self.source_partition is not None:
+            return f"topic={self.topic} source partition={self.source_partition} offset={self.source_offset}"
+        return f"topic={self.topic}"
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    """A connector's ``errors.*`` settings (resolved values)."""
+
+    tolerate_all: bool = False
+    retry_timeout_ms: int = 0
+    retry_delay_max_ms: int = 60000
+    log_enable: bool = False
+    log_include_messages: bool = False
+    dlq_topic: str = ""
+    dlq_context_headers: bool = False
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, str]) -> ErrorPolicy:
+        def flag(key: str) -> bool:
+            return str(config.get(key, "false")).strip().lower() == "true"
+
+        return cls(
+            tolerate_all=str(config.get("errors.tolerance", "none")).strip().lower() == "all",
+            retry_timeout_ms=int(config.get("errors.retry.timeout", "0")),
+            retry_delay_max_ms=int(config.get("errors.retry.delay.max.ms", "60000")),
+            log_enable=flag("errors.log.enable"),
+            log_include_messages=flag("errors.log.include.messages"),
+            dlq_topic=str(config.get("errors.deadletterqueue.topic.name", "") or "").strip(),
+            dlq_context_headers=flag("errors.deadletterqueue.context.headers.enable"),
+        )
+
+
+class ErrorHandler:
+    """Runs one stage of one record under a connector's error policy.
+
+    :param send_to_dlq: ``send(topic, key, value, headers)``; flushed by the caller
+        before offsets move past the failed record.
+    """
+
+    def __init__(
+        self,
+        policy: ErrorPolicy,
+        connector: str,
+        task_id: int,
+        send_to_dlq: Callable[[str, bytes | None, bytes | None, list[tuple[str, bytes]]], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.policy = policy
+        self.connector = connector
+        self.task_id = task_id
+        self._send = send_to_dlq
+        self._sleep = sleep
+        self.failures = 0
+        self.skipped = 0
+        self.retries = 0
+        self.dlq_produced = 0
+
+    def run(self, stage: str, executing: str, operation: Callable[[], Any], original: Original) -> tuple[bool, Any]:
+        """``(True, result)``, or ``(False, None)`` when the record failed and is tolerated.
+
+        :raises RecordFailure: when the record failed and errors are not tolerated.
+        """
+        started = time.monotonic()
+        delay = _FIRST_DELAY_S
+        while True:
+            try:
+                return True, operation()
+            except Exception as exc:
+                if getattr(exc, "retriable", False) and self._may_retry(started, delay):
+                    self.retries += 1
+                    self._sleep(delay)
+                    delay = min(delay * 2, self.policy.retry_delay_max_ms / 1000)
+                    continue
+                self._failed(stage, executing, exc, original)
+                return False, None
+
+    def _may_retry(self, started: float, delay: float) -> bool:
+        timeout = self.policy.retry_timeout_ms
+        if timeout == 0:
+            return False
+        return timeout < 0 or (time.monotonic() - started + delay) * 1000 <= timeout
+
+    def _failed(self, stage: str, executing: str, exc: Exception, original: Original) -> None:
+        self.failures += 1
+        message = f"{stage} ({executing}) failed on record {original.where()}: {type(exc).__name__}: {exc}"
+        if not self.policy.tolerate_all:
+            raise RecordFailure(message) from exc
+        self.skipped += 1
+        if self.policy.log_enable:
+            details: dict[str, Any] = {"connector": self.connector, "task": self.task_id, "stage": stage}
+            if self.policy.log_include_messages:
+                details["record"] = original.where()
+            log.error("record_failed", error=f"{type(exc).__name__}: {exc}", **details)
+        if self.policy.dlq_topic and self._send is not None:
+            headers = list(original.headers)
+            if self.policy.dlq_context_headers:
+                headers += self._context_headers(stage, executing, exc, original)
+            self._send(self.policy.dlq_topic, original.key, original.value, headers)
+            self.dlq_produced += 1
+
+    def _context_headers(self, stage: str, executing: str, exc: Exception, original: Original) -> list[tuple[str, bytes]]:
+        values: dict[str, Any] = {
+            "topic": original.topic,
+            "partition": original.partition,
+            "offset": original.offset,
+            "source.partition": original.source_partition,
+            "source.offset": original.source_offset,
+            "connector.name": self.connector,
+            "task.id": self.task_id,
+            "stage": stage,
+            "class.name": executing,
+            "exception.class.name": f"{type(exc).__module__}.{type(exc).__qualname__}",
+            "exception.message": str(exc),
+            "exception.stacktrace": "".join(traceback.format_exception(exc)),
+        }
+        return [(HEADER_PREFIX + k, str(v).encode()) for k, v in values.items() if v is not None]
