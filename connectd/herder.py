@@ -11,9 +11,14 @@ A connector's life here::
     delete      ── stop its tasks (gracefully), connector.stop(), forget its status
 
 A watcher checks every task's query: a query that ended with an error makes
-the task FAILED with the error's trace (and, with ``errors.restart.enable``,
-restarts it after a growing backoff). Spark calls block, so they run in
-threads; the event loop never waits on py4j.
+the task FAILED with the error's trace. With ``errors.restart.enable`` (a
+connectd extension) a FAILED task goes RESTARTING and is started again after
+a wait that doubles from 1 s up to ``errors.restart.backoff.max.ms``, at most
+``errors.restart.max.attempts`` times. The watcher also looks at the topics
+every few seconds: when a sink connector's topics (``topics`` created
+later, or a new topic matching ``topics.regex``) change, only that
+connector's tasks are restarted with the new partitions. Spark calls block,
+so they run in threads; the event loop never waits on py4j.
 """
 
 from __future__ import annotations
@@ -33,13 +38,15 @@ from connectd.config.worker import WorkerConfig
 from connectd.connector import ConnectorContext, SinkConnector, SourceConnector, TopicPartition
 from connectd.errors import ConfigError, ConnectorError, PluginError
 from connectd.logging import bind_context, get_logger
-from connectd.status import FAILED, RUNNING, UNASSIGNED, MemoryStatusStore, Status, StatusStore
+from connectd.status import FAILED, RESTARTING, RUNNING, UNASSIGNED, MemoryStatusStore, Status, StatusStore
 
 __all__ = ["StandaloneHerder", "load_connector_file", "validate_connector"]
 
 log = get_logger(__name__)
 
 _WATCH_INTERVAL_S = 0.5
+_DISCOVERY_INTERVAL_S = 5.0
+_FIRST_RESTART_DELAY_S = 1.0
 
 
 def load_connector_file(path: str | Path) -> tuple[dict[str, str], Callable[[str], Origin | None]]:
@@ -119,6 +126,8 @@ class _TaskRun:
     runner: Any = None
     consumer: Any = None
     dlq_producer: Any = None
+    restarts: int = 0
+    restart_at: float | None = None
 
 
 @dataclass
@@ -128,6 +137,7 @@ class _ConnectorRun:
     cls: type
     instance: Any = None
     tasks: list[_TaskRun] = field(default_factory=list)
+    partitions: frozenset[TopicPartition] = frozenset()
 
     @property
     def kind(self) -> str:
@@ -266,6 +276,7 @@ class StandaloneHerder:
             except Exception as exc:
                 self._set(run.name, task.id, FAILED, _trace(exc))
                 log.error("task_failed", error=str(exc))
+                self._schedule_restart(run, task, asyncio.get_running_loop().time())
                 return
             self._set(run.name, task.id, RUNNING)
 
@@ -307,6 +318,7 @@ class StandaloneHerder:
         topics = matching_topics(metadata.topics, [t.strip() for t in config.get("topics", "").split(",") if t.strip()],
                                  config.get("topics.regex", ""))
         partitions = [TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions]
+        run.partitions = frozenset(partitions)
         assigned = assign_partitions(partitions, task.id, tasks)
         group = Consumer({**consumer_config, "group.id": group_id(run.name), "enable.auto.commit": False})
 
@@ -325,8 +337,9 @@ class StandaloneHerder:
         )
         start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
         task.runner, task.consumer = runner, group
+        max_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "10000"))
         task.query = start_sink_query(self.spark, connector=run.name, task_id=task.id, runner=runner,
-                                      consumer_config=consumer_config, start=start)
+                                      consumer_config=consumer_config, start=start, max_records=max_records)
 
     def _error_handling(self, run: _ConnectorRun, task: _TaskRun, config: Mapping[str, str], admin: Any,
                         metadata: Any) -> tuple[Any, Callable[[], None]]:
@@ -396,18 +409,79 @@ class StandaloneHerder:
             task.runner = task.consumer = task.dlq_producer = None
 
     async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
         while True:
             await asyncio.sleep(_WATCH_INTERVAL_S)
-            for run in list(self._connectors.values()):
-                for task in run.tasks:
-                    query = task.query
-                    if query is None or query.is_active():
-                        continue
-                    failure = await asyncio.to_thread(query.failure)
-                    current = self.status.task(run.name, task.id)
-                    if failure and (current is None or current.state != FAILED):
-                        self._set(run.name, task.id, FAILED, failure)
-                        log.error("task_failed", connector=run.name, task=task.id, error=failure.splitlines()[0])
+            async with self._lock:
+                for run in list(self._connectors.values()):
+                    for task in run.tasks:
+                        await self._check_task(run, task, loop.time())
+                if loop.time() >= next_discovery:
+                    next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
+                    for run in [r for r in self._connectors.values() if r.kind == "sink" and r.instance is not None]:
+                        await self._rediscover(run)
+
+    async def _check_task(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
+        if task.restart_at is not None:
+            if now >= task.restart_at:
+                task.restart_at = None
+                with bind_context(connector=run.name, task=task.id):
+                    log.info("task_restarting", attempt=task.restarts)
+                    await asyncio.to_thread(self._stop_task, task)
+                    await self._start_task(run, task, len(run.tasks))
+            return
+        query = task.query
+        if query is None or query.is_active():
+            return
+        failure = await asyncio.to_thread(query.failure)
+        current = self.status.task(run.name, task.id)
+        if not failure or (current is not None and current.state == FAILED):
+            return
+        self._set(run.name, task.id, FAILED, failure)
+        log.error("task_failed", connector=run.name, task=task.id, error=failure.splitlines()[0])
+        self._schedule_restart(run, task, now)
+
+    def _schedule_restart(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
+        config = run.config
+        if config.get("errors.restart.enable", "false").strip().lower() != "true":
+            return
+        attempts = int(config.get("errors.restart.max.attempts", "10"))
+        if 0 <= attempts <= task.restarts:
+            log.error("task_restarts_exhausted", connector=run.name, task=task.id, attempts=task.restarts)
+            return
+        cap = int(config.get("errors.restart.backoff.max.ms", "300000")) / 1000
+        delay = min(_FIRST_RESTART_DELAY_S * 2**task.restarts, cap)
+        task.restarts += 1
+        task.restart_at = now + delay
+        self._set(run.name, task.id, RESTARTING, self.status.task(run.name, task.id).trace)
+        log.warning("task_restart_scheduled", connector=run.name, task=task.id, attempt=task.restarts, delay_s=delay)
+
+    async def _rediscover(self, run: _ConnectorRun) -> None:
+        from connectd.runtime.sink_task import matching_topics
+
+        def current() -> frozenset[TopicPartition]:
+            from confluent_kafka.admin import AdminClient
+
+            metadata = AdminClient(self.worker.client_config("admin", "confluent")).list_topics(timeout=30)
+            config = run.config
+            topics = matching_topics(metadata.topics, [t.strip() for t in config.get("topics", "").split(",") if t.strip()],
+                                     config.get("topics.regex", ""))
+            return frozenset(TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions)
+
+        try:
+            partitions = await asyncio.to_thread(current)
+        except Exception as exc:  # the cluster is briefly unreachable: look again next time
+            log.warning("topic_discovery_failed", connector=run.name, error=str(exc))
+            return
+        if partitions == run.partitions:
+            return
+        with bind_context(connector=run.name):
+            log.info("sink_topics_changed", before=len(run.partitions), after=len(partitions))
+            for task in run.tasks:
+                await asyncio.to_thread(self._stop_task, task)
+            for task in run.tasks:
+                await self._start_task(run, task, len(run.tasks))
 
 
 def _trace(exc: BaseException) -> str:

@@ -9,7 +9,7 @@ import pytest
 from connectd.config.worker import WorkerConfig
 from connectd.errors import ConfigError
 from connectd.herder import StandaloneHerder
-from connectd.status import FAILED, RUNNING
+from connectd.status import FAILED, RESTARTING, RUNNING
 
 pytestmark = pytest.mark.integration
 
@@ -100,3 +100,74 @@ def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_
             await herder.stop()
 
     asyncio.run(scenario())
+
+
+def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker, topic_name, tmp_path):
+    (tmp_path / "in.txt").write_text("x\n")
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        await herder.start()
+        seen = []
+        try:
+            await herder.put(source("flaky", tmp_path / "in.txt", topic_name, **{
+                "transforms": "x",
+                "transforms.x.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
+                "transforms.x.field": "f",
+                "errors.restart.enable": "true",
+                "errors.restart.max.attempts": "2",
+                "errors.restart.backoff.max.ms": "1500",
+            }))
+            run = herder._connectors["flaky"]
+            deadline = asyncio.get_running_loop().time() + 240
+            while asyncio.get_running_loop().time() < deadline:
+                state = herder.status.task("flaky", 0).state
+                if not seen or seen[-1] != state:
+                    seen.append(state)
+                if run.tasks[0].restarts == 2 and state == FAILED and run.tasks[0].restart_at is None:
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            await herder.stop()
+        return seen, run.tasks[0].restarts
+
+    seen, restarts = asyncio.run(scenario())
+    assert restarts == 2
+    assert seen[-1] == FAILED
+    assert seen.count(RESTARTING) == 2  # FAILED -> RESTARTING -> RUNNING -> FAILED, twice, then it stays FAILED
+
+
+def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name, tmp_path):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    first, later = f"{topic_name}-a", f"{topic_name}-b"
+    admin.create_topics([NewTopic(first, 1, 1)])[first].result(timeout=30)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce(first, value=b"from a")
+    assert producer.flush(30) == 0
+    out = tmp_path / "out.txt"
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        await herder.start()
+        try:
+            await herder.put({"name": "regex-sink", "connector.class": "FileStreamSink", "file": str(out),
+                              "topics.regex": f"{topic_name}-.*"})
+            deadline = asyncio.get_running_loop().time() + 90
+            while not (out.exists() and "from a" in out.read_text()):
+                assert asyncio.get_running_loop().time() < deadline, "first topic's record never arrived"
+                await asyncio.sleep(0.2)
+            admin.create_topics([NewTopic(later, 1, 1)])[later].result(timeout=30)
+            producer.produce(later, value=b"from b")
+            assert producer.flush(30) == 0
+            while "from b" not in out.read_text():
+                assert asyncio.get_running_loop().time() < deadline, "the new topic was not picked up"
+                await asyncio.sleep(0.2)
+            assert herder.status.task("regex-sink", 0).state == RUNNING
+        finally:
+            await herder.stop()
+
+    asyncio.run(scenario())
+    assert sorted(out.read_text().splitlines()) == ["from a", "from b"]  # nothing twice after the task restart
