@@ -284,6 +284,14 @@ class StandaloneHerder:
         overrides = {k[len(f"{client}.override."):]: v for k, v in run.config.items() if k.startswith(f"{client}.override.")}
         return self.worker.client_config(client, "confluent", overrides=overrides)
 
+    def _client_option(self, client: str, run: _ConnectorRun) -> str:
+        """Client settings for Spark's processes, as written: they resolve placeholders themselves."""
+        from connectd.runtime.kafka_io import client_option
+
+        prefix = f"{client}.override."
+        overrides = {k[len(prefix):]: v for k, v in run.config.items() if k.startswith(prefix)}
+        return client_option(self.worker.originals(), client, overrides)
+
     def _start_source(self, run: _ConnectorRun, task: _TaskRun) -> Any:
         from connectd.runtime.queries import start_source_query
 
@@ -296,7 +304,7 @@ class StandaloneHerder:
             task_config=task.config,
             connector_config=run.config,
             worker_config=self.worker.originals(),
-            producer_config=self._client("producer", run),
+            producer_config=self._client_option("producer", run),
             offsets_path=self.offsets_path,
         )
 
@@ -339,7 +347,8 @@ class StandaloneHerder:
         task.runner, task.consumer = runner, group
         max_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "10000"))
         task.query = start_sink_query(self.spark, connector=run.name, task_id=task.id, runner=runner,
-                                      consumer_config=consumer_config, start=start, max_records=max_records)
+                                      consumer_config=self._client_option("consumer", run), start=start,
+                                      max_records=max_records)
 
     def _error_handling(self, run: _ConnectorRun, task: _TaskRun, config: Mapping[str, str], admin: Any,
                         metadata: Any) -> tuple[Any, Callable[[], None]]:

@@ -73,6 +73,16 @@ _COMMON_KEYS = [
     ConfigKey("errors.log.include.messages", Type.BOOLEAN,
               "Include the record's topic, partition, offset and content in those log lines.", default=False,
               importance=M, group="Error handling"),
+    ConfigKey("errors.deadletterqueue.topic.name", Type.STRING,
+              "Topic that bad records go to when errors.tolerance=all; empty means none. For source "
+              "connectors this is a connectd extension (Kafka Connect has it for sinks only).", default="",
+              importance=M, group="Error handling"),
+    ConfigKey("errors.deadletterqueue.topic.replication.factor", Type.SHORT,
+              "Replication factor of the dead-letter topic when it is created.", default=3, importance=M,
+              validator=Range.at_least(-1), group="Error handling"),
+    ConfigKey("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN,
+              "Add __connect.errors.* headers saying where and why a record failed.", default=False,
+              importance=M, group="Error handling"),
     ConfigKey("errors.restart.enable", Type.BOOLEAN,
               "connectd extension: restart a FAILED task automatically, with growing backoff.",
               default=False, importance=M, group="Error handling", extension=True),
@@ -127,15 +137,6 @@ _SINK_KEYS = [
     ConfigKey("topics.regex", Type.STRING,
               "Regular expression of topics to consume; topics created later that match are picked up. "
               "Give this or topics.", default="", importance=H, validator=RegexValid(), group="Common"),
-    ConfigKey("errors.deadletterqueue.topic.name", Type.STRING,
-              "Topic that bad records go to when errors.tolerance=all; empty means none.", default="",
-              importance=M, group="Error handling"),
-    ConfigKey("errors.deadletterqueue.topic.replication.factor", Type.SHORT,
-              "Replication factor of the dead-letter topic when it is created.", default=3, importance=M,
-              validator=Range.at_least(-1), group="Error handling"),
-    ConfigKey("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN,
-              "Add __connect.errors.* headers saying where and why a record failed.", default=False,
-              importance=M, group="Error handling"),
 ]
 
 COMMON_DEF = ConfigDef(_COMMON_KEYS, prefixes=_PREFIXES)

@@ -84,8 +84,26 @@ WRITE_SCHEMA = (
 )
 
 # Spark redacts option values whose key matches spark.redaction.regex
-# ("secret|password|token|..."): client settings may hold SASL passwords.
+# ("secret|password|token|..."). The value is either client settings, or -
+# what the runtime passes - the worker config as written plus which client,
+# resolved in the process that uses it, so no resolved secret is in options.
 CLIENT_OPTION = "kafka.client.secret"
+
+
+def client_option(worker_config: dict[str, str], client: str, overrides: dict[str, str] | None = None) -> str:
+    """The :data:`CLIENT_OPTION` value for a *client* built from a worker config as written."""
+    return json.dumps({"worker_config": worker_config, "client": client, "overrides": overrides or {}})
+
+
+def client_settings(option: str) -> dict[str, Any]:
+    """confluent-kafka settings from a :data:`CLIENT_OPTION` value, placeholders resolved here."""
+    spec = json.loads(option or "{}")
+    if "worker_config" not in spec:
+        return spec
+    from connectd.config.worker import WorkerConfig
+
+    worker = WorkerConfig(spec["worker_config"], "standalone", source="worker")
+    return worker.client_config(spec["client"], "confluent", overrides=spec.get("overrides"))
 
 _DEFAULT_MAX_RECORDS = 10_000
 _POLL_TIMEOUT = 0.05
@@ -127,7 +145,8 @@ class KafkaStreamReader(DataSourceStreamReader):
     """Reads the task's assigned partitions from their start offsets."""
 
     def __init__(self, options: dict[str, str]) -> None:
-        self.client = json.loads(options.get(CLIENT_OPTION, "{}"))
+        self.client_option = options.get(CLIENT_OPTION, "{}")
+        self.client: dict[str, Any] = {}
         self.start_offsets: dict[str, int] = json.loads(options["start"])
         self.max_records = int(options.get("max.records", _DEFAULT_MAX_RECORDS))
         self.stop_file = options.get("stop.file")
@@ -191,7 +210,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         if partition.rows is not None:
             yield from partition.rows
             return
-        yield from _read_range(self.client, partition.key, partition.start, partition.end)
+        yield from _read_range(client_settings(self.client_option), partition.key, partition.start, partition.end)
 
     def commit(self, end: dict[str, int]) -> None:
         # Offsets are committed to the consumer group by the sink task after
@@ -209,6 +228,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         from confluent_kafka import Consumer, TopicPartition
 
         if self._consumer is None:
+            self.client = client_settings(self.client_option)
             self._consumer = Consumer(_consumer_config(self.client))
             self._position = {}
         if self._position != start:
@@ -290,7 +310,7 @@ def _producer(client_json: str) -> Any:
         if producer is None:
             # murmur2_random: keyed records land in the partition Java clients choose.
             config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random"}
-            config.update(json.loads(client_json))
+            config.update(client_settings(client_json))
             producer = Producer(config)
             _producers[client_json] = producer
         return producer

@@ -72,6 +72,10 @@ class TaskQuery:
         return self.stopped_gracefully
 
 
+def _as_option(client: dict[str, Any] | str) -> str:
+    return client if isinstance(client, str) else json.dumps(client)
+
+
 def _register(spark: SparkSession) -> None:
     # Queries start from worker threads; Spark looks Python data sources up in
     # the thread's active session, which a new thread does not have.
@@ -89,7 +93,7 @@ def start_source_query(
     task_config: dict[str, str],
     connector_config: dict[str, str],
     worker_config: dict[str, str],
-    producer_config: dict[str, Any],
+    producer_config: dict[str, Any] | str,
     offsets_path: str,
     max_records: int = 10_000,
     trigger_interval: str = "100 milliseconds",
@@ -97,7 +101,8 @@ def start_source_query(
     """Start a source task's query: plugin → transforms → converters → Kafka → offsets file.
 
     :param task_class: dotted path of the plugin's :class:`~connectd.SourceTask`.
-    :param producer_config: confluent-kafka settings of the data producer (resolved).
+    :param producer_config: the data producer's :data:`~connectd.runtime.kafka_io.CLIENT_OPTION`
+        value (:func:`~connectd.runtime.kafka_io.client_option`), or confluent-kafka settings.
     """
     _register(spark)
     name = f"{connector}-{task_id}"
@@ -111,6 +116,8 @@ def start_source_query(
         "connector_config": connector_config,
         "worker_config": worker_config,
         "offsets": {"kind": "file", "path": offsets_path},
+        # for dead-letter records, produced by the reader's own process
+        "producer": _as_option(producer_config),
     }
     spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
     try:
@@ -123,7 +130,7 @@ def start_source_query(
         )
         query = (
             stream.writeStream.format(kafka_io.FORMAT)
-            .option(kafka_io.CLIENT_OPTION, json.dumps(producer_config))
+            .option(kafka_io.CLIENT_OPTION, _as_option(producer_config))
             .option("commit.hook", "connectd.runtime.offsets:store_offsets_hook")
             .option("commit.hook.arg", json.dumps({"path": offsets_path, "connector": connector}))
             .option("checkpointLocation", str(workdir / "checkpoint"))
@@ -145,7 +152,7 @@ def start_sink_query(
     connector: str,
     task_id: int,
     runner: Any,
-    consumer_config: dict[str, Any],
+    consumer_config: dict[str, Any] | str,
     start: dict[str, int],
     max_records: int = 10_000,
     trigger_interval: str = "100 milliseconds",
@@ -153,7 +160,8 @@ def start_sink_query(
     """Start a sink task's query: Kafka → (worker process) converters → transforms → plugin → group offsets.
 
     :param runner: a :class:`~connectd.runtime.sink_task.SinkTaskRunner` (its task already started).
-    :param consumer_config: confluent-kafka settings of the data consumer (resolved).
+    :param consumer_config: the data consumer's :data:`~connectd.runtime.kafka_io.CLIENT_OPTION`
+        value, or confluent-kafka settings.
     :param start: ``{"topic:partition": offset}`` to read from (the group's committed offsets).
     """
     _register(spark)
@@ -168,7 +176,7 @@ def start_sink_query(
     try:
         stream = (
             spark.readStream.format(kafka_io.FORMAT)
-            .option(kafka_io.CLIENT_OPTION, json.dumps(consumer_config))
+            .option(kafka_io.CLIENT_OPTION, _as_option(consumer_config))
             .option("start", json.dumps(start))
             .option("max.records", str(max_records))
             .option("stop.file", str(stop_file))

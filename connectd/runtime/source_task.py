@@ -63,12 +63,14 @@ class SourceTaskReader(DataSourceStreamReader):
         self._task: Any = None
         self._chain: Any = None
         self._converters: dict[str, Any] = {}
+        self._errors: Any = None
+        self._dlq: Any = None
         self._seq = 0
         self._kept: dict[int, list[tuple]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_task=None, _chain=None, _converters={}, _kept={})
+        state.update(_task=None, _chain=None, _converters={}, _kept={}, _errors=None, _dlq=None)
         return state
 
     def initialOffset(self) -> dict[str, int]:
@@ -141,6 +143,7 @@ class SourceTaskReader(DataSourceStreamReader):
             spec["worker_config"], spec["connector_config"], lambda n: registry.find_class("converter", n), resolve
         )
         self._chain = TransformationChain(connector_config, registry.find_class)
+        self._errors = self._error_handler(connector_config)
         store = FileOffsetStore(spec["offsets"]["path"])
         connector = spec["connector"]
         module, _, name = spec["task_class"].rpartition(".")
@@ -149,37 +152,92 @@ class SourceTaskReader(DataSourceStreamReader):
         task.start(task_config)
         self._task = task
 
+    def _error_handler(self, connector_config: dict[str, str]) -> Any:
+        from connectd.runtime.errors import ErrorHandler, ErrorPolicy
+
+        policy = ErrorPolicy.from_config(connector_config)
+        send = None
+        if policy.dlq_topic and self.spec.get("producer"):
+            from confluent_kafka import Producer
+
+            from connectd.runtime.kafka_io import client_settings
+
+            self._dlq = Producer({**client_settings(self.spec["producer"]), "enable.idempotence": True, "acks": "all"})
+
+            def send(topic: str, key: Any, value: Any, headers: list) -> None:
+                self._dlq.produce(topic, key=key, value=value, headers=headers)
+                self._dlq.poll(0)
+
+        return ErrorHandler(policy, self.spec["connector"], int(self.spec["task_id"]), send)
+
     def _rows(self, records: list[Any]) -> list[tuple]:
         from connectd.runtime.offsets import canonical
 
-        key_converter, value_converter = self._converters["key"], self._converters["value"]
-        header_converter = self._converters["header"]
         last_offsets: dict[str, str] = {}
         for record in records:
             if record.source_partition is not None:
                 last_offsets[canonical(record.source_partition)] = canonical(record.source_offset)
         rows: list[tuple] = []
-        for record in self._chain.apply_batch(records):
-            headers = None
-            if record.headers:
-                headers = [
-                    (h.key, header_converter.from_connect_header(record.topic, h.key, h.schema, h.value))
-                    for h in record.headers
-                ]
-            rows.append((
-                record.topic,
-                record.kafka_partition,
-                key_converter.from_connect_data(record.topic, record.key_schema, record.key, record.headers),
-                value_converter.from_connect_data(record.topic, record.value_schema, record.value, record.headers),
-                record.timestamp,
-                headers,
-                None,
-                None,
-            ))
+        for record in self._transform(records):
+            row = self._convert(record)
+            if row is not None:
+                rows.append(row)
+        if self._dlq is not None and self._dlq.flush(60):
+            raise RuntimeError(f"dead-letter records of {self._name()} were not acknowledged within 60 s")
         # Offsets last: the writer records them, and its commit stores them
         # only after every row above was acknowledged.
         rows.extend((None, None, None, None, None, None, p, o) for p, o in last_offsets.items())
         return rows
+
+    def _transform(self, records: list[Any]) -> list[Any]:
+        try:
+            return self._chain.apply_batch(records)
+        except Exception:
+            pass  # find the failing record(s): transforms are pure, running them again is safe
+        kept = []
+        for record in records:
+            ok, result = self._errors.run("TRANSFORMATION", "TransformationChain",
+                                          lambda r=record: self._chain.apply(r), _original(record))
+            if ok and result is not None:
+                kept.append(result)
+        return kept
+
+    def _convert(self, record: Any) -> tuple | None:
+        converters, run, topic = self._converters, self._errors.run, record.topic
+        original = _original(record)
+        headers = None
+        if record.headers:
+            ok, headers = run("HEADER_CONVERTER", type(converters["header"]).__name__, lambda: [
+                (h.key, converters["header"].from_connect_header(topic, h.key, h.schema, h.value)) for h in record.headers
+            ], original)
+            if not ok:
+                return None
+        ok, key = run("KEY_CONVERTER", type(converters["key"]).__name__,
+                      lambda: converters["key"].from_connect_data(topic, record.key_schema, record.key, record.headers),
+                      original)
+        if not ok:
+            return None
+        ok, value = run("VALUE_CONVERTER", type(converters["value"]).__name__,
+                        lambda: converters["value"].from_connect_data(topic, record.value_schema, record.value,
+                                                                      record.headers), original)
+        if not ok:
+            return None
+        return (topic, record.kafka_partition, key, value, record.timestamp, headers, None, None)
+
+
+def _original(record: Any) -> Any:
+    """A source record as a dead-letter record can carry it: its value as text, where it came from."""
+    from connectd.runtime.errors import Original
+    from connectd.runtime.offsets import canonical
+
+    value = record.value
+    return Original(
+        topic=record.topic,
+        partition=record.kafka_partition,
+        value=None if value is None else value if isinstance(value, bytes) else str(value).encode(),
+        source_partition=None if record.source_partition is None else canonical(record.source_partition),
+        source_offset=None if record.source_offset is None else canonical(record.source_offset),
+    )
 
 
 class SourceTaskDataSource(DataSource):

@@ -106,3 +106,32 @@ def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, top
         assert read_topic(broker, topic_name, 0, timeout=2) == []
     finally:
         query.stop(graceful_timeout_s=30)
+
+
+def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path):
+    create_topic(broker, topic_name)
+    dlq = f"{topic_name}-dlq"
+    create_topic(broker, dlq)
+    path = tmp_path / "in.txt"
+    path.write_text("one\ntwo\n")
+    query = run(spark, broker, tmp_path, path, topic_name, {
+        "transforms": "x",
+        "transforms.x.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
+        "transforms.x.field": "f",  # a string value has no fields: fails on every record
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.context.headers.enable": "true",
+    })
+    try:
+        dead = read_topic(broker, dlq, 2)
+        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
+        assert query.is_active()  # tolerated: the task goes on
+    finally:
+        query.stop(graceful_timeout_s=30)
+    assert [m.value() for m in dead] == [b"one", b"two"]
+    headers = dict(dead[0].headers())
+    assert headers["__connect.errors.stage"] == b"TRANSFORMATION"
+    assert headers["__connect.errors.topic"] == topic_name.encode()
+    assert json.loads(headers["__connect.errors.source.partition"]) == {"filename": str(path)}
+    assert json.loads(headers["__connect.errors.source.offset"]) == {"position": 4}
+    assert read_topic(broker, topic_name, 0, timeout=2) == []
