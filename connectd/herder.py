@@ -38,7 +38,17 @@ from connectd.config.worker import WorkerConfig
 from connectd.connector import ConnectorContext, SinkConnector, SourceConnector, TopicPartition
 from connectd.errors import ConfigError, ConnectorError, PluginError
 from connectd.logging import bind_context, get_logger
-from connectd.status import FAILED, RESTARTING, RUNNING, UNASSIGNED, MemoryStatusStore, Status, StatusStore
+from connectd.status import (
+    FAILED,
+    PAUSED,
+    RESTARTING,
+    RUNNING,
+    STOPPED,
+    UNASSIGNED,
+    MemoryStatusStore,
+    Status,
+    StatusStore,
+)
 
 __all__ = ["StandaloneHerder", "load_connector_file", "validate_connector"]
 
@@ -138,6 +148,7 @@ class _ConnectorRun:
     instance: Any = None
     tasks: list[_TaskRun] = field(default_factory=list)
     partitions: frozenset[TopicPartition] = frozenset()
+    target: str = "STARTED"  # Kafka Connect's target state: STARTED, PAUSED or STOPPED
 
     @property
     def kind(self) -> str:
@@ -214,10 +225,108 @@ class StandaloneHerder:
                 return False
             if current is not None:
                 await self._stop_connector(current)
-            run = _ConnectorRun(name, dict(config), cls)
+            run = _ConnectorRun(name, dict(config), cls, target=current.target if current else "STARTED")
             self._connectors[name] = run
+            if run.target == "STOPPED":  # a new config for a stopped connector is kept, not run
+                self._set(name, None, STOPPED)
+                return True
             await self._start_connector(run)
+            if run.target == "PAUSED":
+                for task in run.tasks:
+                    if task.query is not None:
+                        task.query.pause()
+                        self._set(name, task.id, PAUSED)
+                self._set(name, None, PAUSED)
             return True
+
+    def _run(self, name: str) -> _ConnectorRun:
+        run = self._connectors.get(name)
+        if run is None:
+            raise ConnectorError(f"connector {name} not found")
+        return run
+
+    async def pause(self, name: str) -> None:
+        """PAUSED: tasks stay up but read nothing new; the batch in flight completes."""
+        async with self._lock:
+            run = self._run(name)
+            if run.target == "STOPPED":
+                raise ConnectorError(f"connector {name} is stopped; resume it first")
+            run.target = "PAUSED"
+            for task in run.tasks:
+                if task.query is not None:
+                    task.query.pause()
+                    self._set(name, task.id, PAUSED)
+            self._set(name, None, PAUSED)
+
+    async def resume(self, name: str) -> None:
+        """Back to RUNNING from PAUSED (tasks read on) or STOPPED (the connector starts again)."""
+        async with self._lock:
+            run = self._run(name)
+            previous, run.target = run.target, "STARTED"
+            if previous == "STOPPED":
+                await self._start_connector(run)
+                return
+            for task in run.tasks:
+                if task.query is not None:
+                    task.query.resume()
+                    self._set(name, task.id, RUNNING)
+            self._set(name, None, RUNNING)
+
+    async def stop_connector(self, name: str) -> None:
+        """STOPPED: every task shut down gracefully, the config kept, offsets editable."""
+        async with self._lock:
+            run = self._run(name)
+            run.target = "STOPPED"
+            await self._stop_connector(run)
+            run.instance, run.tasks = None, []
+            for task_id in self.status.tasks(name):
+                self.status.forget_task(name, task_id)
+            self._set(name, None, STOPPED)
+
+    async def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> None:
+        """Kafka Connect's restart: the connector unless *only_failed* and it is not FAILED;
+        with *include_tasks*, every task (only the FAILED ones with *only_failed*)."""
+        async with self._lock:
+            run = self._run(name)
+            if run.target == "STOPPED":
+                raise ConnectorError(f"connector {name} is stopped; resume it to start it")
+            connector_state = (self.status.connector(name) or Status(UNASSIGNED, "")).state
+            if not only_failed or connector_state == FAILED:
+                self._set(name, None, RESTARTING)
+                if run.instance is not None:
+                    await asyncio.to_thread(run.instance.stop)
+                await self._start_connector_only(run)
+            if include_tasks:
+                for task in run.tasks:
+                    state = (self.status.task(name, task.id) or Status(UNASSIGNED, "")).state
+                    if not only_failed or state == FAILED:
+                        await self._restart_task(run, task)
+
+    async def restart_task(self, name: str, task_id: int) -> None:
+        async with self._lock:
+            run = self._run(name)
+            task = next((t for t in run.tasks if t.id == task_id), None)
+            if task is None:
+                raise ConnectorError(f"task {task_id} of connector {name} not found")
+            await self._restart_task(run, task)
+
+    async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
+        self._set(run.name, task.id, RESTARTING)
+        task.restart_at, task.restarts = None, 0
+        await asyncio.to_thread(self._stop_task, task)
+        await self._start_task(run, task, len(run.tasks))
+
+    async def _start_connector_only(self, run: _ConnectorRun) -> None:
+        resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+        try:
+            instance = run.cls()
+            instance.context = ConnectorContext(on_error=lambda exc: self._set(run.name, None, FAILED, _trace(exc)))
+            await asyncio.to_thread(instance.start, resolved)
+        except Exception as exc:
+            self._set(run.name, None, FAILED, _trace(exc))
+            return
+        run.instance = instance
+        self._set(run.name, None, RUNNING)
 
     async def delete(self, name: str) -> None:
         async with self._lock:

@@ -75,6 +75,9 @@ class StatusStore:
     def forget(self, connector: str) -> None:
         raise NotImplementedError
 
+    def forget_task(self, connector: str, task: int) -> None:
+        raise NotImplementedError
+
 
 class MemoryStatusStore(StatusStore):
     """Statuses of a standalone worker, kept in memory (thread-safe)."""
@@ -103,6 +106,10 @@ class MemoryStatusStore(StatusStore):
     def tasks(self, connector: str) -> dict[int, Status]:
         with self._lock:
             return {t: s for (c, t), s in self._tasks.items() if c == connector}
+
+    def forget_task(self, connector: str, task: int) -> None:
+        with self._lock:
+            self._tasks.pop((connector, task), None)
 
     def forget(self, connector: str) -> None:
         with self._lock:

@@ -29,6 +29,8 @@ Offsets are ``{"<topic>:<partition>": <next offset to read>}``.
   (a batch replayed after a restart) the range is read again from Kafka.
 - Graceful stop: once the ``stop.file`` exists, ``latestOffset`` offers
   nothing new, so the batch in flight finishes and the query goes idle.
+  While the ``pause.file`` exists it does the same, and reading resumes
+  where it was when the file goes.
 
 Rows: ``topic, partition, offset, timestamp, timestamp_type, key, value,
 headers`` (headers: array of ``key``/``value`` structs; bytes stay bytes).
@@ -150,6 +152,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.start_offsets: dict[str, int] = json.loads(options["start"])
         self.max_records = int(options.get("max.records", _DEFAULT_MAX_RECORDS))
         self.stop_file = options.get("stop.file")
+        self.pause_file = options.get("pause.file")
         self._consumer: Any = None
         self._position: dict[str, int] = {}
         self._kept: dict[str, list[tuple]] = {}
@@ -169,7 +172,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         if start is None:
             start = self._previous_end if self._previous_end is not None else self.initialOffset()
         start = {k: int(v) for k, v in start.items()}
-        if self.stop_file and os.path.exists(self.stop_file):
+        if _exists(self.stop_file) or _exists(self.pause_file):
             self._previous_end = start
             return start
         consumer = self._consumer_at(start)
@@ -235,6 +238,10 @@ class KafkaStreamReader(DataSourceStreamReader):
             self._consumer.assign([TopicPartition(*decode_tp(k), int(v)) for k, v in start.items()])
             self._position = dict(start)
         return self._consumer
+
+
+def _exists(path: str | None) -> bool:
+    return bool(path) and os.path.exists(path)
 
 
 def _consumer_config(client: dict[str, Any]) -> dict[str, Any]:

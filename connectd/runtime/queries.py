@@ -47,6 +47,17 @@ class TaskQuery:
     stop_file: Path
     stopped_gracefully: bool | None = field(default=None)
 
+    @property
+    def pause_file(self) -> Path:
+        return self.workdir / "pause"
+
+    def pause(self) -> None:
+        """Offer no new data (the batch in flight completes); the query stays up."""
+        self.pause_file.touch()
+
+    def resume(self) -> None:
+        self.pause_file.unlink(missing_ok=True)
+
     def is_active(self) -> bool:
         return self.query.isActive
 
@@ -125,6 +136,7 @@ def start_source_query(
             spark.readStream.format(source_task.FORMAT)
             .option(source_task.SPEC_OPTION, json.dumps(spec))
             .option("stop.file", str(stop_file))
+            .option("pause.file", str(workdir / "pause"))
             .option("max.records", str(max_records))
             .load()
         )
@@ -180,6 +192,7 @@ def start_sink_query(
             .option("start", json.dumps(start))
             .option("max.records", str(max_records))
             .option("stop.file", str(stop_file))
+            .option("pause.file", str(workdir / "pause"))
             .load()
         )
         query = (

@@ -59,6 +59,7 @@ class SourceTaskReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.spec = json.loads(options[SPEC_OPTION])
         self.stop_file = options.get("stop.file")
+        self.pause_file = options.get("pause.file")
         self.max_records = int(options.get("max.records", "10000"))
         self._task: Any = None
         self._chain: Any = None
@@ -77,8 +78,8 @@ class SourceTaskReader(DataSourceStreamReader):
         return {"seq": 0}
 
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
-        if self.stop_file and os.path.exists(self.stop_file):
-            return {"seq": self._seq}
+        if any(path and os.path.exists(path) for path in (self.stop_file, self.pause_file)):
+            return {"seq": self._seq}  # stopping or paused: the task is not polled
         self._ensure_started()
         records: list[Any] = []
         deadline = time.monotonic() + _POLL_BUDGET_S

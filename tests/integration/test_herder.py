@@ -9,7 +9,7 @@ import pytest
 from connectd.config.worker import WorkerConfig
 from connectd.errors import ConfigError
 from connectd.herder import StandaloneHerder
-from connectd.status import FAILED, RESTARTING, RUNNING
+from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED
 
 pytestmark = pytest.mark.integration
 
@@ -171,3 +171,77 @@ def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name,
 
     asyncio.run(scenario())
     assert sorted(out.read_text().splitlines()) == ["from a", "from b"]  # nothing twice after the task restart
+
+
+def count_records(broker, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "count", "fetch.wait.max.ms": 10})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen = 0
+    try:
+        while batch := consumer.consume(1000, timeout=1.0):
+            seen += sum(1 for m in batch if m.error() is None)
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(timeout=30)
+    path = tmp_path / "in.txt"
+    path.write_text("1\n2\n")
+
+    async def eventually(condition, what: str, timeout: float = 60) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not condition():
+            assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+            await asyncio.sleep(0.2)
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        await herder.start()
+        try:
+            await herder.put(source("s", path, topic_name))
+            await eventually(lambda: count_records(broker, topic_name) == 2, "the first lines")
+
+            await herder.pause("s")
+            assert herder.status.connector("s").state == PAUSED
+            assert herder.status.task("s", 0).state == PAUSED
+            (query,) = herder.task_queries("s")
+            assert query.is_active()  # paused, not stopped
+            await eventually(lambda: not query.query.status["isTriggerActive"], "the batch in flight to finish")
+            with open(path, "a") as f:
+                f.write("3\n")
+            await asyncio.sleep(3)  # while paused nothing moves (a bounded look)
+            assert count_records(broker, topic_name) == 2
+
+            await herder.resume("s")
+            assert herder.status.task("s", 0).state == RUNNING
+            await eventually(lambda: count_records(broker, topic_name) == 3, "the line written while paused")
+
+            await herder.stop_connector("s")
+            assert herder.status.connector("s").state == STOPPED
+            assert herder.status.tasks("s") == {}
+            assert not query.is_active()
+            assert herder.config("s")["file"] == str(path)  # config kept
+
+            await herder.resume("s")
+            assert herder.status.connector("s").state == RUNNING
+            (restarted,) = herder.task_queries("s")
+            assert restarted.is_active() and herder.status.task("s", 0).state == RUNNING
+
+            await herder.restart("s", include_tasks=True, only_failed=True)  # nothing failed: tasks untouched
+            assert herder.task_queries("s") == [restarted]
+            await herder.restart_task("s", 0)
+            (again,) = herder.task_queries("s")
+            assert again is not restarted and again.is_active()
+            assert herder.status.task("s", 0).state == RUNNING
+        finally:
+            await herder.stop()
+        assert count_records(broker, topic_name) == 3  # resumed from stored offsets: no line twice
+
+    asyncio.run(scenario())
