@@ -120,6 +120,13 @@ def validate_connector(
             TransformationChain(config, registry.find_class, origin=origin).close()
         except ConfigError as exc:
             problems += [p if isinstance(p, ConfigProblem) else ConfigProblem(None, None, str(p)) for p in exc.problems]
+    if kind == "source":
+        from connectd.runtime.topic_creation import TopicCreationRules
+
+        try:
+            TopicCreationRules.from_config(config)
+        except ConfigError as exc:
+            problems += [ConfigProblem(origin("topic.creation.default.partitions"), None, str(p)) for p in exc.problems]
     if cls is not None:
         try:
             problems += list(cls().validate(config))

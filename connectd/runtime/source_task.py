@@ -66,12 +66,15 @@ class SourceTaskReader(DataSourceStreamReader):
         self._converters: dict[str, Any] = {}
         self._errors: Any = None
         self._dlq: Any = None
+        self._topic_rules: Any = None
+        self._admin: Any = None
+        self._known_topics: set[str] = set()
         self._seq = 0
         self._kept: dict[int, list[tuple]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_task=None, _chain=None, _converters={}, _kept={}, _errors=None, _dlq=None)
+        state.update(_task=None, _chain=None, _converters={}, _kept={}, _errors=None, _dlq=None, _admin=None)
         return state
 
     def initialOffset(self) -> dict[str, int]:
@@ -91,8 +94,13 @@ class SourceTaskReader(DataSourceStreamReader):
                 break
         if not records:
             return {"seq": self._seq}
+        rows = self._rows(records)
+        if self._admin is not None:
+            from connectd.runtime.topic_creation import ensure_topics
+
+            ensure_topics(self._admin, {row[0] for row in rows}, self._topic_rules, self._known_topics)
         self._seq += 1
-        self._kept[self._seq] = self._rows(records)
+        self._kept[self._seq] = rows
         return {"seq": self._seq}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Batch]:
@@ -145,6 +153,16 @@ class SourceTaskReader(DataSourceStreamReader):
         )
         self._chain = TransformationChain(connector_config, registry.find_class)
         self._errors = self._error_handler(connector_config)
+        from connectd.runtime.topic_creation import TopicCreationRules
+
+        worker_allows = str(spec["worker_config"].get("topic.creation.enable", "true")).strip().lower() == "true"
+        self._topic_rules = TopicCreationRules.from_config(connector_config, worker_allows)
+        if self._topic_rules.enabled:
+            from confluent_kafka.admin import AdminClient
+
+            from connectd.runtime.kafka_io import client_settings
+
+            self._admin = AdminClient(client_settings(self.spec.get("producer", "{}")))
         store = FileOffsetStore(spec["offsets"]["path"])
         connector = spec["connector"]
         module, _, name = spec["task_class"].rpartition(".")

@@ -135,3 +135,22 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
     assert json.loads(headers["__connect.errors.source.partition"]) == {"filename": str(path)}
     assert json.loads(headers["__connect.errors.source.offset"]) == {"position": 4}
     assert read_topic(broker, topic_name, 0, timeout=2) == []
+
+
+def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_name, tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text("a\nb\n")
+    query = run(spark, broker, tmp_path, path, topic_name, {
+        "topic.creation.default.partitions": "4",
+        "topic.creation.default.replication.factor": "1",
+    })
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        deadline = time.monotonic() + 60
+        while topic_name not in admin.list_topics(timeout=10).topics:
+            assert time.monotonic() < deadline, "topic was not created"
+            time.sleep(0.2)
+        assert len(admin.list_topics(timeout=10).topics[topic_name].partitions) == 4
+        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": 4}
+    finally:
+        query.stop(graceful_timeout_s=30)
