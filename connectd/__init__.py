@@ -34,6 +34,8 @@ from connectd.connector import (
     SourceConnector,
     SourceTask,
     SourceTaskContext,
+    SparkSinkTask,
+    SparkSourceTask,
     Task,
     TopicPartition,
 )
@@ -108,6 +110,8 @@ __all__ = [
     "SourceRecord",
     "SourceTask",
     "SourceTaskContext",
+    "SparkSinkTask",
+    "SparkSourceTask",
     "Struct",
     "Task",
     "Time",

@@ -34,6 +34,8 @@ __all__ = [
     "OffsetStorageReader",
     "SinkConnector",
     "SinkTask",
+    "SparkSinkTask",
+    "SparkSourceTask",
     "SinkTaskContext",
     "SourceConnector",
     "SourceTask",
@@ -247,3 +249,56 @@ class SinkTask(Task):
 
     def close(self, partitions: Collection[TopicPartition]) -> None:
         """*partitions* are no longer assigned to this task."""
+
+
+# --- Spark level ------------------------------------------------------------------
+
+
+class SparkSourceTask(Task):
+    """A source task that hands connectd a streaming DataFrame instead of records.
+
+    :meth:`stream` returns a streaming DataFrame with a ``value`` column and
+    optionally ``key``, ``topic`` (else the connector's ``topic`` setting),
+    ``partition``, ``timestamp`` (ms) and ``headers``; string columns are
+    written as UTF-8. connectd writes it to Kafka with an idempotent producer.
+    The source's progress is Spark's own: it lives in a checkpoint directory
+    that connectd keeps for the task between runs (standalone mode: beside
+    the offsets file).
+    """
+
+    context: SourceTaskContext
+
+    @abc.abstractmethod
+    def stream(self, spark: Any) -> Any:
+        """The records to write, as a streaming DataFrame of *spark*."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.config = dict(config)
+
+    def stop(self) -> None:
+        """Called when the task's query has stopped."""
+
+
+class SparkSinkTask(Task):
+    """A sink task that writes each micro-batch as a DataFrame, in bulk.
+
+    :meth:`write_batch` receives the batch read from the task's partitions
+    with columns ``topic``, ``partition``, ``offset``, ``timestamp``,
+    ``timestamp_type``, ``key`` and ``value`` (binary, as in Kafka) and
+    ``headers``; parse them with Spark (``from_json``, ``cast("string")``).
+    Offsets are committed to the connector's group after it returns, so
+    what it wrote must be durable by then. No converters or transforms run
+    at this level.
+    """
+
+    context: SinkTaskContext
+
+    @abc.abstractmethod
+    def write_batch(self, batch: Any, batch_id: int) -> None:
+        """Write one micro-batch DataFrame durably."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.config = dict(config)
+
+    def stop(self) -> None:
+        """Called once, after the last batch."""

@@ -35,7 +35,14 @@ from connectd.config.connector import SINK_DEF, SOURCE_DEF, connector_problems
 from connectd.config.definitions import ConfigProblem, ValidationContext
 from connectd.config.properties import Origin, load_properties
 from connectd.config.worker import WorkerConfig
-from connectd.connector import ConnectorContext, SinkConnector, SourceConnector, TopicPartition
+from connectd.connector import (
+    ConnectorContext,
+    SinkConnector,
+    SourceConnector,
+    SparkSinkTask,
+    SparkSourceTask,
+    TopicPartition,
+)
 from connectd.errors import ConfigError, ConnectorError, PluginError
 from connectd.logging import bind_context, get_logger
 from connectd.status import (
@@ -143,6 +150,7 @@ class _TaskRun:
     runner: Any = None
     consumer: Any = None
     dlq_producer: Any = None
+    spark_task: Any = None
     restarts: int = 0
     restart_at: float | None = None
 
@@ -385,7 +393,10 @@ class StandaloneHerder:
     async def _start_task(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
         with bind_context(connector=run.name, task=task.id):
             try:
-                if run.kind == "source":
+                task_class = run.instance.task_class()
+                if issubclass(task_class, SparkSourceTask):
+                    task.query = await asyncio.to_thread(self._start_spark_source, run, task, task_class)
+                elif run.kind == "source":
                     task.query = await asyncio.to_thread(self._start_source, run, task)
                 else:
                     await asyncio.to_thread(self._start_sink, run, task, tasks)
@@ -424,6 +435,23 @@ class StandaloneHerder:
             offsets_path=self.offsets_path,
         )
 
+    def _start_spark_source(self, run: _ConnectorRun, task: _TaskRun, task_class: type) -> Any:
+        from connectd.connector import OffsetStorageReader, SourceTaskContext
+        from connectd.runtime.queries import start_spark_source_query
+
+        resolve = self.worker.providers.resolve
+        config = {k: resolve(v) for k, v in task.config.items()}
+        instance = task_class()
+        instance.context = SourceTaskContext(config, OffsetStorageReader(lambda parts: {}))
+        instance.start(config)
+        task.spark_task = instance
+        # The source's progress is its Spark checkpoint, kept between runs beside the offsets file.
+        checkpoint = Path(f"{self.offsets_path}.checkpoints") / f"{run.name}-{task.id}"
+        return start_spark_source_query(
+            self.spark, connector=run.name, task_id=task.id, task=instance, default_topic=config.get("topic"),
+            producer_config=self._client_option("producer", run), checkpoint=str(checkpoint),
+        )
+
     def _start_sink(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
         from confluent_kafka import Consumer
         from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -452,6 +480,19 @@ class StandaloneHerder:
 
         registry = self.registry
         task_class = run.instance.task_class()
+        if issubclass(task_class, SparkSinkTask):
+            from connectd.connector import SinkTaskContext
+            from connectd.runtime.queries import start_spark_sink_query
+
+            instance = task_class()
+            instance.context = SinkTaskContext(config, assigned)
+            instance.start(config)
+            task.spark_task, task.consumer = instance, group
+            start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
+            task.query = start_spark_sink_query(
+                self.spark, connector=run.name, task_id=task.id, task=instance,
+                consumer_config=self._client_option("consumer", run), start=start, commit=commit)
+            return
         resolved_connector = {k: resolve(v) for k, v in run.config.items()}
         errors, flush_dlq = self._error_handling(run, task, resolved_connector, admin, metadata)
         runner = SinkTaskRunner(
@@ -530,8 +571,10 @@ class StandaloneHerder:
                 task.consumer.close()
             if task.dlq_producer is not None:
                 task.dlq_producer.flush(30)
+            if task.spark_task is not None:
+                task.spark_task.stop()
             # Drop the clients so they are destroyed now, not whenever the task is collected.
-            task.runner = task.consumer = task.dlq_producer = None
+            task.runner = task.consumer = task.dlq_producer = task.spark_task = None
 
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()

@@ -31,7 +31,13 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["TaskQuery", "start_sink_query", "start_source_query"]
+__all__ = [
+    "TaskQuery",
+    "start_sink_query",
+    "start_source_query",
+    "start_spark_sink_query",
+    "start_spark_source_query",
+]
 
 _IDLE_CHECKS = 3
 _POLL_S = 0.1
@@ -184,6 +190,128 @@ def start_sink_query(
     def each_batch(frame: Any, batch_id: int) -> None:
         runner.process(frame.collect())
 
+    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+    try:
+        stream = (
+            spark.readStream.format(kafka_io.FORMAT)
+            .option(kafka_io.CLIENT_OPTION, _as_option(consumer_config))
+            .option("start", json.dumps(start))
+            .option("max.records", str(max_records))
+            .option("stop.file", str(stop_file))
+            .option("pause.file", str(workdir / "pause"))
+            .load()
+        )
+        query = (
+            stream.writeStream.foreachBatch(each_batch)
+            .option("checkpointLocation", str(workdir / "checkpoint"))
+            .trigger(processingTime=trigger_interval)
+            .queryName(name)
+            .start()
+        )
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    finally:
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
+    return TaskQuery(name, query, workdir, stop_file)
+
+
+def start_spark_source_query(
+    spark: SparkSession,
+    *,
+    connector: str,
+    task_id: int,
+    task: Any,
+    default_topic: str | None,
+    producer_config: dict[str, Any] | str,
+    checkpoint: str,
+    trigger_interval: str = "100 milliseconds",
+) -> TaskQuery:
+    """Start a Spark-level source task: its streaming DataFrame → Kafka.
+
+    :param task: a started :class:`~connectd.SparkSourceTask`.
+    :param checkpoint: the task's own checkpoint directory, kept between runs: it is the
+        source's only record of its progress.
+    """
+    from pyspark.sql import functions as F
+
+    _register(spark)
+    name = f"{connector}-{task_id}"
+    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
+    frame = task.stream(spark)
+    columns = set(frame.columns)
+    if "value" not in columns:
+        raise ValueError(f"{type(task).__name__}.stream() must return a DataFrame with a value column")
+    if "topic" not in columns and not default_topic:
+        raise ValueError(f"{type(task).__name__}.stream() has no topic column and the connector sets no topic")
+
+    def column(name: str, kind: str) -> Any:
+        return F.col(name).cast(kind) if name in columns else F.lit(None).cast(kind)
+
+    rows = frame.select(
+        (F.coalesce(F.col("topic"), F.lit(default_topic)) if "topic" in columns else F.lit(default_topic)).alias("topic"),
+        column("partition", "int").alias("partition"),
+        column("key", "binary").alias("key"),
+        F.col("value").cast("binary").alias("value"),
+        column("timestamp", "long").alias("timestamp"),
+        (F.col("headers") if "headers" in columns else F.lit(None).cast("array<struct<key: string, value: binary>>")).alias("headers"),
+        F.lit(None).cast("string").alias("source_partition"),
+        F.lit(None).cast("string").alias("source_offset"),
+    )
+    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+    try:
+        query = (
+            rows.writeStream.format(kafka_io.FORMAT)
+            .option(kafka_io.CLIENT_OPTION, _as_option(producer_config))
+            .option("checkpointLocation", checkpoint)
+            .trigger(processingTime=trigger_interval)
+            .queryName(name)
+            .start()
+        )
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    finally:
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
+    return TaskQuery(name, query, workdir, workdir / "stop")
+
+
+def start_spark_sink_query(
+    spark: SparkSession,
+    *,
+    connector: str,
+    task_id: int,
+    task: Any,
+    consumer_config: dict[str, Any] | str,
+    start: dict[str, int],
+    commit: Any,
+    max_records: int = 10_000,
+    trigger_interval: str = "100 milliseconds",
+) -> TaskQuery:
+    """Start a Spark-level sink task: Kafka → its ``write_batch`` → offsets committed to the group.
+
+    :param task: a started :class:`~connectd.SparkSinkTask`.
+    :param commit: ``commit({TopicPartition: next offset})``, called after ``write_batch`` returned.
+    """
+    from pyspark.sql import functions as F
+
+    from connectd.connector import TopicPartition
+
+    def each_batch(frame: Any, batch_id: int) -> None:
+        frame = frame.persist()
+        try:
+            ends = frame.groupBy("topic", "partition").agg(F.max("offset").alias("last")).collect()
+            if not ends:
+                return
+            task.write_batch(frame, batch_id)
+            commit({TopicPartition(row["topic"], row["partition"]): row["last"] + 1 for row in ends})
+        finally:
+            frame.unpersist()
+
+    _register(spark)
+    name = f"{connector}-{task_id}"
+    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
+    stop_file = workdir / "stop"
     spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
     try:
         stream = (
