@@ -335,7 +335,7 @@ class StandaloneHerder:
         resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
         try:
             instance = run.cls()
-            instance.context = ConnectorContext(on_error=lambda exc: self._set(run.name, None, FAILED, _trace(exc)))
+            instance.context = self._context_for(run)
             await asyncio.to_thread(instance.start, resolved)
         except Exception as exc:
             self._set(run.name, None, FAILED, _trace(exc))
@@ -361,13 +361,57 @@ class StandaloneHerder:
             self.status.put_task(name, task, status)
         log.info("status_changed", connector=name, task=task, state=state)
 
+    def _context_for(self, run: _ConnectorRun) -> ConnectorContext:
+        loop = asyncio.get_running_loop()
+
+        def reconfigure() -> None:  # may be called from any thread the connector runs
+            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._reconfigure(run)))
+
+        def failed(exc: BaseException) -> None:
+            loop.call_soon_threadsafe(self._set, run.name, None, FAILED, _trace(exc))
+
+        return ConnectorContext(on_reconfigure=reconfigure, on_error=failed)
+
+    async def _reconfigure(self, run: _ConnectorRun) -> None:
+        """The connector asked: new task configs replace the tasks only if they differ."""
+        async with self._lock:
+            if self._connectors.get(run.name) is not run or run.instance is None or run.target == "STOPPED":
+                return
+            resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+            max_tasks = int(resolved.get("tasks.max", "1"))
+            with bind_context(connector=run.name):
+                try:
+                    configs = await asyncio.to_thread(run.instance.task_configs, max_tasks)
+                except Exception as exc:
+                    self._set(run.name, None, FAILED, _trace(exc))
+                    return
+                written = self._written_task_configs(run, resolved, configs[:max_tasks])
+                if written == [task.config for task in run.tasks]:
+                    log.info("task_reconfiguration_unchanged")
+                    return
+                log.info("task_reconfiguration", tasks_before=len(run.tasks), tasks_after=len(written))
+                for task in run.tasks:
+                    await asyncio.to_thread(self._stop_task, task)
+                    self.status.forget_task(run.name, task.id)
+                run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
+                for task in run.tasks:
+                    await self._start_task(run, task, len(run.tasks))
+
+    def _written_task_configs(self, run: _ConnectorRun, resolved: Mapping[str, str],
+                              configs: list[dict[str, str]]) -> list[dict[str, str]]:
+        # A task config value the connector passed on unchanged goes back to
+        # its placeholder, so no resolved secret is stored or handed to Spark;
+        # the task resolves it again where it runs.
+        return [{k: run.config[k] if k in run.config and resolved.get(k) == v else v for k, v in tc.items()}
+                for tc in configs]
+
     async def _start_connector(self, run: _ConnectorRun) -> None:
         with bind_context(connector=run.name):
             self._set(run.name, None, UNASSIGNED)
             resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
             try:
                 instance = run.cls()
-                instance.context = ConnectorContext(on_error=lambda exc: self._set(run.name, None, FAILED, _trace(exc)))
+                instance.context = self._context_for(run)
                 await asyncio.to_thread(instance.start, resolved)
                 task_configs = await asyncio.to_thread(instance.task_configs, int(resolved.get("tasks.max", "1")))
                 max_tasks = int(resolved.get("tasks.max", "1"))
@@ -379,13 +423,7 @@ class StandaloneHerder:
                 return
             run.instance = instance
             self._set(run.name, None, RUNNING)
-            # A task config value the connector passed on unchanged goes back to
-            # its placeholder, so no resolved secret is stored or handed to Spark;
-            # the task resolves it again where it runs.
-            written = [
-                {k: run.config[k] if k in run.config and resolved.get(k) == v else v for k, v in tc.items()}
-                for tc in task_configs
-            ]
+            written = self._written_task_configs(run, resolved, task_configs)
             run.tasks = [_TaskRun(i, written[i]) for i in range(len(task_configs))]
             for task in run.tasks:
                 await self._start_task(run, task, len(run.tasks))

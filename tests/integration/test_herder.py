@@ -245,3 +245,58 @@ def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path):
         assert count_records(broker, topic_name) == 3  # resumed from stored offsets: no line twice
 
     asyncio.run(scenario())
+
+
+@pytest.fixture
+def tables_connector():
+    from connectd import SourceConnector
+    from connectd.plugins import PluginInfo, get_registry, reset_plugins
+
+    class TablesConnector(SourceConnector):
+        tables: list[str] = []
+
+        def start(self, config):
+            self.config = dict(config)
+
+        def task_class(self):
+            from connectd_file.tasks import FileStreamSourceTask
+
+            return FileStreamSourceTask
+
+        def task_configs(self, max_tasks):
+            return [{**self.config, "file": table} for table in self.tables[:max_tasks]]
+
+    get_registry().add(PluginInfo(TablesConnector, "connector", ("TablesForTest",), "tests", "0"))
+    yield TablesConnector
+    reset_plugins()
+
+
+def test_connector_asks_for_new_task_configs(spark, broker, topic_name, tmp_path, tables_connector):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("a\n")
+    second.write_text("b\n")
+    tables_connector.tables = [str(first)]
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        await herder.start()
+        try:
+            await herder.put({"name": "tables", "connector.class": "TablesForTest", "topic": topic_name,
+                              "tasks.max": "3"})
+            (only,) = herder.task_queries("tables")
+            connector = herder._connectors["tables"].instance
+            await herder._reconfigure(herder._connectors["tables"])  # nothing changed: tasks kept
+            assert herder.task_queries("tables") == [only]
+
+            tables_connector.tables.append(str(second))  # a new table appears
+            connector.context.request_task_reconfiguration()
+            deadline = asyncio.get_running_loop().time() + 90
+            while len(herder.status.tasks("tables")) < 2 or any(
+                    s.state != RUNNING for s in herder.status.tasks("tables").values()):
+                assert asyncio.get_running_loop().time() < deadline, "the second task never ran"
+                await asyncio.sleep(0.2)
+            assert [t.config["file"] for t in herder._connectors["tables"].tasks] == [str(first), str(second)]
+        finally:
+            await herder.stop()
+
+    asyncio.run(scenario())
