@@ -115,9 +115,12 @@ class ErrorHandler:
         self.retries = 0
         self.dlq_produced = 0
 
-    def run(self, stage: str, executing: str, operation: Callable[[], Any], original: Original) -> tuple[bool, Any]:
+    def run(self, stage: str, executing: str, operation: Callable[[], Any],
+            original: Original | Callable[[], Original]) -> tuple[bool, Any]:
         """``(True, result)``, or ``(False, None)`` when the record failed and is tolerated.
 
+        :param original: the record's origin, or a function making it (called only on failure,
+            so the common path pays nothing for it).
         :raises RecordFailure: when the record failed and errors are not tolerated.
         """
         started = time.monotonic()
@@ -131,7 +134,7 @@ class ErrorHandler:
                     self._sleep(delay)
                     delay = min(delay * 2, self.policy.retry_delay_max_ms / 1000)
                     continue
-                self._failed(stage, executing, exc, original)
+                self._failed(stage, executing, exc, original() if callable(original) else original)
                 return False, None
 
     def _may_retry(self, started: float, delay: float) -> bool:

@@ -192,10 +192,18 @@ class SourceTaskReader(DataSourceStreamReader):
     def _rows(self, records: list[Any]) -> list[tuple]:
         from connectd.runtime.offsets import canonical
 
-        last_offsets: dict[str, str] = {}
+        # The last record of each source partition carries the batch's offset for it.
+        # Tasks usually reuse one partition dict, so canonical text is made once per dict.
+        texts: dict[int, str] = {}
+        last: dict[str, Any] = {}
         for record in records:
-            if record.source_partition is not None:
-                last_offsets[canonical(record.source_partition)] = canonical(record.source_offset)
+            partition = record.source_partition
+            if partition is not None:
+                text = texts.get(id(partition))
+                if text is None:
+                    text = texts[id(partition)] = canonical(partition)
+                last[text] = record
+        last_offsets = {text: canonical(record.source_offset) for text, record in last.items()}
         rows: list[tuple] = []
         for record in self._transform(records):
             row = self._convert(record)
@@ -216,14 +224,17 @@ class SourceTaskReader(DataSourceStreamReader):
         kept = []
         for record in records:
             ok, result = self._errors.run("TRANSFORMATION", "TransformationChain",
-                                          lambda r=record: self._chain.apply(r), _original(record))
+                                          lambda r=record: self._chain.apply(r), lambda r=record: _original(r))
             if ok and result is not None:
                 kept.append(result)
         return kept
 
     def _convert(self, record: Any) -> tuple | None:
         converters, run, topic = self._converters, self._errors.run, record.topic
-        original = _original(record)
+
+        def original() -> Any:  # built only when the record fails
+            return _original(record)
+
         headers = None
         if record.headers:
             ok, headers = run("HEADER_CONVERTER", type(converters["header"]).__name__, lambda: [
