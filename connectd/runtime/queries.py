@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from connectd.runtime import kafka_io, source_task
@@ -93,6 +94,39 @@ def _as_option(client: dict[str, Any] | str) -> str:
     return client if isinstance(client, str) else json.dumps(client)
 
 
+def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuery]) -> TaskQuery:
+    """Start the query *build* makes, in the task's own FAIR pool and run directory.
+
+    *build* gets the run directory (stop and pause files, scratch checkpoint);
+    the directory is removed again if the query does not start.
+    """
+    _register(spark)
+    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
+    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+    try:
+        query = build(workdir)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    finally:
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
+    return TaskQuery(name, query, workdir, workdir / "stop")
+
+
+def _kafka_stream(spark: SparkSession, workdir: Path, consumer_config: dict[str, Any] | str,
+                  start: dict[str, int], max_records: int) -> Any:
+    """The task's partitions from *start*, honouring the run's stop and pause files."""
+    return (
+        spark.readStream.format(kafka_io.FORMAT)
+        .option(kafka_io.CLIENT_OPTION, _as_option(consumer_config))
+        .option("start", json.dumps(start))
+        .option("max.records", str(max_records))
+        .option("stop.file", str(workdir / "stop"))
+        .option("pause.file", str(workdir / "pause"))
+        .load()
+    )
+
+
 def _register(spark: SparkSession) -> None:
     # Queries start from worker threads; Spark looks Python data sources up in
     # the thread's active session, which a new thread does not have.
@@ -121,10 +155,7 @@ def start_source_query(
     :param producer_config: the data producer's :data:`~connectd.runtime.kafka_io.CLIENT_OPTION`
         value (:func:`~connectd.runtime.kafka_io.client_option`), or confluent-kafka settings.
     """
-    _register(spark)
     name = f"{connector}-{task_id}"
-    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
-    stop_file = workdir / "stop"
     spec = {
         "connector": connector,
         "task_id": task_id,
@@ -136,17 +167,17 @@ def start_source_query(
         # for dead-letter records, produced by the reader's own process
         "producer": _as_option(producer_config),
     }
-    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
-    try:
+
+    def build(workdir: Path) -> StreamingQuery:
         stream = (
             spark.readStream.format(source_task.FORMAT)
             .option(source_task.SPEC_OPTION, json.dumps(spec))
-            .option("stop.file", str(stop_file))
+            .option("stop.file", str(workdir / "stop"))
             .option("pause.file", str(workdir / "pause"))
             .option("max.records", str(max_records))
             .load()
         )
-        query = (
+        return (
             stream.writeStream.format(kafka_io.FORMAT)
             .option(kafka_io.CLIENT_OPTION, _as_option(producer_config))
             .option("commit.hook", "connectd.runtime.offsets:store_offsets_hook")
@@ -156,12 +187,8 @@ def start_source_query(
             .queryName(name)
             .start()
         )
-    except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    finally:
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
-    return TaskQuery(name, query, workdir, stop_file)
+
+    return _start(spark, name, build)
 
 
 def start_sink_query(
@@ -182,38 +209,22 @@ def start_sink_query(
         value, or confluent-kafka settings.
     :param start: ``{"topic:partition": offset}`` to read from (the group's committed offsets).
     """
-    _register(spark)
     name = f"{connector}-{task_id}"
-    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
-    stop_file = workdir / "stop"
 
     def each_batch(frame: Any, batch_id: int) -> None:
         runner.process(frame.collect())
 
-    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
-    try:
-        stream = (
-            spark.readStream.format(kafka_io.FORMAT)
-            .option(kafka_io.CLIENT_OPTION, _as_option(consumer_config))
-            .option("start", json.dumps(start))
-            .option("max.records", str(max_records))
-            .option("stop.file", str(stop_file))
-            .option("pause.file", str(workdir / "pause"))
-            .load()
-        )
-        query = (
-            stream.writeStream.foreachBatch(each_batch)
+    def build(workdir: Path) -> StreamingQuery:
+        return (
+            _kafka_stream(spark, workdir, consumer_config, start, max_records)
+            .writeStream.foreachBatch(each_batch)
             .option("checkpointLocation", str(workdir / "checkpoint"))
             .trigger(processingTime=trigger_interval)
             .queryName(name)
             .start()
         )
-    except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    finally:
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
-    return TaskQuery(name, query, workdir, stop_file)
+
+    return _start(spark, name, build)
 
 
 def start_spark_source_query(
@@ -235,32 +246,31 @@ def start_spark_source_query(
     """
     from pyspark.sql import functions as F
 
-    _register(spark)
     name = f"{connector}-{task_id}"
-    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
-    frame = task.stream(spark)
-    columns = set(frame.columns)
-    if "value" not in columns:
-        raise ValueError(f"{type(task).__name__}.stream() must return a DataFrame with a value column")
-    if "topic" not in columns and not default_topic:
-        raise ValueError(f"{type(task).__name__}.stream() has no topic column and the connector sets no topic")
 
-    def column(name: str, kind: str) -> Any:
-        return F.col(name).cast(kind) if name in columns else F.lit(None).cast(kind)
+    def build(workdir: Path) -> StreamingQuery:
+        frame = task.stream(spark)
+        columns = set(frame.columns)
+        if "value" not in columns:
+            raise ValueError(f"{type(task).__name__}.stream() must return a DataFrame with a value column")
+        if "topic" not in columns and not default_topic:
+            raise ValueError(f"{type(task).__name__}.stream() has no topic column and the connector sets no topic")
 
-    rows = frame.select(
-        (F.coalesce(F.col("topic"), F.lit(default_topic)) if "topic" in columns else F.lit(default_topic)).alias("topic"),
-        column("partition", "int").alias("partition"),
-        column("key", "binary").alias("key"),
-        F.col("value").cast("binary").alias("value"),
-        column("timestamp", "long").alias("timestamp"),
-        (F.col("headers") if "headers" in columns else F.lit(None).cast("array<struct<key: string, value: binary>>")).alias("headers"),
-        F.lit(None).cast("string").alias("source_partition"),
-        F.lit(None).cast("string").alias("source_offset"),
-    )
-    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
-    try:
-        query = (
+        def column(column_name: str, kind: str) -> Any:
+            return F.col(column_name).cast(kind) if column_name in columns else F.lit(None).cast(kind)
+
+        topic = F.coalesce(F.col("topic"), F.lit(default_topic)) if "topic" in columns else F.lit(default_topic)
+        rows = frame.select(
+            topic.alias("topic"),
+            column("partition", "int").alias("partition"),
+            column("key", "binary").alias("key"),
+            F.col("value").cast("binary").alias("value"),
+            column("timestamp", "long").alias("timestamp"),
+            column("headers", "array<struct<key: string, value: binary>>").alias("headers"),
+            F.lit(None).cast("string").alias("source_partition"),
+            F.lit(None).cast("string").alias("source_offset"),
+        )
+        return (
             rows.writeStream.format(kafka_io.FORMAT)
             .option(kafka_io.CLIENT_OPTION, _as_option(producer_config))
             .option("checkpointLocation", checkpoint)
@@ -268,12 +278,8 @@ def start_spark_source_query(
             .queryName(name)
             .start()
         )
-    except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    finally:
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
-    return TaskQuery(name, query, workdir, workdir / "stop")
+
+    return _start(spark, name, build)
 
 
 def start_spark_sink_query(
@@ -297,6 +303,8 @@ def start_spark_sink_query(
 
     from connectd.connector import TopicPartition
 
+    name = f"{connector}-{task_id}"
+
     def each_batch(frame: Any, batch_id: int) -> None:
         frame = frame.persist()
         try:
@@ -308,31 +316,14 @@ def start_spark_sink_query(
         finally:
             frame.unpersist()
 
-    _register(spark)
-    name = f"{connector}-{task_id}"
-    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
-    stop_file = workdir / "stop"
-    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
-    try:
-        stream = (
-            spark.readStream.format(kafka_io.FORMAT)
-            .option(kafka_io.CLIENT_OPTION, _as_option(consumer_config))
-            .option("start", json.dumps(start))
-            .option("max.records", str(max_records))
-            .option("stop.file", str(stop_file))
-            .option("pause.file", str(workdir / "pause"))
-            .load()
-        )
-        query = (
-            stream.writeStream.foreachBatch(each_batch)
+    def build(workdir: Path) -> StreamingQuery:
+        return (
+            _kafka_stream(spark, workdir, consumer_config, start, max_records)
+            .writeStream.foreachBatch(each_batch)
             .option("checkpointLocation", str(workdir / "checkpoint"))
             .trigger(processingTime=trigger_interval)
             .queryName(name)
             .start()
         )
-    except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    finally:
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
-    return TaskQuery(name, query, workdir, stop_file)
+
+    return _start(spark, name, build)
