@@ -122,17 +122,17 @@ class SinkTaskRunner:
         if not rows:
             return {}
         offsets: dict[TopicPartition, int] = {}
-        converted: list[tuple[Original, SinkRecord]] = []
+        converted: list[tuple[Any, SinkRecord]] = []
         for row in rows:
-            tp = TopicPartition(row["topic"], row["partition"])
-            offsets[tp] = max(offsets.get(tp, 0), row["offset"] + 1)
-            original = Original(
-                row["topic"], row["partition"], row["offset"], _bytes(row["key"]), _bytes(row["value"]),
-                [(h["key"], _bytes(h["value"])) for h in row["headers"] or ()],
-            )
-            record = self._convert(row, original)
+            # Rows are tuples in ROW_SCHEMA order: unpack once (lookups by name scan the fields).
+            topic, partition, offset, timestamp, timestamp_type, key, value, headers = row
+            tp = TopicPartition(topic, partition)
+            if offset >= offsets.get(tp, 0):
+                offsets[tp] = offset + 1
+            record = self._convert(topic, partition, offset, timestamp, timestamp_type, _bytes(key), _bytes(value),
+                                   [(h[0], _bytes(h[1])) for h in headers] if headers else [])
             if record is not None:
-                converted.append((original, record))
+                converted.append(record)
         transformed = self._transform(converted)
         if transformed:
             self._put_errors.run("TASK_PUT", type(self.task).__name__, lambda: self.task.put(transformed),
@@ -145,33 +145,41 @@ class SinkTaskRunner:
         self.records += len(rows)
         return dict(safe or {})
 
-    def _convert(self, row: Any, original: Original) -> SinkRecord | None:
-        topic = row["topic"]
-        run = self.errors.run
-        ok, headers = run("HEADER_CONVERTER", type(self.converters["header"]).__name__,
-                          lambda: self._headers(topic, original.headers), original)
+    def _convert(self, topic: str, partition: int, offset: int, timestamp: int | None, timestamp_type: int,
+                 key: bytes | None, value: bytes | None, raw_headers: list[tuple[str, bytes | None]]
+                 ) -> tuple[Any, SinkRecord] | None:
+        run, converters = self.errors.run, self.converters
+
+        def original() -> Original:  # built only when the record fails
+            return Original(topic, partition, offset, key, value, raw_headers)
+
+        headers = Headers()
+        if raw_headers:
+            ok, headers = run("HEADER_CONVERTER", type(converters["header"]).__name__,
+                              lambda: self._headers(topic, raw_headers), original)
+            if not ok:
+                return None
+        ok, key_data = run("KEY_CONVERTER", type(converters["key"]).__name__,
+                           lambda: converters["key"].to_connect_data(topic, key, headers), original)
         if not ok:
             return None
-        ok, key = run("KEY_CONVERTER", type(self.converters["key"]).__name__,
-                      lambda: self.converters["key"].to_connect_data(topic, original.key, headers), original)
+        ok, value_data = run("VALUE_CONVERTER", type(converters["value"]).__name__,
+                             lambda: converters["value"].to_connect_data(topic, value, headers), original)
         if not ok:
             return None
-        ok, value = run("VALUE_CONVERTER", type(self.converters["value"]).__name__,
-                        lambda: self.converters["value"].to_connect_data(topic, original.value, headers), original)
-        if not ok:
-            return None
-        return SinkRecord(
+        record = SinkRecord(
             topic=topic,
-            kafka_partition=row["partition"],
-            key_schema=key.schema,
-            key=key.value,
-            value_schema=value.schema,
-            value=value.value,
-            timestamp=row["timestamp"],
+            kafka_partition=partition,
+            key_schema=key_data.schema,
+            key=key_data.value,
+            value_schema=value_data.schema,
+            value=value_data.value,
+            timestamp=timestamp,
             headers=headers,
-            kafka_offset=row["offset"],
-            timestamp_type=TimestampType.from_librdkafka(row["timestamp_type"]),
+            kafka_offset=offset,
+            timestamp_type=TimestampType.from_librdkafka(timestamp_type),
         )
+        return original, record
 
     def _headers(self, topic: str, raw: list[tuple[str, bytes | None]]) -> Headers:
         headers = Headers()
@@ -180,7 +188,7 @@ class SinkTaskRunner:
             headers.add(key, schema_and_value.value, schema_and_value.schema)
         return headers
 
-    def _transform(self, converted: list[tuple[Original, SinkRecord]]) -> list[SinkRecord]:
+    def _transform(self, converted: list[tuple[Any, SinkRecord]]) -> list[SinkRecord]:
         try:
             return self.chain.apply_batch([record for _, record in converted])
         except Exception:
