@@ -274,7 +274,7 @@ def _quickstart(port: int, directory: str | None, duration: float | None, out: T
                 "value.converter": "org.apache.kafka.connect.json.JsonConverter",
                 "value.converter.schemas.enable": "false",
                 "offset.storage.file.filename": str(workdir / "connect.offsets"),
-                "listeners": "http://127.0.0.1:8083",
+                "listeners": "http://127.0.0.1:0",  # any free port: printed below
                 "spark.master": "local[2]",
                 "spark.sql.shuffle.partitions": "2",
             },
@@ -315,8 +315,9 @@ async def _quickstart_serve(worker: Any, connectors: list, output: Path, duratio
                 os.kill(os.getpid(), signal.SIGTERM)
                 return
 
-    def up(_worker: Any) -> None:
-        print("worker is up; Ctrl-C stops everything", file=out, flush=True)
+    def up(worker: Any) -> None:
+        print(f"worker is up, REST API on {worker.rest_url} (try {worker.rest_url}/connectors?expand=status); "
+              "Ctrl-C stops everything", file=out, flush=True)
         progress.append(asyncio.get_running_loop().create_task(report(asyncio.get_running_loop().time())))
 
     try:

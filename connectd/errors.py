@@ -17,6 +17,7 @@ __all__ = [
     "ConfigError",
     "ConnectdError",
     "ConnectorError",
+    "NotFoundError",
     "NotYetAvailableError",
     "PluginError",
 ]
@@ -50,6 +51,10 @@ class ConnectorError(ConnectdError):
     def __init__(self, message: str, *, retriable: bool = False) -> None:
         super().__init__(message)
         self.retriable = retriable
+
+
+class NotFoundError(ConnectorError):
+    """No connector or task by that name (REST answers 404)."""
 
 
 class NotYetAvailableError(ConnectdError):

@@ -43,7 +43,7 @@ from connectd.connector import (
     SparkSourceTask,
     TopicPartition,
 )
-from connectd.errors import ConfigError, ConnectorError, PluginError
+from connectd.errors import ConfigError, ConnectorError, NotFoundError, PluginError
 from connectd.logging import bind_context, get_logger
 from connectd.status import (
     FAILED,
@@ -213,17 +213,32 @@ class StandaloneHerder:
         return sorted(self._connectors)
 
     def config(self, name: str) -> dict[str, str]:
+        """The connector's config as written (placeholders unresolved).
+
+        :raises KeyError: for an unknown connector.
+        """
         return dict(self._connectors[name].config)
+
+    def task_configs(self, name: str) -> list[dict[str, str]]:
+        """The configs the connector gave its tasks, as written (placeholders unresolved)."""
+        return [dict(task.config) for task in self._run(name).tasks]
 
     def task_queries(self, name: str) -> list[Any]:
         return [task.query for task in self._connectors[name].tasks]
 
-    async def put(self, config: Mapping[str, str], origin: Callable[[str], Origin | None] = lambda key: None) -> bool:
+    async def put(
+        self,
+        config: Mapping[str, str],
+        origin: Callable[[str], Origin | None] = lambda key: None,
+        initial_state: str | None = None,
+    ) -> bool:
         """Create the connector, or replace its config; ``True`` if anything was (re)started.
 
         Only this connector's tasks are stopped and started; every other
         connector keeps running undisturbed.
 
+        :param initial_state: for a new connector, ``RUNNING`` (default), ``PAUSED`` or
+            ``STOPPED`` — reached without running first. An existing connector keeps its state.
         :raises ConfigError: listing every problem of the config.
         """
         name = (config.get("name") or "").strip()
@@ -240,33 +255,35 @@ class StandaloneHerder:
                 return False
             if current is not None:
                 await self._stop_connector(current)
-            run = _ConnectorRun(name, dict(config), cls, target=current.target if current else "STARTED")
+            initial = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED", None: "STARTED"}
+            if (initial_state or None) not in initial:
+                raise ConfigError([f"initial_state: {initial_state!r}: expected RUNNING, PAUSED or STOPPED"])
+            target = current.target if current else initial[initial_state or None]
+            run = _ConnectorRun(name, dict(config), cls, target=target)
             self._connectors[name] = run
             if run.target == "STOPPED":  # a new config for a stopped connector is kept, not run
                 self._set(name, None, STOPPED)
                 return True
             await self._start_connector(run)
-            if run.target == "PAUSED":
-                for task in run.tasks:
-                    if task.query is not None:
-                        task.query.pause()
-                        self._set(name, task.id, PAUSED)
-                self._set(name, None, PAUSED)
             return True
 
     def _run(self, name: str) -> _ConnectorRun:
         run = self._connectors.get(name)
         if run is None:
-            raise ConnectorError(f"connector {name} not found")
+            raise NotFoundError(f"connector {name} not found")
         return run
 
     async def pause(self, name: str) -> None:
-        """PAUSED: tasks stay up but read nothing new; the batch in flight completes."""
+        """PAUSED: tasks stay up but read nothing new; the batch in flight completes.
+
+        A STOPPED connector starts with its tasks paused, as in Kafka Connect.
+        """
         async with self._lock:
             run = self._run(name)
-            if run.target == "STOPPED":
-                raise ConnectorError(f"connector {name} is stopped; resume it first")
-            run.target = "PAUSED"
+            previous, run.target = run.target, "PAUSED"
+            if previous == "STOPPED":
+                await self._start_connector(run)
+                return
             for task in run.tasks:
                 if task.query is not None:
                     task.query.pause()
@@ -322,7 +339,7 @@ class StandaloneHerder:
             run = self._run(name)
             task = next((t for t in run.tasks if t.id == task_id), None)
             if task is None:
-                raise ConnectorError(f"task {task_id} of connector {name} not found")
+                raise NotFoundError(f"task {task_id} of connector {name} not found")
             await self._restart_task(run, task)
 
     async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
@@ -341,13 +358,13 @@ class StandaloneHerder:
             self._set(run.name, None, FAILED, _trace(exc))
             return
         run.instance = instance
-        self._set(run.name, None, RUNNING)
+        self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
 
     async def delete(self, name: str) -> None:
         async with self._lock:
             run = self._connectors.pop(name, None)
             if run is None:
-                raise ConnectorError(f"connector {name} not found")
+                raise NotFoundError(f"connector {name} not found")
             await self._stop_connector(run)
             self.status.forget(name)
 
@@ -422,7 +439,7 @@ class StandaloneHerder:
                 log.error("connector_failed", connector=run.name, error=str(exc))
                 return
             run.instance = instance
-            self._set(run.name, None, RUNNING)
+            self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
             written = self._written_task_configs(run, resolved, task_configs)
             run.tasks = [_TaskRun(i, written[i]) for i in range(len(task_configs))]
             for task in run.tasks:
@@ -443,7 +460,7 @@ class StandaloneHerder:
                 log.error("task_failed", error=str(exc))
                 self._schedule_restart(run, task, asyncio.get_running_loop().time())
                 return
-            self._set(run.name, task.id, RUNNING)
+            self._set(run.name, task.id, PAUSED if run.target == "PAUSED" else RUNNING)
 
     def _client(self, client: str, run: _ConnectorRun) -> dict[str, Any]:
         overrides = {k[len(f"{client}.override."):]: v for k, v in run.config.items() if k.startswith(f"{client}.override.")}
@@ -471,6 +488,7 @@ class StandaloneHerder:
             worker_config=self.worker.originals(),
             producer_config=self._client_option("producer", run),
             offsets_path=self.offsets_path,
+            paused=run.target == "PAUSED",
         )
 
     def _start_spark_source(self, run: _ConnectorRun, task: _TaskRun, task_class: type) -> Any:
@@ -488,6 +506,7 @@ class StandaloneHerder:
         return start_spark_source_query(
             self.spark, connector=run.name, task_id=task.id, task=instance, default_topic=config.get("topic"),
             producer_config=self._client_option("producer", run), checkpoint=str(checkpoint),
+            paused=run.target == "PAUSED",
         )
 
     def _start_sink(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
@@ -529,7 +548,8 @@ class StandaloneHerder:
             start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
             task.query = start_spark_sink_query(
                 self.spark, connector=run.name, task_id=task.id, task=instance,
-                consumer_config=self._client_option("consumer", run), start=start, commit=commit)
+                consumer_config=self._client_option("consumer", run), start=start, commit=commit,
+                paused=run.target == "PAUSED")
             return
         resolved_connector = {k: resolve(v) for k, v in run.config.items()}
         errors, flush_dlq = self._error_handling(run, task, resolved_connector, admin, metadata)
@@ -543,7 +563,7 @@ class StandaloneHerder:
         max_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "10000"))
         task.query = start_sink_query(self.spark, connector=run.name, task_id=task.id, runner=runner,
                                       consumer_config=self._client_option("consumer", run), start=start,
-                                      max_records=max_records)
+                                      max_records=max_records, paused=run.target == "PAUSED")
 
     def _error_handling(self, run: _ConnectorRun, task: _TaskRun, config: Mapping[str, str], admin: Any,
                         metadata: Any) -> tuple[Any, Callable[[], None]]:

@@ -6,11 +6,11 @@ States::
                           \\--error--> (parts already started are stopped) --> STOPPED, error raised
 
 Parts are entered on an :class:`~contextlib.AsyncExitStack`, so they stop in
-reverse order whatever happens: the herder (tasks stop gracefully), then
-Spark, then the Kafka clients. The worker checks its configuration, loads
+reverse order whatever happens: the REST API, the herder (tasks stop
+gracefully), then Spark, then the Kafka clients. The worker checks its configuration, loads
 plugins, finds its converters and connects to the Kafka cluster;
-:meth:`Worker.start_herder` adds Spark and the connectors. The REST API
-joins it in a later issue.
+:meth:`Worker.start_herder` adds Spark, the connectors and the REST API
+on the first of ``listeners``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import socket
 from typing import Any
 
 from connectd.config.worker import WorkerConfig
-from connectd.errors import ConnectdError
+from connectd.errors import ConfigError, ConnectdError
 from connectd.logging import bind_context, get_logger
 
 __all__ = ["Worker"]
@@ -45,6 +45,8 @@ class Worker:
         self.converters: dict[str, type] = {}
         self.spark: Any = None
         self.herder: Any = None
+        self.rest: Any = None
+        self.rest_url: str | None = None
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def start(self) -> None:
@@ -98,8 +100,12 @@ class Worker:
         stack.push_async_callback(admin.close)
         return admin
 
-    async def start_herder(self) -> Any:
-        """Start Spark and the herder that runs connectors (standalone mode); stopped with the worker."""
+    async def start_herder(self, spark: Any = None) -> Any:
+        """Start Spark and the herder that runs connectors (standalone mode); stopped with the worker.
+
+        :param spark: a SparkSession to use instead of starting one; the worker
+            does not stop a session it did not start.
+        """
         if self.state != "RUNNING" or self._stack is None:
             raise ConnectdError("start the worker before its herder")
         if self.herder is not None:
@@ -108,15 +114,39 @@ class Worker:
         from connectd.runtime.spark import start_session
 
         with bind_context(worker=self.worker_id):
-            log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
-            self.spark = await asyncio.to_thread(start_session, self.config)
-            self._stack.push_async_callback(asyncio.to_thread, self.spark.stop)
+            if spark is None:
+                log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
+                self.spark = await asyncio.to_thread(start_session, self.config)
+                self._stack.push_async_callback(asyncio.to_thread, self.spark.stop)
+            else:
+                self.spark = spark
             herder = StandaloneHerder(self.config, self.worker_id, self.spark)
             await herder.start()
             self._stack.push_async_callback(herder.stop)
             self.herder = herder
             log.info("herder_started")
+            await self._start_rest(herder)
         return herder
+
+    async def _start_rest(self, herder: Any) -> None:
+        """Serve Kafka Connect's REST API on the first listener; stopped before the herder."""
+        from connectd import __version__
+        from connectd.rest.app import RestServer, create_app
+
+        listener = self.config.get("listeners")[0]
+        scheme, _, address = listener.partition("://")
+        if scheme.lower() != "http":
+            raise ConfigError([f"{self.config.origin('listeners')}: listeners={listener!r}: "
+                               "https listeners are not available yet; use http://"])
+        host, _, port = address.rstrip("/").rpartition(":")
+        app = create_app(herder, worker_id=self.worker_id, kafka_cluster_id=self.cluster_id, version=__version__)
+        server = RestServer(app)
+        # An empty host means every interface, as in Kafka Connect.
+        await server.start(host.strip("[]") or "0.0.0.0", int(port))
+        self._stack.push_async_callback(server.stop)
+        self.rest = server
+        self.rest_url = f"http://{host.strip('[]') or '127.0.0.1'}:{server.port}"
+        log.info("rest_started", url=self.rest_url)
 
     async def stop(self) -> None:
         """Stop every part, last started first. Safe to call more than once."""

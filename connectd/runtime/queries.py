@@ -94,14 +94,17 @@ def _as_option(client: dict[str, Any] | str) -> str:
     return client if isinstance(client, str) else json.dumps(client)
 
 
-def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuery]) -> TaskQuery:
+def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuery], paused: bool = False) -> TaskQuery:
     """Start the query *build* makes, in the task's own FAIR pool and run directory.
 
     *build* gets the run directory (stop and pause files, scratch checkpoint);
-    the directory is removed again if the query does not start.
+    the directory is removed again if the query does not start. *paused*
+    creates the pause file first, so not even a first batch is read.
     """
     _register(spark)
     workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
+    if paused:
+        (workdir / "pause").touch()
     spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
     try:
         query = build(workdir)
@@ -147,6 +150,7 @@ def start_source_query(
     producer_config: dict[str, Any] | str,
     offsets_path: str,
     max_records: int = 10_000,
+    paused: bool = False,
     trigger_interval: str = "100 milliseconds",
 ) -> TaskQuery:
     """Start a source task's query: plugin → transforms → converters → Kafka → offsets file.
@@ -188,7 +192,7 @@ def start_source_query(
             .start()
         )
 
-    return _start(spark, name, build)
+    return _start(spark, name, build, paused)
 
 
 def start_sink_query(
@@ -200,6 +204,7 @@ def start_sink_query(
     consumer_config: dict[str, Any] | str,
     start: dict[str, int],
     max_records: int = 10_000,
+    paused: bool = False,
     trigger_interval: str = "100 milliseconds",
 ) -> TaskQuery:
     """Start a sink task's query: Kafka → (worker process) converters → transforms → plugin → group offsets.
@@ -224,7 +229,7 @@ def start_sink_query(
             .start()
         )
 
-    return _start(spark, name, build)
+    return _start(spark, name, build, paused)
 
 
 def start_spark_source_query(
@@ -236,6 +241,7 @@ def start_spark_source_query(
     default_topic: str | None,
     producer_config: dict[str, Any] | str,
     checkpoint: str,
+    paused: bool = False,
     trigger_interval: str = "100 milliseconds",
 ) -> TaskQuery:
     """Start a Spark-level source task: its streaming DataFrame → Kafka.
@@ -279,7 +285,7 @@ def start_spark_source_query(
             .start()
         )
 
-    return _start(spark, name, build)
+    return _start(spark, name, build, paused)
 
 
 def start_spark_sink_query(
@@ -292,6 +298,7 @@ def start_spark_sink_query(
     start: dict[str, int],
     commit: Any,
     max_records: int = 10_000,
+    paused: bool = False,
     trigger_interval: str = "100 milliseconds",
 ) -> TaskQuery:
     """Start a Spark-level sink task: Kafka → its ``write_batch`` → offsets committed to the group.
@@ -326,4 +333,4 @@ def start_spark_sink_query(
             .start()
         )
 
-    return _start(spark, name, build)
+    return _start(spark, name, build, paused)

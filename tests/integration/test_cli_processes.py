@@ -56,6 +56,7 @@ def test_quickstart_moves_generated_records_to_a_file_and_stops_cleanly(tmp_path
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     assert "embedded broker up on 127.0.0.1:" in result.stdout
     assert "records moved:" in result.stdout
+    assert "REST API on http://127.0.0.1:" in result.stdout
     assert f"broker and worker stopped; the records are in {tmp_path / 'users.jsonl'}" in result.stdout
     lines = (tmp_path / "users.jsonl").read_text().splitlines()
     assert lines, "no record reached the file"

@@ -65,3 +65,24 @@ def test_unreachable_cluster_is_a_clear_error(tmp_path):
     with pytest.raises(ConnectdError, match=f"cannot reach the Kafka cluster at 127.0.0.1:{port}"):
         asyncio.run(worker.start())
     assert worker.state == "STOPPED"
+
+
+def test_worker_serves_the_rest_api_on_its_listener(broker, spark, tmp_path):
+    import aiohttp
+
+    config = config_for(broker.bootstrap_servers, tmp_path, listeners="http://127.0.0.1:0")
+
+    async def scenario():
+        async with Worker(config) as worker:
+            await worker.start_herder(spark)  # the suite's session: the worker must not stop it
+            async with aiohttp.ClientSession() as http:
+                async with http.get(f"{worker.rest_url}/") as response:
+                    root = await response.json()
+                async with http.get(f"{worker.rest_url}/connectors") as response:
+                    connectors = await response.json()
+        return worker, root, connectors
+
+    worker, root, connectors = asyncio.run(scenario())
+    assert root["kafka_cluster_id"] == worker.cluster_id
+    assert connectors == []
+    assert spark.range(3).count() == 3  # still usable by the tests after this one

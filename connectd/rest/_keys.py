@@ -1,0 +1,14 @@
+"""What the handlers find on the application."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+HERDER: web.AppKey[Any] = web.AppKey("herder", object)
+INFO: web.AppKey[dict[str, Any]] = web.AppKey("info", dict)
+# Held while checking that a connector does not exist and creating it, so two
+# concurrent POSTs of one name give one 201 and one 409.
+CREATE_LOCK: web.AppKey[asyncio.Lock] = web.AppKey("create_lock", asyncio.Lock)

@@ -1,0 +1,280 @@
+"""``/connectors``: create, read, reconfigure, pause, resume, stop, restart and delete connectors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+from connectd.errors import NotFoundError, PluginError
+from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
+from connectd.rest.errors import RestError
+
+__all__ = ["add_routes", "connector_info", "connector_status", "read_json", "string_map"]
+
+_INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/connectors", _list)
+    router.add_post("/connectors", _create)
+    router.add_get("/connectors/{connector}", _get)
+    router.add_delete("/connectors/{connector}", _delete)
+    router.add_get("/connectors/{connector}/config", _get_config)
+    router.add_put("/connectors/{connector}/config", _put_config)
+    router.add_patch("/connectors/{connector}/config", _patch_config)
+    router.add_get("/connectors/{connector}/status", _status)
+    router.add_post("/connectors/{connector}/restart", _restart)
+    router.add_put("/connectors/{connector}/pause", _pause)
+    router.add_put("/connectors/{connector}/resume", _resume)
+    router.add_put("/connectors/{connector}/stop", _stop)
+    router.add_get("/connectors/{connector}/tasks", _tasks)
+    router.add_get(r"/connectors/{connector}/tasks/{task:\d+}/status", _task_status)
+    router.add_post(r"/connectors/{connector}/tasks/{task:\d+}/restart", _restart_task)
+
+
+# --- shapes ---
+
+
+def _not_found(name: str) -> RestError:
+    return RestError(404, f"Connector {name} not found")
+
+
+def _config(herder: Any, name: str) -> dict[str, str]:
+    try:
+        return herder.config(name)
+    except KeyError:  # unknown, or deleted by another request meanwhile
+        raise _not_found(name) from None
+
+
+def _task_configs(herder: Any, name: str) -> list[dict[str, str]]:
+    """The configs the connector gave its tasks, placeholders as written."""
+    try:
+        return herder.task_configs(name)
+    except NotFoundError:
+        raise _not_found(name) from None
+
+
+def _type(herder: Any, config: Mapping[str, str]) -> str:
+    try:
+        kind = herder.registry.find("connector", config.get("connector.class", "")).kind
+    except PluginError:
+        return "unknown"
+    return kind if kind in ("source", "sink") else "unknown"
+
+
+def connector_info(herder: Any, name: str) -> dict[str, Any]:
+    """Kafka's ConnectorInfo: ``{"name", "config", "tasks": [{"connector", "task"}], "type"}``."""
+    config = _config(herder, name)
+    tasks = _task_configs(herder, name)
+    return {
+        "name": name,
+        "config": config,
+        "tasks": [{"connector": name, "task": i} for i in range(len(tasks))],
+        "type": _type(herder, config),
+    }
+
+
+def connector_status(herder: Any, name: str, worker_id: str) -> dict[str, Any]:
+    """Kafka's ConnectorStateInfo: ``{"name", "connector", "tasks", "type"}``."""
+    config = _config(herder, name)
+    status = herder.status.connector(name)
+    connector = status.as_rest() if status is not None else {"state": "UNASSIGNED", "worker_id": worker_id}
+    tasks = [{"id": task_id, **task.as_rest()} for task_id, task in sorted(herder.status.tasks(name).items())]
+    return {"name": name, "connector": connector, "tasks": tasks, "type": _type(herder, config)}
+
+
+async def read_json(request: web.Request) -> Any:
+    """The request's JSON body; 400 when there is none or it does not parse."""
+    text = await request.text()
+    if not text.strip():
+        raise RestError(400, "Request body is empty; expected JSON")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise RestError(400, f"Request body is not valid JSON: {exc}") from None
+
+
+def string_map(value: Any, field: str, *, nulls: bool = False) -> dict[str, Any]:
+    """*value* as a config map: a JSON object whose values are strings (or null with *nulls*)."""
+    if value is None:
+        raise RestError(400, f"{field} is required: a JSON object of string values")
+    if not isinstance(value, dict):
+        raise RestError(400, f"{field} must be a JSON object of string values, not {_json_type(value)}")
+    wrong = sorted(k for k, v in value.items() if not (isinstance(v, str) or (nulls and v is None)))
+    if wrong:
+        allowed = "strings or null" if nulls else "strings"
+        raise RestError(400, f"{field}: values must be {allowed}; these are not: {', '.join(wrong)}")
+    return dict(value)
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), "null")
+
+
+def _location(request: web.Request, name: str) -> str:
+    return str(request.url.with_query(None).with_path(f"/connectors/{name}"))
+
+
+def _flag(request: web.Request, key: str) -> bool:
+    value = request.query.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise RestError(400, f"{key} must be true or false, not {request.query[key]!r}")
+    return value == "true"
+
+
+def _check_name(body: Mapping[str, Any], name: str) -> None:
+    if "name" in body and body["name"] != name:
+        raise RestError(400, f"Connector name configuration ({body['name']}) doesn't match connector name in the URL ({name})")
+
+
+# --- handlers ---
+
+
+async def _list(request: web.Request) -> web.Response:
+    herder = request.app[HERDER]
+    names = herder.connectors()
+    expand = request.query.getall("expand", [])
+    if not expand:
+        return web.json_response(names)
+    worker_id = request.app[INFO]["worker_id"]
+    expanded: dict[str, dict[str, Any]] = {}
+    for name in names:
+        entry: dict[str, Any] = {}
+        try:
+            if "status" in expand:
+                entry["status"] = connector_status(herder, name, worker_id)
+            if "info" in expand:
+                entry["info"] = connector_info(herder, name)
+        except RestError:  # deleted while listing
+            continue
+        expanded[name] = entry
+    return web.json_response(expanded)
+
+
+async def _create(request: web.Request) -> web.Response:
+    herder = request.app[HERDER]
+    body = await read_json(request)
+    if not isinstance(body, dict):
+        raise RestError(400, "Request body must be a JSON object with name and config")
+    name = body.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise RestError(400, "name is required: a non-empty string")
+    name = name.strip()
+    config = string_map(body.get("config"), "config")
+    _check_name(config, name)
+    initial = body.get("initial_state")
+    if initial is not None:
+        if not isinstance(initial, str) or initial.upper() not in _INITIAL_STATES:
+            raise RestError(400, f"initial_state must be one of {', '.join(_INITIAL_STATES)}, not {initial!r}")
+        initial = initial.upper()
+    config["name"] = name
+    async with request.app[CREATE_LOCK]:
+        if name in herder.connectors():
+            raise RestError(409, f"Connector {name} already exists")
+        await herder.put(config, initial_state=initial)
+    return web.json_response(connector_info(herder, name), status=201, headers={"Location": _location(request, name)})
+
+
+async def _get(request: web.Request) -> web.Response:
+    return web.json_response(connector_info(request.app[HERDER], request.match_info["connector"]))
+
+
+async def _delete(request: web.Request) -> web.Response:
+    await request.app[HERDER].delete(request.match_info["connector"])
+    return web.Response(status=204)
+
+
+async def _get_config(request: web.Request) -> web.Response:
+    return web.json_response(_config(request.app[HERDER], request.match_info["connector"]))
+
+
+async def _put_config(request: web.Request) -> web.Response:
+    herder = request.app[HERDER]
+    name = request.match_info["connector"]
+    config = string_map(await read_json(request), "config")
+    _check_name(config, name)
+    config["name"] = name
+    async with request.app[CREATE_LOCK]:
+        created = name not in herder.connectors()
+        await herder.put(config)
+    info = connector_info(herder, name)
+    if created:
+        return web.json_response(info, status=201, headers={"Location": _location(request, name)})
+    return web.json_response(info)
+
+
+async def _patch_config(request: web.Request) -> web.Response:
+    herder = request.app[HERDER]
+    name = request.match_info["connector"]
+    patch = string_map(await read_json(request), "config", nulls=True)
+    _check_name(patch, name)
+    async with request.app[CREATE_LOCK]:
+        config = _config(herder, name)
+        for key, value in patch.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
+        config["name"] = name
+        await herder.put(config)
+    return web.json_response(connector_info(herder, name))
+
+
+async def _status(request: web.Request) -> web.Response:
+    herder = request.app[HERDER]
+    return web.json_response(connector_status(herder, request.match_info["connector"], request.app[INFO]["worker_id"]))
+
+
+async def _tasks(request: web.Request) -> web.Response:
+    herder = request.app[HERDER]
+    name = request.match_info["connector"]
+    configs = _task_configs(herder, name)
+    return web.json_response([{"id": {"connector": name, "task": i}, "config": config}
+                              for i, config in enumerate(configs)])
+
+
+async def _task_status(request: web.Request) -> web.Response:
+    herder = request.app[HERDER]
+    name = request.match_info["connector"]
+    task_id = int(request.match_info["task"])
+    _config(herder, name)
+    status = herder.status.task(name, task_id)
+    if status is None:
+        raise RestError(404, f"Task {task_id} of connector {name} not found")
+    return web.json_response({"id": task_id, **status.as_rest()})
+
+
+async def _restart(request: web.Request) -> web.Response:
+    herder = request.app[HERDER]
+    name = request.match_info["connector"]
+    include_tasks = _flag(request, "includeTasks")
+    only_failed = _flag(request, "onlyFailed")
+    _config(herder, name)
+    await herder.restart(name, include_tasks=include_tasks, only_failed=only_failed)
+    if not include_tasks and not only_failed:
+        return web.Response(status=204)
+    return web.json_response(connector_status(herder, name, request.app[INFO]["worker_id"]), status=202)
+
+
+async def _restart_task(request: web.Request) -> web.Response:
+    await request.app[HERDER].restart_task(request.match_info["connector"], int(request.match_info["task"]))
+    return web.Response(status=204)
+
+
+async def _pause(request: web.Request) -> web.Response:
+    await request.app[HERDER].pause(request.match_info["connector"])
+    return web.Response(status=202)
+
+
+async def _resume(request: web.Request) -> web.Response:
+    await request.app[HERDER].resume(request.match_info["connector"])
+    return web.Response(status=202)
+
+
+async def _stop(request: web.Request) -> web.Response:
+    await request.app[HERDER].stop_connector(request.match_info["connector"])
+    return web.Response(status=204)

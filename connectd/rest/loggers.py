@@ -1,0 +1,49 @@
+"""``/admin/loggers``: read and change log levels while the worker runs."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from connectd.errors import ConfigError
+from connectd.logging import get_level, get_levels, set_level
+from connectd.rest.connectors import read_json
+from connectd.rest.errors import RestError
+
+__all__ = ["add_routes"]
+
+_SCOPES = ("worker", "cluster")
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/admin/loggers", _list)
+    router.add_get("/admin/loggers/{logger}", _get)
+    router.add_put("/admin/loggers/{logger}", _put)
+
+
+async def _list(request: web.Request) -> web.Response:
+    return web.json_response(get_levels())
+
+
+async def _get(request: web.Request) -> web.Response:
+    name = request.match_info["logger"]
+    level = get_level(name)
+    if level is None:
+        raise RestError(404, f"Logger {name} not found.")
+    return web.json_response({"level": level, "last_modified": get_levels().get(name, {}).get("last_modified")})
+
+
+async def _put(request: web.Request) -> web.Response:
+    name = request.match_info["logger"]
+    scope = request.query.get("scope", "worker").strip().lower()
+    if scope not in _SCOPES:
+        raise RestError(400, f"scope must be one of {', '.join(_SCOPES)}, not {request.query['scope']!r}")
+    body = await read_json(request)
+    level = body.get("level") if isinstance(body, dict) else None
+    if not isinstance(level, str) or not level.strip():
+        raise RestError(400, "level is required: a log level name such as DEBUG or INFO")
+    try:
+        # A standalone worker is the whole cluster: scope=cluster changes this worker.
+        changed = set_level(name, level.strip().upper())
+    except ConfigError as exc:
+        raise RestError(400, str(exc)) from None
+    return web.json_response(changed)

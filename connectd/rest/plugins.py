@@ -1,0 +1,161 @@
+"""``/connector-plugins``: the installed plugins, their settings, and validating a config."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+from connectd.config.connector import SINK_DEF, SOURCE_DEF
+from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Type, display_value
+from connectd.connector import SinkConnector
+from connectd.errors import PluginError
+from connectd.herder import validate_connector
+from connectd.plugins import PluginInfo
+from connectd.rest._keys import HERDER
+from connectd.rest.connectors import read_json, string_map
+from connectd.rest.errors import RestError
+
+__all__ = ["add_routes", "config_infos", "config_key_info"]
+
+# Registry group → Kafka's plugin types, in the order Kafka lists them.
+_LISTED_GROUPS = ("connector", "converter", "transform", "predicate", "config_provider")
+_KAFKA_TYPES = {"config_provider": "config_provider"}
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/connector-plugins", _list)
+    router.add_get("/connector-plugins/{plugin}/config", _config)
+    router.add_put("/connector-plugins/{plugin}/config/validate", _validate)
+
+
+def _find(registry: Any, name: str, groups: tuple[str, ...] = _LISTED_GROUPS) -> PluginInfo:
+    """The plugin named *name* by dotted path, alias, Java class name or short class name."""
+    for group in groups:
+        try:
+            return registry.find(group, name)
+        except PluginError:
+            pass
+    for info in registry:
+        if info.group in groups and info.name == name:
+            return info
+    raise RestError(404, f"Unknown plugin {name}.")
+
+
+def config_key_info(key: ConfigKey, order: int) -> dict[str, Any]:
+    """Kafka's ConfigKeyInfo for one declared key."""
+    return {
+        "name": key.name,
+        "type": key.type.value,
+        "required": key.required,
+        "default_value": None if key.required or key.default is None else key.default_text(),
+        "importance": key.importance.value,
+        "documentation": key.documentation,
+        "group": key.group,
+        "order": order,
+        "width": "NONE",
+        "display_name": key.name,
+        "dependents": [],
+    }
+
+
+def _key_infos(definition: ConfigDef) -> list[dict[str, Any]]:
+    # Kafka's order is the position within the key's group; -1 without a group.
+    seen: dict[str, int] = {}
+    infos = []
+    for key in definition:
+        if key.group is None:
+            order = -1
+        else:
+            order = seen[key.group] = seen.get(key.group, 0) + 1
+        infos.append(config_key_info(key, order))
+    return infos
+
+
+def config_infos(name: str, definition: ConfigDef, config: Mapping[str, str],
+                 problems: list[ConfigProblem]) -> dict[str, Any]:
+    """Kafka's ConfigInfos: every declared key with its value and errors.
+
+    Errors of undeclared keys (a transform's settings, ``transforms.x.type``)
+    get an entry of their own; errors about no key in particular (the
+    connector's own ``validate``) are reported on ``connector.class``.
+    """
+    errors: dict[str, list[str]] = {}
+    for problem in problems:
+        if not problem.is_error:
+            continue
+        key = problem.key or "connector.class"
+        errors.setdefault(key, []).append(str(ConfigProblem(None, problem.key, problem.message, problem.value)))
+    keys = _key_infos(definition)
+    declared = {info["name"] for info in keys}
+    for extra in sorted(errors.keys() - declared):
+        keys.append({**config_key_info(ConfigKey(extra, Type.STRING, "Not a declared key of this connector."), -1),
+                     "required": False, "default_value": None})
+    groups: list[str] = []
+    configs = []
+    for info in keys:
+        key_name = info["name"]
+        if info["group"] is not None and info["group"] not in groups:
+            groups.append(info["group"])
+        declared_key = definition.get(key_name)
+        if key_name in config:
+            value = display_value(declared_key or key_name, config[key_name])
+        else:
+            value = info["default_value"]
+        configs.append({
+            "definition": info,
+            "value": {"name": key_name, "value": value, "recommended_values": [],
+                      "errors": errors.get(key_name, []), "visible": True},
+        })
+    return {
+        "name": name,
+        "error_count": sum(len(e) for e in errors.values()),
+        "groups": groups,
+        "configs": configs,
+    }
+
+
+async def _list(request: web.Request) -> web.Response:
+    registry = request.app[HERDER].registry
+    only = request.query.get("connectorsOnly", "true").strip().lower()
+    if only not in ("true", "false"):
+        raise RestError(400, f"connectorsOnly must be true or false, not {request.query['connectorsOnly']!r}")
+    groups = ("connector",) if only == "true" else _LISTED_GROUPS
+    plugins = []
+    for group in groups:
+        for info in sorted(registry.in_group(group), key=lambda i: i.class_name):
+            plugins.append({"class": info.class_name, "type": _KAFKA_TYPES.get(group, info.kind),
+                            "version": info.version})
+    return web.json_response(plugins)
+
+
+async def _config(request: web.Request) -> web.Response:
+    info = _find(request.app[HERDER].registry, request.match_info["plugin"])
+    definition = getattr(info.cls, "config_def", None)
+    return web.json_response(_key_infos(definition) if isinstance(definition, ConfigDef) else [])
+
+
+async def _validate(request: web.Request) -> web.Response:
+    herder = request.app[HERDER]
+    registry = herder.registry
+    plugin = request.match_info["plugin"]
+    info = _find(registry, plugin, ("connector",))
+    config = string_map(await read_json(request), "config")
+    included = config.get("connector.class", "").strip()
+    if included:
+        try:
+            same = registry.find("connector", included).cls is info.cls
+        except PluginError:
+            same = False
+        if not same:
+            raise RestError(400, f"Included connector type {included} does not match request type {plugin}")
+    else:
+        config["connector.class"] = plugin
+    problems, cls = await asyncio.to_thread(validate_connector, config, registry, lambda key: None,
+                                            herder.worker.providers.resolve)
+    cls = cls or info.cls
+    base = SINK_DEF if issubclass(cls, SinkConnector) else SOURCE_DEF
+    definition = base.merge(cls.config_def)
+    return web.json_response(config_infos(info.class_name, definition, config, problems))

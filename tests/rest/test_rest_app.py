@@ -1,0 +1,70 @@
+"""The application: root, health, errors for unknown routes and failures, the server's life."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+
+from connectd.rest import RestServer, create_app
+
+
+def test_root_and_health(rest):
+    async def scenario(http, herder):
+        async with http.get("/") as r:
+            assert r.status == 200
+            body = await r.json()
+        assert body == {"version": "9.9.9", "commit": "unknown", "kafka_cluster_id": "test-cluster"}
+        async with http.get("/health") as r:
+            assert r.status == 200
+            health = await r.json()
+        assert health["status"] == "healthy" and health["message"]
+
+    rest(scenario)
+
+
+def test_unknown_route_and_wrong_method_answer_json(rest):
+    async def scenario(http, herder):
+        async with http.get("/no/such/thing") as r:
+            assert r.status == 404
+            assert await r.json() == {"error_code": 404, "message": "HTTP 404 Not Found"}
+        async with http.delete("/connectors") as r:
+            assert r.status == 405
+            body = await r.json()
+            assert body["error_code"] == 405 and "GET" in r.headers["Allow"]
+        async with http.get("/connectors/nope/tasks/x/status") as r:  # a task id is a number
+            assert r.status == 404
+
+    rest(scenario)
+
+
+def test_an_unexpected_failure_is_500_without_trace_or_secret(rest, caplog):
+    async def scenario(http, herder):
+        def boom():
+            raise RuntimeError("password=hunter2")
+
+        herder.connectors = boom
+        async with http.get("/connectors") as r:
+            assert r.status == 500
+            body = await r.json()
+        assert body["error_code"] == 500
+        assert "hunter2" not in body["message"] and "Traceback" not in body["message"]
+
+    rest(scenario)
+    logged = [r for r in caplog.records if r.name == "connectd.rest.errors"]
+    assert logged and logged[0].exc_info is not None  # the trace goes to the log
+
+
+def test_server_takes_a_free_port_and_stops_twice():
+    async def main():
+        server = RestServer(create_app(object(), worker_id="w", kafka_cluster_id=None, version="1"))
+        await server.start("127.0.0.1", 0)
+        assert server.port and server.port > 0
+        async with aiohttp.ClientSession() as http, http.get(f"{server.url}/") as r:
+            assert (await r.json())["kafka_cluster_id"] is None
+        await server.stop()
+        await server.stop()
+        async with RestServer(create_app(object(), worker_id="w", kafka_cluster_id=None, version="1")) as other:
+            assert other.port > 0
+
+    asyncio.run(main())

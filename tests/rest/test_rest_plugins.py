@@ -1,0 +1,73 @@
+"""``/connector-plugins``: listings, a plugin's settings, validating a config."""
+
+from __future__ import annotations
+
+
+def test_list_connectors_only_by_default(rest):
+    async def scenario(http, herder):
+        async with http.get("/connector-plugins") as r:
+            assert r.status == 200
+            plugins = await r.json()
+        async with http.get("/connector-plugins?connectorsOnly=false") as r:
+            everything = await r.json()
+        async with http.get("/connector-plugins?connectorsOnly=maybe") as r:
+            assert r.status == 400
+        return plugins, everything
+
+    plugins, everything = rest(scenario)
+    assert all(set(p) == {"class", "type", "version"} for p in plugins)
+    assert {p["type"] for p in plugins} == {"source", "sink"}
+    assert any(p["class"].endswith("FileStreamSourceConnector") and p["type"] == "source" for p in plugins)
+    types = {p["type"] for p in everything}
+    assert {"source", "sink", "converter", "transformation", "predicate"} <= types
+    assert len(everything) > len(plugins)
+
+
+def test_plugin_config_lists_declared_keys(rest):
+    async def scenario(http, herder):
+        async with http.get("/connector-plugins/FileStreamSource/config") as r:
+            assert r.status == 200
+            keys = await r.json()
+        async with http.get("/connector-plugins/NoSuchConnector/config") as r:
+            assert r.status == 404
+            assert (await r.json())["error_code"] == 404
+        return keys
+
+    keys = {k["name"]: k for k in rest(scenario)}
+    assert set(keys) == {"file", "topic", "batch.size"}
+    assert keys["file"]["required"] is True and keys["file"]["default_value"] is None
+    assert keys["batch.size"] == {**keys["batch.size"], "type": "INT", "required": False, "default_value": "2000",
+                                  "importance": "LOW", "width": "NONE", "display_name": "batch.size",
+                                  "dependents": []}
+    assert keys["topic"]["documentation"] == "The topic to write the lines to."
+
+
+def test_validate_reports_errors_per_key(rest):
+    async def scenario(http, herder):
+        bad = {"connector.class": "FileStreamSource", "tasks.max": "zero", "topic": "t"}
+        async with http.put("/connector-plugins/FileStreamSource/config/validate", json=bad) as r:
+            assert r.status == 200
+            result = await r.json()
+        good = {"connector.class": "FileStreamSource", "name": "n", "file": "/tmp/x", "topic": "t"}
+        async with http.put("/connector-plugins/FileStreamSource/config/validate", json=good) as r:
+            clean = await r.json()
+        kept = {**good, "topic": f"${{file:{rest.secrets}:topic}}"}
+        async with http.put("/connector-plugins/FileStreamSource/config/validate", json=kept) as r:
+            placeholder = {c["value"]["name"]: c["value"] for c in (await r.json())["configs"]}["topic"]
+        assert placeholder["value"] == kept["topic"] and placeholder["errors"] == []
+        async with http.put("/connector-plugins/FileStreamSink/config/validate", json=good) as r:
+            assert r.status == 400  # connector.class says another plugin
+        async with http.put("/connector-plugins/Nope/config/validate", json=good) as r:
+            assert r.status == 404
+        return result, clean
+
+    result, clean = rest(scenario)
+    values = {c["value"]["name"]: c["value"] for c in result["configs"]}
+    assert result["error_count"] == sum(len(v["errors"]) for v in values.values()) >= 3
+    assert any("expected a 32-bit integer" in e for e in values["tasks.max"]["errors"])
+    assert values["file"]["errors"] and values["name"]["errors"]
+    assert values["topic"] == {"name": "topic", "value": "t", "recommended_values": [], "errors": [], "visible": True}
+    assert result["groups"] == list(dict.fromkeys(c["definition"]["group"] for c in result["configs"]
+                                                  if c["definition"]["group"]))
+    assert set(result["configs"][0]) == {"definition", "value"}
+    assert clean["error_count"] == 0
