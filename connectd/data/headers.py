@@ -40,8 +40,11 @@ class Headers:
 
     __slots__ = ("_items",)
 
+    # _items is the shared empty tuple until a header is added: most records have no
+    # headers, and a list per record (and per copy a transform makes) is garbage-collector work.
+
     def __init__(self, headers: Iterable[Header | tuple[str, Schema | None, Any]] | None = None) -> None:
-        self._items: list[Header] = []
+        self._items: list[Header] | tuple[()] = ()
         if headers:
             for header in headers:
                 key, schema, value = header
@@ -59,7 +62,10 @@ class Headers:
                 validate_value(schema, value)
             except DataError as exc:
                 raise exc.at(key) from None
-        self._items.append(Header(key, schema, value))
+        items = self._items
+        if items.__class__ is not list:
+            items = self._items = list(items)
+        items.append(Header(key, schema, value))
         return self
 
     def add_header(self, header: Header) -> Headers:
@@ -98,13 +104,13 @@ class Headers:
         return self
 
     def clear(self) -> Headers:
-        self._items = []
+        self._items = ()
         return self
 
     def copy(self) -> Headers:
         """An independent copy (headers themselves are immutable)."""
         duplicate = Headers.__new__(Headers)
-        duplicate._items = list(self._items)
+        duplicate._items = list(self._items) if self._items else ()
         return duplicate
 
     duplicate = copy  # Kafka's name
@@ -118,7 +124,10 @@ class Headers:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Headers):
             return NotImplemented
-        return self._items == other._items
+        mine, theirs = self._items, other._items
+        if mine.__class__ is not theirs.__class__:
+            return list(mine) == list(theirs)
+        return mine == theirs
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 

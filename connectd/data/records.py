@@ -44,9 +44,19 @@ _TIMESTAMP_NAMES = {
     TimestampType.LOG_APPEND_TIME: "LogAppendTime",
 }
 
-_NEW_RECORD_FIELDS = frozenset(
-    ("topic", "kafka_partition", "key_schema", "key", "value_schema", "value", "timestamp", "headers")
-)
+_NEW_RECORD_FIELDS = ("topic", "kafka_partition", "key_schema", "key", "value_schema", "value", "timestamp", "headers")
+
+
+class _Unchanged:
+    """new_record()'s default for each attribute: keep the record's own."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unchanged>"
+
+
+_KEEP: Any = _Unchanged()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -72,23 +82,36 @@ class ConnectRecord:
     timestamp: int | None = None
     headers: Headers = field(default_factory=Headers)
 
+    # Keep _POST_INIT_NEEDED (below) in step with what __post_init__ checks.
     def __post_init__(self) -> None:
         if self.timestamp is not None and self.timestamp < 0:
             raise DataError(f"Invalid record timestamp {self.timestamp}")
         if not isinstance(self.headers, Headers):
             self.headers = Headers(self.headers)
 
-    def new_record(self, **changes: Any) -> ConnectRecord:
-        """A copy with *changes* to ``topic``, ``kafka_partition``, ``key_schema``, ``key``,
+    def new_record(
+        self,
+        *,
+        topic: str = _KEEP,
+        kafka_partition: int | None = _KEEP,
+        key_schema: Schema | None = _KEEP,
+        key: Any = _KEEP,
+        value_schema: Schema | None = _KEEP,
+        value: Any = _KEEP,
+        timestamp: int | None = _KEEP,
+        headers: Headers = _KEEP,
+        **unknown: Any,
+    ) -> ConnectRecord:
+        """A copy with changes to ``topic``, ``kafka_partition``, ``key_schema``, ``key``,
         ``value_schema``, ``value``, ``timestamp`` or ``headers``; other attributes
         (source partition and offset, Kafka offset, …) are kept.
         """
-        if not _NEW_RECORD_FIELDS.issuperset(changes):
-            unknown = changes.keys() - _NEW_RECORD_FIELDS
+        # ConnectRecord, SourceRecord and SinkRecord have a compiled copy of this method
+        # (see _compile_new_record); it comes here for records of other classes.
+        if unknown:
             raise TypeError(f"new_record() cannot change {', '.join(sorted(unknown))}")
-        copy = _COPIERS.get(self.__class__)
-        if copy is not None:
-            return copy(self, changes)
+        given = (topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers)
+        changes = {name: change for name, change in zip(_NEW_RECORD_FIELDS, given) if change is not _KEEP}
         if "headers" not in changes:
             changes["headers"] = self.headers.copy()
         return dataclasses.replace(self, **changes)
@@ -123,6 +146,7 @@ class SinkRecord(ConnectRecord):
     original_kafka_partition: int | None = None
     original_kafka_offset: int | None = None
 
+    # Keep _POST_INIT_NEEDED (below) in step with what __post_init__ checks.
     def __post_init__(self) -> None:
         ConnectRecord.__post_init__(self)
         if self.original_topic is None:
@@ -133,43 +157,74 @@ class SinkRecord(ConnectRecord):
             self.original_kafka_offset = self.kafka_offset
 
 
-def _compile_copier(cls: type[ConnectRecord]) -> Any:
-    """``copier(record, changes)``: what ``dataclasses.replace`` makes of a record of exactly *cls*, faster.
+def _compile_new_record(cls: type[ConnectRecord]) -> Any:
+    """*cls*'s ``new_record``: for records of exactly *cls*, what ``dataclasses.replace`` makes, faster.
 
     ``replace`` passes every field to ``__init__`` (which only assigns them)
-    and runs ``__post_init__``; the copier assigns the slots itself and runs
-    the same ``__post_init__``, so a copy is checked just as a new record is.
-    Headers are copied unless new ones are given.
+    and runs ``__post_init__``; this assigns the slots itself and runs the
+    same ``__post_init__`` when it has something to do, so a copy is checked
+    just as a new record is. Headers are copied unless new ones are given.
+    Records of subclasses (which may add ``init=False`` fields or an
+    ``__init__`` of their own) and unknown changes go to the generic method.
     """
     fields = dataclasses.fields(cls)
     if not all(f.init for f in fields) or {f.name for f in fields} != set(cls.__slots__) | {
         name for base in cls.__mro__[1:] for name in getattr(base, "__slots__", ())
     }:
-        raise TypeError(f"cannot compile a record copier for {cls.__name__}")
-    lines = ["def copy(record, changes):", "    new = _new(_cls)"]
+        raise TypeError(f"cannot compile new_record for {cls.__name__}")
+    changes = ", ".join(f"{name}=_KEEP" for name in _NEW_RECORD_FIELDS)
+    lines = [
+        f"def new_record(self, *, {changes}, **unknown):",
+        "    if unknown or self.__class__ is not _cls:",
+        "        return _generic(self, " + ", ".join(f"{name}={name}" for name in _NEW_RECORD_FIELDS) + ", **unknown)",
+        "    new = _new(_cls)",
+    ]
     for f in fields:
         if f.name == "headers":
             lines += [
-                '    if "headers" in changes:',
-                '        new.headers = changes["headers"]',
+                "    if headers is not _KEEP:",
+                "        new.headers = headers",
                 "    else:",
-                "        headers = record.headers",
-                "        if headers.__class__ is _Headers:",
+                "        headers = self.headers",
+                "        if headers.__class__ is _Headers:  # Headers.copy(), inline",
                 "            new.headers = copied = _new(_Headers)",
-                "            copied._items = headers._items.copy()",
+                "            items = headers._items",
+                "            copied._items = list(items) if items else ()",
                 "        else:",
                 "            new.headers = headers.copy()",
             ]
         elif f.name in _NEW_RECORD_FIELDS:
-            lines.append(f'    new.{f.name} = changes["{f.name}"] if "{f.name}" in changes else record.{f.name}')
+            lines.append(f"    new.{f.name} = self.{f.name} if {f.name} is _KEEP else {f.name}")
         else:
-            lines.append(f"    new.{f.name} = record.{f.name}")
-    lines += ["    new.__post_init__()", "    return new"]
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_Headers": Headers}
+            lines.append(f"    new.{f.name} = self.{f.name}")
+    lines += [f"    if {_POST_INIT_NEEDED[cls]}:", "        new.__post_init__()", "    return new"]
+    namespace: dict[str, Any] = {
+        "_new": object.__new__,
+        "_cls": cls,
+        "_Headers": Headers,
+        "_KEEP": _KEEP,
+        "_generic": _generic_new_record,
+    }
     exec("\n".join(lines), namespace)  # noqa: S102 - source built above from the dataclass's own fields
-    return namespace["copy"]
+    method = namespace["new_record"]
+    method.__doc__ = _generic_new_record.__doc__
+    method.__qualname__ = f"{cls.__name__}.new_record"
+    method.__module__ = __name__
+    return method
 
 
-# Only these exact classes: a subclass may add init=False fields or its own
-# __init__, which dataclasses.replace handles and a slot copy would not.
-_COPIERS = {cls: _compile_copier(cls) for cls in (ConnectRecord, SourceRecord, SinkRecord)}
+# For each class, an expression on the copy `new` that is false only when its
+# __post_init__ would change nothing and raise nothing (it is harmless when true).
+_POST_INIT_NEEDED = {
+    ConnectRecord: "(new.timestamp is not None and new.timestamp < 0) or new.headers.__class__ is not _Headers",
+}
+_POST_INIT_NEEDED[SourceRecord] = _POST_INIT_NEEDED[ConnectRecord]
+_POST_INIT_NEEDED[SinkRecord] = (
+    _POST_INIT_NEEDED[ConnectRecord]
+    + " or new.original_topic is None or new.original_kafka_partition is None or new.original_kafka_offset is None"
+)
+
+_generic_new_record = ConnectRecord.new_record
+for _cls in (ConnectRecord, SourceRecord, SinkRecord):
+    _cls.new_record = _compile_new_record(_cls)  # type: ignore[method-assign]
+del _cls

@@ -73,6 +73,10 @@ class SchemaType(enum.Enum):
     def __repr__(self) -> str:
         return f"SchemaType.{self.name}"
 
+    # Members are singletons compared by identity; Enum's own __hash__ (hash of the
+    # name, in Python) made every dict keyed by a type several times slower.
+    __hash__ = object.__hash__
+
 
 _ARRAY, _MAP, _STRUCT = SchemaType.ARRAY, SchemaType.MAP, SchemaType.STRUCT
 
@@ -89,7 +93,7 @@ class StructBase:
 
     __slots__ = ()
     schema: Schema
-    _values: list[Any]
+    _values: list[Any] | tuple[Any, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -546,7 +550,7 @@ def _fits(schema: Schema, value: Any) -> bool:
 
 
 def _values_checker(schema: Schema) -> Callable[[list[Any]], bool]:
-    """For a struct schema: a function telling whether a list holds one fitting value per field.
+    """For a struct schema: a function telling whether a list (or tuple) holds one fitting value per field.
 
     It decides exactly as :func:`validate_value` on each field would, but
     tests the common cases (an ``int`` in range, a ``str``, a ``float``, …)

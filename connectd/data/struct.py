@@ -11,6 +11,9 @@ from connectd.data.schema import Field, Schema, SchemaType, StructBase, _values_
 
 __all__ = ["Struct"]
 
+_STRUCT = SchemaType.STRUCT
+_new = object.__new__
+
 
 class Struct(StructBase):
     """A value for a struct schema; fields are set with :meth:`put` and read with :meth:`get`.
@@ -32,11 +35,15 @@ class Struct(StructBase):
 
     __slots__ = ("schema", "_values")
 
+    # _values is a list, or a tuple in structs made whole from checked values
+    # (from_field_values, JsonConverter): the garbage collector stops tracking a tuple
+    # of plain values, and records are made by the thousand. put() turns it into a list.
+
     def __init__(self, schema: Schema, values: Mapping[str, Any] | None = None) -> None:
-        if not isinstance(schema, Schema) or schema.type is not SchemaType.STRUCT:
+        if not isinstance(schema, Schema) or schema.type is not _STRUCT:
             raise DataError(f"Not a struct schema: {schema!r}")
         self.schema = schema
-        self._values: list[Any] = [None] * len(schema._fields)
+        self._values: list[Any] | tuple[Any, ...] = [None] * len(schema._fields)
         if values:
             for name, value in values.items():
                 self.put(name, value)
@@ -53,8 +60,13 @@ class Struct(StructBase):
         :raises DataError: if *schema* is not a struct schema, the count is wrong, or a
             value does not fit (named as :meth:`put` names it).
         """
-        if isinstance(schema, Schema) and schema.type is SchemaType.STRUCT and _values_checker(schema)(values):
-            return cls._unchecked(schema, list(values))
+        if isinstance(schema, Schema) and schema.type is _STRUCT:
+            check = schema._values_check or _values_checker(schema)
+            if check(values):
+                struct = _new(cls)
+                struct.schema = schema
+                struct._values = tuple(values)
+                return struct
         struct = cls(schema)
         if len(values) != len(schema._fields):
             raise DataError(f"expected {len(schema._fields)} field values, got {len(values)}")
@@ -76,7 +88,7 @@ class Struct(StructBase):
         return values
 
     @classmethod
-    def _unchecked(cls, schema: Schema, values: list[Any]) -> Struct:
+    def _unchecked(cls, schema: Schema, values: list[Any] | tuple[Any, ...]) -> Struct:
         # For converters that produced the values from a schema already.
         struct = cls.__new__(cls)
         struct.schema = schema
@@ -106,7 +118,10 @@ class Struct(StructBase):
             validate_value(found.schema, value)
         except DataError as exc:
             raise exc.at(found.name) from None
-        self._values[found.index] = value
+        values = self._values
+        if values.__class__ is not list:
+            values = self._values = list(values)
+        values[found.index] = value
         return self
 
     def get(self, field: str | Field) -> Any:
@@ -127,7 +142,7 @@ class Struct(StructBase):
 
         :raises DataError: naming the first bad field, e.g. ``address.zip: null used for required field``.
         """
-        if _values_checker(self.schema)(self._values):
+        if (self.schema._values_check or _values_checker(self.schema))(self._values):
             return
         for field, value in zip(self.schema._fields, self._values):
             try:
@@ -144,7 +159,10 @@ class Struct(StructBase):
             return True
         if not isinstance(other, Struct):
             return NotImplemented
-        return self.schema == other.schema and self._values == other._values
+        mine, theirs = self._values, other._values
+        if mine.__class__ is not theirs.__class__:
+            mine, theirs = list(mine), list(theirs)
+        return self.schema == other.schema and mine == theirs
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 

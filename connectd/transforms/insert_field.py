@@ -110,39 +110,39 @@ class InsertField(KeyOrValue):
         if value is None:
             return record
         if value.__class__ is Struct and self.operating_schema(record) is not None:
+            # What _apply_step_by_step builds, from one list of values checked at once.
             try:
-                updated = self._insert_into(record, value)
-            except Exception:  # let the step-by-step path below raise its own error
+                schema = value.schema
+                last_schema, updated_schema = self._last
+                if schema is not last_schema:
+                    updated_schema = self._schemas.get(schema, self._with_fields)
+                    self._last = (schema, updated_schema)
+                values = value.field_values(defaults=self.replace_null_with_default)
+                # Inserted fields follow in _with_fields' order; a missing value stays None, as when not put.
+                if self.topic_field is not None:
+                    values.append(record.topic)
+                if self.partition_field is not None:
+                    values.append(record.kafka_partition)
+                if self.offset_field is not None:
+                    values.append(require_sink_record(record, PURPOSE).kafka_offset)
+                if self.timestamp_field is not None:
+                    stamp = record.timestamp
+                    values.append(None if stamp is None else Timestamp.to_logical(Timestamp.SCHEMA, stamp))
+                if self.static_field is not None:
+                    values.append(self.static_value)
+                updated = Struct.from_field_values(updated_schema, values)
+            except Exception:  # let the step-by-step path raise its own error
                 pass
             else:
-                return self.new_record(record, updated.schema, updated)
+                return self.new_record(record, updated_schema, updated)
         return self._apply_step_by_step(record)
 
-    def _insert_into(self, record: ConnectRecord, struct: Struct) -> Struct:
-        # What _apply_step_by_step builds, from one list of values checked at once.
-        schema = struct.schema
-        last_schema, updated_schema = self._last
-        if schema is not last_schema:
-            updated_schema = self._schemas.get(schema, self._with_fields)
-            self._last = (schema, updated_schema)
-        values = struct.field_values(defaults=self.replace_null_with_default)
-        # Inserted fields follow in _with_fields' order; a missing value stays None, as when not put.
-        if self.topic_field is not None:
-            values.append(record.topic)
-        if self.partition_field is not None:
-            values.append(record.kafka_partition)
-        if self.offset_field is not None:
-            values.append(require_sink_record(record, PURPOSE).kafka_offset)
-        if self.timestamp_field is not None:
-            stamp = record.timestamp
-            values.append(None if stamp is None else Timestamp.to_logical(Timestamp.SCHEMA, stamp))
-        if self.static_field is not None:
-            values.append(self.static_value)
-        return Struct.from_field_values(updated_schema, values)
-
     def _apply_step_by_step(self, record: ConnectRecord) -> ConnectRecord | None:
-        self._last = (None, None)  # the cache's order may change below
+        # apply() as it was before the fast path.
         value = self.operating_value(record)
+        if value is None:
+            return record
+        self._last = (None, None)  # the cache's order may change below
         schema = self.operating_schema(record)
         if schema is None:
             updated = dict(require_map(value, PURPOSE))

@@ -45,12 +45,17 @@ class RegexRouter(Transformation):
             return [ConfigProblem(None, "replacement", str(exc), replacement)]
         return []
 
+    # Until setup() fills them (a subclass may set regex and replacement itself), nothing is
+    # remembered: _routes_for then never matches, so the shared empty dict is never written.
+    _routes: dict[str, str | None] = {}
+    _routes_for: tuple[Any, Any] = (None, None)
+
     def setup(self, config: dict[str, Any]) -> None:
         self.regex = compile_java(config["regex"])
         self.replacement = JavaReplacement(config["replacement"], self.regex)
         # topic → routed topic (None: no match); a task sees few topics, so matching once per topic is enough.
-        self._routes: dict[str, str | None] = {}
-        self._routes_for: tuple[Any, Any] = (self.regex, self.replacement)
+        self._routes = {}
+        self._routes_for = (self.regex, self.replacement)
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         topic = record.topic

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, Type, Validator
@@ -114,28 +116,25 @@ class ReplaceField(KeyOrValue):
         if value is None:
             return record
         if value.__class__ is Struct and self.operating_schema(record) is not None:
+            # What _apply_step_by_step builds, from one list of values checked at once.
             try:
-                updated = self._replace_in(value)
-            except Exception:  # let the step-by-step path below raise its own error
-                updated = None
-            if updated is not None:
-                return self.new_record(record, updated.schema, updated)
+                schema = value.schema
+                last_schema, plan = self._last
+                if schema is not last_schema:
+                    plan = self._plans.get(schema, self._plan)
+                    self._last = (schema, plan)
+                if plan is None:  # a field to read is missing: the step-by-step path raises
+                    raise LookupError
+                updated_schema, pick = plan
+                values = pick(value.field_values(defaults=self.replace_null_with_default))
+                updated = Struct.from_field_values(updated_schema, values)
+            except Exception:  # let the step-by-step path raise its own error
+                pass
+            else:
+                return self.new_record(record, updated_schema, updated)
         return self._apply_step_by_step(record)
 
-    def _replace_in(self, struct: Struct) -> Struct | None:
-        # What _apply_step_by_step builds, from one list of values checked at once.
-        schema = struct.schema
-        last_schema, plan = self._last
-        if schema is not last_schema:
-            plan = self._plans.get(schema, self._plan)
-            self._last = (schema, plan)
-        if plan is None:
-            return None
-        updated_schema, sources = plan
-        values = struct.field_values(defaults=self.replace_null_with_default)
-        return Struct.from_field_values(updated_schema, [values[index] for index in sources])
-
-    def _plan(self, schema: Schema) -> tuple[Schema, tuple[int, ...]] | None:
+    def _plan(self, schema: Schema) -> tuple[Schema, Callable[[list[Any]], tuple[Any, ...]]] | None:
         updated_schema = self._schemas.get(schema, self._replaced)
         sources = []
         for field in updated_schema.fields:
@@ -143,11 +142,17 @@ class ReplaceField(KeyOrValue):
             if source is None:
                 return None
             sources.append(source.index)
-        return updated_schema, tuple(sources)
+        if len(sources) == 1:
+            index = sources[0]
+            return updated_schema, lambda values: (values[index],)
+        return updated_schema, itemgetter(*sources) if sources else lambda values: ()
 
     def _apply_step_by_step(self, record: ConnectRecord) -> ConnectRecord | None:
-        self._last = (None, None)  # the caches' order may change below
+        # apply() as it was before the fast path.
         value = self.operating_value(record)
+        if value is None:
+            return record
+        self._last = (None, None)  # the caches' order may change below
         schema = self.operating_schema(record)
         if schema is None:
             original = require_map(value, PURPOSE)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import pickle
 
 import pytest
@@ -113,3 +115,123 @@ class TestRecords:
         assert TimestampType.CREATE_TIME.display_name == "CreateTime"
         assert TimestampType.from_librdkafka(0) is TimestampType.NO_TIMESTAMP_TYPE
         assert TimestampType.from_librdkafka(2) is TimestampType.LOG_APPEND_TIME
+
+
+class TestEmptyHeaders:
+    def test_copies_of_empty_headers_are_independent(self):
+        empty = Headers()
+        copy = empty.copy()
+        copy.add("a", 1)
+        assert len(empty) == 0 and len(copy) == 1
+        assert [h.key for h in empty.copy().add("b", 2)] == ["b"] and len(empty) == 0
+
+    def test_emptied_headers_equal_new_ones(self):
+        assert Headers().add("a", 1).remove("a") == Headers() == Headers().add("a", 1).clear()
+        assert Headers().add("a", 1).clear().add("b", 2) == Headers().add("b", 2)
+        assert Headers() != Headers().add("a", 1)
+
+    def test_empty_headers_pickle_and_iterate(self):
+        assert pickle.loads(pickle.dumps(Headers())) == Headers()
+        assert list(Headers()) == [] and Headers().last_with_name("a") is None
+        assert Headers().retain_latest().all_with_name("a") == []
+
+
+def _records():
+    headers = Headers().add("h", 1)
+    yield ConnectRecord(topic="t", kafka_partition=1, key="k", value="v", timestamp=5)
+    yield ConnectRecord(topic="t", headers=headers.copy())
+    yield SourceRecord(topic="t", source_partition={"f": "a"}, source_offset={"p": 1}, value=1)
+    yield SinkRecord(topic="t", kafka_partition=2, kafka_offset=7, timestamp=3, timestamp_type=TimestampType.CREATE_TIME)
+    yield SinkRecord(topic="t", kafka_partition=None, kafka_offset=7, headers=headers.copy(), value_schema=Schema.STRING, value="x")
+
+
+CHANGES = {
+    "topic": "u",
+    "kafka_partition": 9,
+    "key_schema": Schema.INT32,
+    "key": 4,
+    "value_schema": None,
+    "value": None,
+    "timestamp": 11,
+    "headers": Headers().add("n", 2),
+}
+
+
+def _as_before(record, **changes):
+    """What new_record made before it had a fast way."""
+    if "headers" not in changes:
+        changes["headers"] = record.headers.copy()
+    return dataclasses.replace(record, **changes)
+
+
+class TestNewRecord:
+    @pytest.mark.parametrize("names", [()] + [c for n in (1, 2, 3) for c in itertools.combinations(CHANGES, n)])
+    def test_new_record_is_dataclasses_replace(self, names):
+        for record in _records():
+            changes = {name: CHANGES[name] for name in names}
+            copy = record.new_record(**changes)
+            expected = _as_before(record, **changes)
+            assert type(copy) is type(expected) and copy == expected
+            assert [getattr(copy, f.name) for f in dataclasses.fields(copy)] == [
+                getattr(expected, f.name) for f in dataclasses.fields(expected)
+            ]
+            assert copy.headers is not record.headers
+            if "headers" in changes:
+                assert copy.headers is changes["headers"]
+
+    def test_copied_headers_are_independent_even_when_empty(self):
+        for record in _records():
+            before = list(record.headers)
+            record.new_record(value=1).headers.add("added", 1)
+            assert list(record.headers) == before
+
+    def test_a_copy_is_checked_like_a_new_record(self):
+        record = SinkRecord(topic="t", kafka_partition=1, kafka_offset=2)
+        record.timestamp = -1  # records are mutable; a copy is checked again
+        with pytest.raises(DataError, match="Invalid record timestamp -1"):
+            record.new_record(value=1)
+        with pytest.raises(DataError, match="Invalid record timestamp -2"):
+            SinkRecord(topic="t", kafka_offset=2).new_record(timestamp=-2)
+        record = SinkRecord(topic="t", kafka_partition=1, kafka_offset=2)
+        record.headers = [("a", None, 1)]  # type: ignore[assignment]
+        assert record.new_record(value=1).headers == Headers().add("a", 1) == _as_before(record, value=1).headers
+        assert isinstance(SinkRecord(topic="t", kafka_offset=0).new_record(headers=[("b", None, 2)]).headers, Headers)
+        for unset in ("original_topic", "original_kafka_partition", "original_kafka_offset"):
+            record = SinkRecord(topic="t", kafka_partition=1, kafka_offset=2)
+            setattr(record, unset, None)
+            copy = record.new_record(topic="u", kafka_partition=5)
+            assert getattr(copy, unset) == {"original_topic": "u", "original_kafka_partition": 5}.get(unset, 2)
+            assert copy == _as_before(record, topic="u", kafka_partition=5)
+
+    def test_headers_of_a_headers_subclass_are_copied_by_its_copy(self):
+        class Traced(Headers):
+            __slots__ = ()
+
+            def copy(self):
+                duplicate = Traced()
+                duplicate._items = list(self._items)
+                return duplicate
+
+        record = SinkRecord(topic="t", kafka_offset=0, headers=Traced().add("a", 1))
+        copy = record.new_record(value=1)
+        assert type(copy.headers) is Traced and copy.headers == record.headers and copy.headers is not record.headers
+
+    def test_subclasses_get_dataclasses_replace(self):
+        @dataclasses.dataclass(slots=True, kw_only=True)
+        class Tracked(SinkRecord):
+            hops: int = dataclasses.field(default=0, init=False)
+
+        record = Tracked(topic="t", kafka_offset=1)
+        record.hops = 3
+        copy = record.new_record(value=2)
+        assert type(copy) is Tracked and copy.hops == 0 and copy.value == 2  # replace() does not carry init=False fields
+        with pytest.raises(TypeError, match="cannot change kafka_offset"):
+            record.new_record(kafka_offset=5)
+
+    def test_only_keywords_and_known_names(self):
+        record = SourceRecord(topic="t")
+        with pytest.raises(TypeError):
+            record.new_record("u")  # type: ignore[misc]
+        with pytest.raises(TypeError, match="new_record\\(\\) cannot change offset, source_offset"):
+            record.new_record(value=1, source_offset={}, offset=1)
+        assert "A copy with changes" in (SinkRecord.new_record.__doc__ or "")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import enum
 import pickle
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from connectd.data import (
     DataError,
@@ -22,9 +24,10 @@ from connectd.data import (
     Time,
     Timestamp,
 )
+from connectd.data.schema import _values_checker, validate_value
 from connectd.errors import ConnectdError
 
-from ._strategies import schemas, schemas_and_values
+from ._strategies import json_like, logical_schemas, names, primitive_schemas, schemas, schemas_and_values, values
 
 UTC = datetime.timezone.utc
 D = decimal.Decimal
@@ -274,3 +277,62 @@ def test_struct_schema_repr_is_readable():
     schema = SchemaBuilder.struct().name("p").field("a", Schema.OPTIONAL_INT8).build()
     assert repr(schema) == "Schema(struct, name='p', fields=[a: Schema(int8, optional)])"
     assert repr(Struct(schema, {"a": 1})) == "Struct{a=1}"
+
+
+# --- the compiled check of a struct's values -------------------------------------------------
+
+class Small(enum.IntEnum):
+    ONE = 1
+
+
+EDGE_LIST = [
+    True, False, 0, -1, 2**7, -(2**7) - 1, 2**15, 2**31, -(2**31) - 1, 2**63, -(2**63) - 1, Small.ONE, 1.5, float("nan"),
+    "x", b"x", bytearray(b"x"), [1], ["x"], {"k": 1}, (), None,
+]
+EDGES = st.sampled_from(EDGE_LIST)
+
+
+@st.composite
+def struct_values(draw):
+    field_schemas = st.one_of(primitive_schemas(), logical_schemas(), schemas(max_leaves=3))
+    fields = draw(st.lists(st.tuples(names, field_schemas), max_size=6, unique_by=lambda f: f[0]))
+    builder = SchemaBuilder.struct()
+    for name, field_schema in fields:
+        builder.field(name, field_schema)
+    schema = builder.build()
+    chosen = [draw(st.one_of(values(f.schema), EDGES, json_like)) for f in schema.fields]
+    return schema, chosen
+
+
+def _fits(schema, value) -> bool:
+    try:
+        validate_value(schema, value)
+    except DataError:
+        return False
+    return True
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(struct_values())
+def test_compiled_check_decides_as_validate_value(case):
+    schema, chosen = case
+    expected = all(_fits(f.schema, v) for f, v in zip(schema.fields, chosen))
+    assert _values_checker(schema)(chosen) is expected
+    assert _values_checker(schema)(tuple(chosen)) is expected
+    assert _values_checker(schema)(chosen + [None]) is False
+    assert _values_checker(schema) is _values_checker(schema)  # compiled once
+
+
+@pytest.mark.parametrize("schema_type", [t for t in SchemaType if t.is_primitive])
+def test_compiled_check_of_each_primitive_type(schema_type):
+    for field_schema in (Schema(schema_type), Schema(schema_type, optional=True)):
+        schema = SchemaBuilder.struct().field("x", field_schema).build()
+        for value in EDGE_LIST:
+            assert _values_checker(schema)([value]) is _fits(field_schema, value), (field_schema, value)
+
+
+def test_schema_type_hash_is_fast_and_consistent():
+    assert {t: t.value for t in SchemaType}[SchemaType.STRUCT] == "struct"
+    assert hash(SchemaType.INT8) == hash(SchemaType.INT8) and SchemaType.INT8 in {SchemaType.INT8}
+    assert pickle.loads(pickle.dumps(SchemaType.MAP)) is SchemaType.MAP
+    assert hash(SchemaBuilder.int8().build()) == hash(Schema.INT8)

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from connectd.data import DataError, Schema, SchemaBuilder, Struct
+from connectd.data.schema import validate_value
+
+from ._strategies import json_like, logical_schemas, names, primitive_schemas, schemas, values
 
 ADDRESS = SchemaBuilder.struct().field("street", Schema.STRING).field("zip", Schema.OPTIONAL_STRING).build()
 PERSON = (
@@ -97,3 +102,95 @@ def test_repr_is_javas_to_string():
 def test_pickles():
     p = person(emails=["x"])
     assert pickle.loads(pickle.dumps(p)) == p
+
+
+# --- building from a list of values (the transforms' fast path) ---------------------------
+
+PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+JUNK = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4) | st.binary(max_size=2) | json_like
+
+
+@st.composite
+def struct_and_values(draw) -> tuple[Schema, list[object]]:
+    """A struct schema and one value per field: fitting, None, or junk."""
+    field_schemas = st.one_of(primitive_schemas(), logical_schemas(), schemas(max_leaves=4))
+    fields = draw(st.lists(st.tuples(names, field_schemas), max_size=5, unique_by=lambda f: f[0]))
+    builder = SchemaBuilder.struct()
+    for name, field_schema in fields:
+        builder.field(name, field_schema)
+    schema = builder.build()
+    chosen = [draw(st.one_of(values(f.schema), values(f.schema), st.none(), JUNK)) for f in schema.fields]
+    return schema, chosen
+
+
+def put_one_by_one(schema: Schema, field_values: list[object]) -> Struct:
+    struct = Struct(schema)
+    for field, value in zip(schema.fields, field_values):
+        struct.put(field, value)
+    return struct
+
+
+def outcome(call):
+    try:
+        return "ok", call()
+    except DataError as exc:
+        return "error", str(exc)
+
+
+@PROPERTY
+@given(struct_and_values())
+def test_from_field_values_is_putting_them_one_by_one(case):
+    schema, field_values = case
+    expected = outcome(lambda: put_one_by_one(schema, field_values))
+    got = outcome(lambda: Struct.from_field_values(schema, field_values))
+    assert got[0] == expected[0] and got[1] == expected[1]
+    if got[0] == "ok":
+        assert [type(v) for v in got[1].field_values(defaults=False)] == [type(v) for v in field_values]
+
+
+@PROPERTY
+@given(struct_and_values())
+def test_validate_decides_as_before(case):
+    schema, field_values = case
+    struct = Struct._unchecked(schema, list(field_values))
+
+    def one_field_at_a_time() -> None:  # Struct.validate before its fast path
+        for field, value in zip(schema.fields, field_values):
+            try:
+                validate_value(field.schema, value)
+            except DataError as exc:
+                raise exc.at(field.name) from None
+
+    assert outcome(struct.validate) == outcome(one_field_at_a_time)
+
+
+def test_from_field_values_checks_the_schema_and_the_count():
+    with pytest.raises(DataError, match="Not a struct schema"):
+        Struct.from_field_values(Schema.STRING, [])
+    with pytest.raises(DataError, match="expected 2 field values, got 1"):
+        Struct.from_field_values(ADDRESS, ["Main"])
+    with pytest.raises(DataError, match="^zip: expected str for schema type string, got int 1"):
+        Struct.from_field_values(ADDRESS, ["Main", 1])
+
+
+def test_a_struct_from_values_keeps_its_own_copy_and_can_be_changed():
+    given_values = ["Main", None]
+    street = Struct.from_field_values(ADDRESS, given_values)
+    given_values[0] = "Other"
+    assert street.get("street") == "Main"
+    street.put("zip", "N1").put("street", "High")
+    assert street == Struct(ADDRESS, {"street": "High", "zip": "N1"})
+    assert Struct.from_field_values(ADDRESS, ("Main", None)) == Struct(ADDRESS, {"street": "Main"})
+    assert pickle.loads(pickle.dumps(street)) == street
+    with pytest.raises(DataError, match="^street: null used for required field"):
+        Struct.from_field_values(ADDRESS, ["Main", None]).put("street", None)
+
+
+def test_field_values_with_and_without_defaults():
+    p = person(age=None, emails=["a"])
+    assert p.field_values() == [p.get(f) for f in PERSON.fields] == ["Ada", 0, p.get("address"), ["a"]]
+    assert p.field_values(defaults=False) == [p.get_without_default(f) for f in PERSON.fields]
+    copied = p.field_values()
+    copied[0] = "changed"
+    assert p.get("name") == "Ada"
+

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from connectd.data import DataError, Schema, SchemaBuilder, SinkRecord, SourceRecord, Struct
 from connectd.data.logical import Date, Decimal, Time, Timestamp
@@ -426,3 +429,153 @@ def test_set_schema_metadata_config_problems():
         configured(SetSchemaMetadataValue)
     with pytest.raises(ConfigError, match=r"schema.version='v2': expected a 32-bit integer"):
         configured(SetSchemaMetadataValue, **{"schema.version": "v2"})
+
+
+# --- the fast paths of InsertField and ReplaceField --------------------------------------
+# Each builds the new struct from one list of values checked at once; the reference is the
+# step-by-step path (put per field), which is what apply did before.
+
+FIELD_POOL = {
+    "id": Schema.INT64,
+    "name": Schema.STRING,
+    "nick": Schema.OPTIONAL_STRING,
+    "age": SchemaBuilder.int32().optional().default_value(18).build(),
+    "score": Schema.FLOAT64,
+    "ok": SchemaBuilder.boolean().optional().build(),
+    "tags": SchemaBuilder.array(Schema.STRING).build(),
+    "address": PERSON.field("address").schema,
+    "seen": Timestamp.builder().optional().build(),
+    "price": Decimal.schema(2),
+    "level": SchemaBuilder.int8().default_value(1).build(),
+}
+GOOD = {
+    "id": st.integers(-(2**63), 2**63 - 1),
+    "name": st.text(max_size=5),
+    "nick": st.none() | st.text(max_size=5),
+    "age": st.none() | st.integers(-(2**31), 2**31 - 1),
+    "score": st.floats(),
+    "ok": st.none() | st.booleans(),
+    "tags": st.lists(st.text(max_size=3), max_size=3),
+    "address": st.none() | st.builds(lambda c: Struct(PERSON.field("address").schema, {"city": c}), st.text(max_size=3)),
+    "seen": st.none() | st.datetimes(timezones=st.just(UTC)),
+    "price": st.decimals(allow_nan=False, allow_infinity=False, places=2),
+    "level": st.none() | st.integers(-128, 127),
+}
+JUNK = st.none() | st.booleans() | st.integers() | st.text(max_size=3) | st.lists(st.integers(), max_size=2) | st.just(
+    Struct(ADDRESS, {"city": "x"})
+)
+NAMES = [*FIELD_POOL, "topic", "t", "missing"]
+
+
+@st.composite
+def struct_records(draw):
+    names = draw(st.lists(st.sampled_from(list(FIELD_POOL)), max_size=6, unique=True))
+    builder = SchemaBuilder.struct().name("Rec")
+    for name in names:
+        builder.field(name, FIELD_POOL[name])
+    schema = builder.build()
+    chosen = [draw(st.one_of(GOOD[name], GOOD[name], GOOD[name], JUNK)) for name in names]
+    value = Struct._unchecked(schema, chosen if draw(st.booleans()) else tuple(chosen))
+    if draw(st.integers(0, 9)) == 0:
+        schema, value = (None, {"a": 1}) if draw(st.booleans()) else (schema, None)
+    common = dict(
+        topic=draw(st.sampled_from(["people", "t"])),
+        kafka_partition=draw(st.none() | st.integers(0, 5)),
+        timestamp=draw(st.none() | st.integers(0, 2**40)),
+    )
+    on_key_side = draw(st.booleans())
+    placed = dict(key_schema=schema, key=value) if on_key_side else dict(value_schema=schema, value=value)
+    if draw(st.booleans()):
+        return on_key_side, SinkRecord(kafka_offset=draw(st.integers(0, 100)), **common, **placed)
+    return on_key_side, SourceRecord(**common, **placed)
+
+
+def _outcome(call):
+    try:
+        return "ok", call()
+    except DataError as exc:
+        return "error", f"{type(exc).__name__}: {exc}"
+
+
+def _same_record(a, b) -> bool:
+    if type(a) is not type(b) or a != b:
+        return False
+    for attr in ("key", "value"):
+        x, y = getattr(a, attr), getattr(b, attr)
+        if isinstance(x, Struct) and (
+            [type(v) for v in x.field_values(defaults=False)] != [type(v) for v in y.field_values(defaults=False)]
+        ):
+            return False
+    return True
+
+
+def _assert_as_step_by_step(cls_pair, config, case):
+    on_key_side, record = case
+    cls = cls_pair[0] if on_key_side else cls_pair[1]
+    fast, reference = configured(cls, **config), configured(cls, **config)
+    for _ in range(2):  # the second time, from the cached plan
+        got, expected = _outcome(lambda: fast.apply(record)), _outcome(lambda: reference._apply_step_by_step(record))
+        assert got[0] == expected[0], (got, expected)
+        assert _same_record(got[1], expected[1]) if got[0] == "ok" else got[1] == expected[1]
+
+
+FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SPEC = st.sampled_from(["", "!", "?"])
+
+
+@FAST
+@given(
+    struct_records(),
+    st.fixed_dictionaries({}, optional={
+        "topic.field": st.sampled_from(NAMES).flatmap(lambda n: SPEC.map(lambda s: n + s)),
+        "partition.field": st.sampled_from(["p", "age", "t"]).flatmap(lambda n: SPEC.map(lambda s: n + s)),
+        "offset.field": st.sampled_from(["o", "id"]).flatmap(lambda n: SPEC.map(lambda s: n + s)),
+        "timestamp.field": st.sampled_from(["ts", "seen"]).flatmap(lambda n: SPEC.map(lambda s: n + s)),
+        "static.field": st.sampled_from(["s", "nick", "o"]).flatmap(lambda n: SPEC.map(lambda s: n + s)),
+        "static.value": st.sampled_from(["crm", "x"]),
+        "replace.null.with.default": st.booleans(),
+    }).filter(lambda c: any(k in c for k in ("topic.field", "partition.field", "offset.field", "timestamp.field", "static.field"))
+              and ("static.field" not in c or "static.value" in c)),
+)
+def test_insert_field_gives_what_step_by_step_gives(case, config):
+    _assert_as_step_by_step((InsertFieldKey, InsertFieldValue), config, case)
+
+
+@FAST
+@given(
+    struct_records(),
+    st.fixed_dictionaries({}, optional={
+        "exclude": st.lists(st.sampled_from(NAMES), max_size=3).map(",".join),
+        "include": st.lists(st.sampled_from(NAMES), min_size=1, max_size=4).map(",".join),
+        "renames": st.lists(st.tuples(st.sampled_from(NAMES), st.sampled_from(NAMES)), max_size=3).map(
+            lambda pairs: ",".join(f"{a}:{b}" for a, b in pairs)
+        ),
+        "replace.null.with.default": st.booleans(),
+    }),
+)
+def test_replace_field_gives_what_step_by_step_gives(case, config):
+    _assert_as_step_by_step((ReplaceFieldKey, ReplaceFieldValue), config, case)
+
+
+def test_replace_renaming_onto_a_kept_field_reads_the_old_name_as_kafka_does():
+    schema = SchemaBuilder.struct().field("b", Schema.STRING).build()
+    transform = configured(ReplaceFieldValue, renames="a:b")
+    with pytest.raises(DataError, match="a is not a valid field name"):
+        transform.apply(on_value(schema, Struct(schema, {"b": "x"})))
+
+
+def test_insert_into_an_invalid_struct_fails_as_before():
+    broken = Struct(PERSON)  # required id and name unset
+    with pytest.raises(DataError, match="^id: null used for required field"):
+        configured(InsertFieldValue, **{"topic.field": "t"}).apply(on_value(PERSON, broken))
+    with pytest.raises(DataError, match="^id: null used for required field"):
+        configured(ReplaceFieldValue, exclude="age").apply(on_value(PERSON, broken))
+
+
+def test_a_new_schema_after_close_is_derived_again():
+    transform = configured(ReplaceFieldValue, exclude="age")
+    first = transform.apply(on_value(PERSON, person()))
+    transform.close()
+    second = transform.apply(on_value(PERSON, person()))
+    assert first == second and first.value_schema == second.value_schema
+    assert len(transform._schemas) == 1

@@ -207,3 +207,48 @@ def test_date_format_rejects(text):
 def test_bad_patterns(pattern, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         JavaDateFormat(pattern)
+
+
+def test_routes_are_remembered_per_topic_and_still_right():
+    router = configured(RegexRouter, regex="(.*)-raw", replacement="$1-clean")
+    for topic in ["a-raw", "b", "a-raw", "c-raw-x", "b", "x-raw"] * 2:
+        out = router.apply(record(topic))
+        direct = re.fullmatch("(.*)-raw", topic)
+        assert out.topic == (topic[:-4] + "-clean" if direct else topic)
+    untouched = record("b")
+    assert router.apply(untouched) is untouched
+
+
+def test_a_replaced_regex_or_replacement_is_used_at_once():
+    router = configured(RegexRouter, regex="(.*)-raw", replacement="$1-clean")
+    assert router.apply(record("a-raw")).topic == "a-clean"
+    router.replacement = JavaReplacement("$1-new", router.regex)
+    assert router.apply(record("a-raw")).topic == "a-new"
+    router.regex = compile_java("a-(.*)")
+    router.replacement = JavaReplacement("$1", router.regex)
+    assert router.apply(record("a-raw")).topic == "raw"
+    router.configure({"regex": "(.*)", "replacement": "x"})
+    assert router.apply(record("a-raw")).topic == "x"
+
+
+def test_many_topics_keep_working_past_the_memo_size():
+    router = configured(RegexRouter, regex="t(\\d+)", replacement="u$1")
+    for n in range(2500):
+        assert router.apply(record(f"t{n}")).topic == f"u{n}"
+
+
+def test_a_topic_that_is_not_a_string_fails_as_before():
+    router = configured(RegexRouter, regex="(.*)", replacement="x")
+    with pytest.raises(TypeError, match="expected string or bytes-like object"):
+        router.apply(SinkRecord(topic=5, kafka_partition=0, kafka_offset=0))  # type: ignore[arg-type]
+
+
+def test_a_subclass_that_sets_its_own_regex_is_routed_without_the_memo():
+    class Fixed(RegexRouter):
+        def setup(self, config):
+            self.regex = compile_java("(.*)-in")
+            self.replacement = JavaReplacement("$1-out", self.regex)
+
+    router = configured(Fixed, regex="x", replacement="y")
+    assert router.apply(record("a-in")).topic == "a-out"
+    assert RegexRouter._routes == {}
