@@ -38,7 +38,6 @@ from connectd.config.worker import WorkerConfig
 from connectd.connector import (
     ConnectorContext,
     SinkConnector,
-    SourceConnector,
     SparkSinkTask,
     SparkSourceTask,
     TopicPartition,

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from connectd.config.definitions import (
-    And,
     CaseInsensitiveValidString,
     ConfigDef,
     ConfigKey,
@@ -51,19 +50,12 @@ __all__ = [
 
 H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
-# -1 asks the broker for its default, as Kafka allows for internal topics.
-_REPLICATION = Range.between(-1, 32767)
-
-
-def _replication_factor_ok(value: int) -> None:
-    if value == 0 or value < -1:
-        raise ValueError("expected a replication factor of at least 1, or -1 for the broker's default")
-
-
 class _ReplicationFactor(Range):
+    # -1 asks the broker for its default, as Kafka allows for internal topics.
     def __call__(self, value: Any) -> None:
         super().__call__(value)
-        _replication_factor_ok(value)
+        if value == 0 or value < -1:
+            raise ValueError("expected a replication factor of at least 1, or -1 for the broker's default")
 
     def describe(self) -> str:
         return "-1 (broker default) or [1,...,32767]"
