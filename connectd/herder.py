@@ -241,6 +241,9 @@ class StandaloneHerder:
         :raises ConfigError: listing every problem of the config.
         """
         name = (config.get("name") or "").strip()
+        initial = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED", None: "STARTED"}
+        if (initial_state or None) not in initial:
+            raise ConfigError([f"initial_state: {initial_state!r}: expected RUNNING, PAUSED or STOPPED"])
         problems, cls = await asyncio.to_thread(validate_connector, config, self.registry, origin, self.worker.providers.resolve)
         if not name:
             problems.insert(0, ConfigProblem(origin("name"), "name", "is required"))
@@ -254,9 +257,6 @@ class StandaloneHerder:
                 return False
             if current is not None:
                 await self._stop_connector(current)
-            initial = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED", None: "STARTED"}
-            if (initial_state or None) not in initial:
-                raise ConfigError([f"initial_state: {initial_state!r}: expected RUNNING, PAUSED or STOPPED"])
             target = current.target if current else initial[initial_state or None]
             run = _ConnectorRun(name, dict(config), cls, target=target)
             self._connectors[name] = run
