@@ -397,16 +397,17 @@ def test_set_level_can_make_one_logger_more_verbose_than_root():
 
 def test_set_level_affects_the_logger_and_existing_descendants_only():
     _configure("INFO")
-    for name in ("connectd.runtime", "connectd.runtime.spark", "connectd.runtimex", "connectd.rest"):
+    # Names no module uses: connectd's own modules create loggers under connectd.*.
+    for name in ("lvltest.runtime", "lvltest.runtime.spark", "lvltest.runtimex", "lvltest.rest"):
         logging.getLogger(name)
 
-    changed = set_level("connectd.runtime", "DEBUG")
+    changed = set_level("lvltest.runtime", "DEBUG")
 
-    assert changed == ["connectd.runtime", "connectd.runtime.spark"]
-    assert logging.getLogger("connectd.runtime.spark").level == logging.DEBUG
-    assert logging.getLogger("connectd.runtimex").level == logging.NOTSET
-    assert logging.getLogger("connectd.rest").level == logging.NOTSET
-    assert get_level("connectd.runtimex") == "INFO"
+    assert changed == ["lvltest.runtime", "lvltest.runtime.spark"]
+    assert logging.getLogger("lvltest.runtime.spark").level == logging.DEBUG
+    assert logging.getLogger("lvltest.runtimex").level == logging.NOTSET
+    assert logging.getLogger("lvltest.rest").level == logging.NOTSET
+    assert get_level("lvltest.runtimex") == "INFO"
 
 
 def test_set_level_on_parent_resets_descendant_with_its_own_level():
