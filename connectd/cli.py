@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="which worker keys apply (auto: standalone if the file sets "
                             "offset.storage.file.filename and no group.id)")
     check.add_argument("--policy", choices=("msk",), help="also flag what AWS MSK Connect would refuse")
-    docs = config_verbs.add_parser("docs", help="write the configuration reference (Markdown)")
+    docs = config_verbs.add_parser(
+        "docs", help="write the configuration reference and the converters/transforms/predicates page (Markdown)")
     docs.add_argument("--output", "-o", default=None, metavar="PATH",
                       help="write only the configuration reference there (- for stdout); by default "
                            "docs/configuration.md and docs/converters-transforms-predicates.md are written")

@@ -197,10 +197,11 @@ class JsonConverter(Converter, HeaderConverter):
         self._reset_caches()
 
     def _reset_caches(self) -> None:
-        # schema → (envelope prefix, payload encoder, envelope encoder)
-        self._to_json: OrderedDict[Schema, tuple[str, Encoder, Encoder]] = OrderedDict()
-        # schema JSON text → (schema, payload decoder, orjson payload reader or None)
-        self._to_connect: OrderedDict[str, tuple[Schema | None, Decoder, Decoder | None]] = OrderedDict()
+        # schema → (envelope prefix, payload encoder, envelope encoder, compiling to come);
+        # structs are compiled when their entry is used a second time.
+        self._to_json: OrderedDict[Schema, tuple[str, Encoder, Encoder, bool]] = OrderedDict()
+        # schema JSON text → (schema, payload decoder, orjson payload reader or None, compiling to come)
+        self._to_connect: OrderedDict[str, tuple[Schema | None, Decoder, Decoder | None, bool]] = OrderedDict()
         self._json = json.JSONDecoder(parse_float=decimal.Decimal, parse_constant=_reject_constant)
 
     # Compiled functions are closures; drop them when pickled into Spark workers.
@@ -223,7 +224,7 @@ class JsonConverter(Converter, HeaderConverter):
             payload = self._encode_schemaless(value)
             text = '{"schema":null,"payload":' + payload + "}" if self.schemas_enabled else payload
         else:
-            _, encode, envelope = self._compiled(schema)
+            _, encode, envelope, _ = self._compiled(schema)
             text = envelope(value) if self.schemas_enabled else encode(value)
         try:
             return text.encode("utf-8")
@@ -374,22 +375,24 @@ class JsonConverter(Converter, HeaderConverter):
 
     # -- writing -------------------------------------------------------------------------------
 
-    def _compiled(self, schema: Schema) -> tuple[str, Encoder, Encoder]:
+    def _compiled(self, schema: Schema) -> tuple[str, Encoder, Encoder, bool]:
+        """(envelope prefix, payload encoder, envelope encoder, whether compiling is still to come)."""
         cache = self._to_json
         entry = cache.get(schema)
         if entry is not None:
             cache.move_to_end(schema)
+            if entry[3]:  # used again: now compiling pays
+                encode, envelope = self._struct_encoders(schema, entry[0])
+                entry = cache[schema] = (entry[0], encode, envelope, False)  # type: ignore[assignment]
             return entry
+        # First use: the step-by-step functions, quick to make, as a schema may be used only once.
         prefix = _ENVELOPE_START + self._schema_json(schema) + _PAYLOAD_START
-        if is_plain_struct(schema):
-            encode, envelope = self._struct_encoders(schema, prefix)
-        else:
-            encode = self._encoder(schema)
+        encode = self._encoder(schema, compiled=False)
 
-            def envelope(value: Any) -> str:
-                return prefix + encode(value) + "}"
+        def envelope(value: Any) -> str:
+            return prefix + encode(value) + "}"
 
-        entry = (prefix, encode, envelope)
+        entry = (prefix, encode, envelope, is_plain_struct(schema))
         if self.cache_size > 0:
             cache[schema] = entry
             if len(cache) > self.cache_size:
@@ -424,19 +427,23 @@ class JsonConverter(Converter, HeaderConverter):
             params = ",".join(json_quote(k) + ":" + json_quote(v) for k, v in schema.parameters.items())
             parts.append('"parameters":{' + params + "}")
         if schema.default_value is not None:
-            parts.append('"default":' + self._base_encoder(schema)(schema.default_value))
+            parts.append('"default":' + self._base_encoder(schema, compiled=False)(schema.default_value))
         return "{" + ",".join(parts) + "}"
 
-    def _encoder(self, schema: Schema) -> Encoder:
-        """A function writing a value of *schema* (``None`` handled as Kafka does) as JSON text."""
-        if is_plain_struct(schema):
+    def _encoder(self, schema: Schema, compiled: bool = True) -> Encoder:
+        """A function writing a value of *schema* (``None`` handled as Kafka does) as JSON text.
+
+        :param compiled: with structs compiled (see :mod:`connectd.data._json_structs`): faster
+            to run, slower to make, so worth it for a schema used more than once.
+        """
+        if compiled and is_plain_struct(schema):
             return self._struct_encoders(schema)[0]
-        return self._null_encoder(schema, self._base_encoder(schema))
+        return self._null_encoder(schema, self._base_encoder(schema, compiled))
 
     def _struct_encoders(self, schema: Schema, prefix: str | None = None) -> tuple[Encoder, Encoder | None]:
         """The compiled encoder of a struct schema and, with *prefix*, the one writing the whole envelope."""
         field_encoders = [self._encoder(field.schema) for field in schema._fields]
-        step_by_step = self._null_encoder(schema, self._struct_encoder(schema, field_encoders))
+        step_by_step = self._null_encoder(schema, self._struct_encoder(schema, True, field_encoders))
         names = [json_quote(field.name) for field in schema._fields]
         replace = self.replace_null_with_default
         encode = compile_struct_encoder(schema, step_by_step, field_encoders, names, replace)
@@ -465,7 +472,7 @@ class JsonConverter(Converter, HeaderConverter):
 
         return required
 
-    def _base_encoder(self, schema: Schema) -> Encoder:
+    def _base_encoder(self, schema: Schema, compiled: bool = True) -> Encoder:
         """Like :meth:`_encoder` for values that are not ``None``."""
         name = schema.name
         if name is not None:
@@ -497,10 +504,10 @@ class JsonConverter(Converter, HeaderConverter):
                 else _reject(schema, value, "bytes")
             )
         if schema_type is SchemaType.ARRAY:
-            return self._array_encoder(schema)
+            return self._array_encoder(schema, compiled)
         if schema_type is SchemaType.MAP:
-            return self._map_encoder(schema)
-        return self._struct_encoder(schema)
+            return self._map_encoder(schema, compiled)
+        return self._struct_encoder(schema, compiled)
 
     def _logical_encoder(self, schema: Schema, name: str) -> Encoder | None:
         if name == DECIMAL_NAME:
@@ -521,8 +528,8 @@ class JsonConverter(Converter, HeaderConverter):
             return lambda value: int.__repr__(Timestamp.from_logical(schema, value))
         return None
 
-    def _array_encoder(self, schema: Schema) -> Encoder:
-        element = self._encoder(schema._value_schema)  # type: ignore[arg-type]
+    def _array_encoder(self, schema: Schema, compiled: bool) -> Encoder:
+        element = self._encoder(schema._value_schema, compiled)  # type: ignore[arg-type]
 
         def array(value: Any) -> str:
             if not isinstance(value, (list, tuple)):
@@ -535,10 +542,10 @@ class JsonConverter(Converter, HeaderConverter):
 
         return array
 
-    def _map_encoder(self, schema: Schema) -> Encoder:
+    def _map_encoder(self, schema: Schema, compiled: bool) -> Encoder:
         key_schema: Schema = schema._key_schema  # type: ignore[assignment]
-        encode_key = self._encoder(key_schema)
-        encode_value = self._encoder(schema._value_schema)  # type: ignore[arg-type]
+        encode_key = self._encoder(key_schema, compiled)
+        encode_value = self._encoder(schema._value_schema, compiled)  # type: ignore[arg-type]
         if key_schema.type is SchemaType.STRING:
             # String keys: a JSON object (Kafka writes the key node's text, so a null key is "null").
             def object_key(key: Any) -> str:
@@ -572,10 +579,12 @@ class JsonConverter(Converter, HeaderConverter):
 
         return as_pairs
 
-    def _struct_encoder(self, schema: Schema, field_encoders: Sequence[Encoder] | None = None) -> Encoder:
+    def _struct_encoder(
+        self, schema: Schema, compiled: bool, field_encoders: Sequence[Encoder] | None = None
+    ) -> Encoder:
         """The step-by-step struct encoder: one call per field (see :mod:`connectd.data._json_structs`)."""
         if field_encoders is None:
-            field_encoders = [self._encoder(field.schema) for field in schema._fields]
+            field_encoders = [self._encoder(field.schema, compiled) for field in schema._fields]
         plan = [
             (("," if field.index else "") + json_quote(field.name) + ":", field.index, field_encoders[field.index])
             for field in schema._fields
@@ -643,7 +652,7 @@ class JsonConverter(Converter, HeaderConverter):
                 split = text.find(_PAYLOAD_START, 10)
                 entry = self._to_connect.get(text[10:split]) if split > 0 else None
                 if entry is not None:
-                    self._to_connect.move_to_end(text[10:split])
+                    entry = self._used_again(text[10:split], entry)
                 else:
                     parsed, split = raw_decode(text, 10)
                     if not text.startswith(_PAYLOAD_START, split):
@@ -661,27 +670,38 @@ class JsonConverter(Converter, HeaderConverter):
         if not isinstance(envelope, dict) or len(envelope) != 2 or "schema" not in envelope or "payload" not in envelope:
             raise DataError(_ENVELOPE_ERROR)
         key = json.dumps(envelope["schema"], sort_keys=True, separators=(",", ":"), default=str)
-        schema, decode, _ = self._schema_entry("~" + key, envelope["schema"])
+        schema, decode, _, _ = self._schema_entry("~" + key, envelope["schema"])
         return schema, decode, envelope["payload"], None
 
-    def _schema_entry(self, key: str, parsed: Any) -> tuple[Schema | None, Decoder, Decoder | None]:
+    def _schema_entry(self, key: str, parsed: Any) -> tuple[Schema | None, Decoder, Decoder | None, bool]:
         cache = self._to_connect
         entry = cache.get(key)
         if entry is not None:
-            cache.move_to_end(key)
-            return entry
+            return self._used_again(key, entry)
         if parsed is None:
-            entry = (None, _plain, None)
+            entry = (None, _plain, None, False)
         else:
             if not isinstance(parsed, dict):
                 raise DataError("Schema must contain 'type' field")
             schema = self._parse_schema(parsed)
-            reader = compile_payload_reader(schema, self.replace_null_with_default) if orjson is not None else None
-            entry = (schema, self._decoder(schema), reader)
+            # First use: the step-by-step decoder, quick to make, as a schema may be used only once.
+            entry = (schema, self._decoder(schema, compiled=False), None, is_plain_struct(schema))
         if self.cache_size > 0:
             cache[key] = entry
             if len(cache) > self.cache_size:
                 cache.popitem(last=False)
+        return entry
+
+    def _used_again(
+        self, key: str, entry: tuple[Schema | None, Decoder, Decoder | None, bool]
+    ) -> tuple[Schema | None, Decoder, Decoder | None, bool]:
+        """A cache hit: the entry, most recently used now, and compiled if it was not yet."""
+        cache = self._to_connect
+        cache.move_to_end(key)
+        if entry[3]:  # used again: now compiling pays
+            schema: Schema = entry[0]  # type: ignore[assignment]
+            reader = compile_payload_reader(schema, self.replace_null_with_default) if orjson is not None else None
+            entry = cache[key] = (schema, self._decoder(schema), reader, False)
         return entry
 
     def _parse_schema(self, node: Mapping[str, Any]) -> Schema:
@@ -746,18 +766,21 @@ class JsonConverter(Converter, HeaderConverter):
         )
         schema = Schema(schema_type, **attributes)
         if "default" in node:
-            default = self._decoder(schema)(node["default"])
+            default = self._decoder(schema, compiled=False)(node["default"])
             if default is not None:
                 schema = Schema(schema_type, default_value=default, **attributes)
         return schema
 
-    def _decoder(self, schema: Schema) -> Decoder:
-        """A function turning a parsed JSON value into the Connect value of *schema*."""
-        if is_plain_struct(schema):
+    def _decoder(self, schema: Schema, compiled: bool = True) -> Decoder:
+        """A function turning a parsed JSON value into the Connect value of *schema*.
+
+        :param compiled: with structs compiled, as for :meth:`_encoder`.
+        """
+        if compiled and is_plain_struct(schema):
             field_decoders = [self._decoder(field.schema) for field in schema._fields]
-            step_by_step = self._null_decoder(schema, self._struct_decoder(schema, field_decoders))
+            step_by_step = self._null_decoder(schema, self._struct_decoder(schema, True, field_decoders))
             return compile_struct_decoder(schema, step_by_step, field_decoders, self.replace_null_with_default)
-        return self._null_decoder(schema, self._base_decoder(schema))
+        return self._null_decoder(schema, self._base_decoder(schema, compiled))
 
     def _null_decoder(self, schema: Schema, base: Decoder) -> Decoder:
         """*base* (for values that are not ``None``) with ``None`` read as Kafka does."""
@@ -775,7 +798,7 @@ class JsonConverter(Converter, HeaderConverter):
 
         return required
 
-    def _base_decoder(self, schema: Schema) -> Decoder:
+    def _base_decoder(self, schema: Schema, compiled: bool = True) -> Decoder:
         name = schema.name
         if name is not None:
             logical = _logical_decoder(schema, name)
@@ -827,13 +850,13 @@ class JsonConverter(Converter, HeaderConverter):
         if schema_type is SchemaType.BYTES:
             return lambda value: _decode_base64(value, "Invalid bytes field")
         if schema_type is SchemaType.ARRAY:
-            return self._array_decoder(schema)
+            return self._array_decoder(schema, compiled)
         if schema_type is SchemaType.MAP:
-            return self._map_decoder(schema)
-        return self._struct_decoder(schema)
+            return self._map_decoder(schema, compiled)
+        return self._struct_decoder(schema, compiled)
 
-    def _array_decoder(self, schema: Schema) -> Decoder:
-        element = self._decoder(schema._value_schema)  # type: ignore[arg-type]
+    def _array_decoder(self, schema: Schema, compiled: bool) -> Decoder:
+        element = self._decoder(schema._value_schema, compiled)  # type: ignore[arg-type]
 
         def array(value: Any) -> list[Any]:
             if not isinstance(value, list):
@@ -846,9 +869,9 @@ class JsonConverter(Converter, HeaderConverter):
 
         return array
 
-    def _map_decoder(self, schema: Schema) -> Decoder:
+    def _map_decoder(self, schema: Schema, compiled: bool) -> Decoder:
         key_schema: Schema = schema._key_schema  # type: ignore[assignment]
-        decode_value = self._decoder(schema._value_schema)  # type: ignore[arg-type]
+        decode_value = self._decoder(schema._value_schema, compiled)  # type: ignore[arg-type]
         if key_schema.type is SchemaType.STRING:
 
             def from_object(value: Any) -> dict[Any, Any]:
@@ -861,7 +884,7 @@ class JsonConverter(Converter, HeaderConverter):
                     raise
 
             return from_object
-        decode_key = self._decoder(key_schema)
+        decode_key = self._decoder(key_schema, compiled)
 
         def from_pairs(value: Any) -> dict[Any, Any]:
             if not isinstance(value, list):
@@ -885,10 +908,12 @@ class JsonConverter(Converter, HeaderConverter):
 
         return from_pairs
 
-    def _struct_decoder(self, schema: Schema, field_decoders: Sequence[Decoder] | None = None) -> Decoder:
+    def _struct_decoder(
+        self, schema: Schema, compiled: bool, field_decoders: Sequence[Decoder] | None = None
+    ) -> Decoder:
         """The step-by-step struct decoder: one call per field (see :mod:`connectd.data._json_structs`)."""
         if field_decoders is None:
-            field_decoders = [self._decoder(field.schema) for field in schema._fields]
+            field_decoders = [self._decoder(field.schema, compiled) for field in schema._fields]
         plan = [(field.name, field_decoders[field.index]) for field in schema._fields]
         unchecked = Struct._unchecked
 

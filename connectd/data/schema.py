@@ -236,7 +236,7 @@ class Schema:
             "_field_defaults",
             tuple((f.index, f.schema.default_value) for f in field_tuple if f.schema.default_value is not None),
         )
-        init(self, "_values_check", None)  # compiled on first use by _values_checker
+        init(self, "_values_check", None)  # see _values_checker
         init(self, "_key_schema", key_schema)
         init(self, "_value_schema", value_schema)
         init(self, "default_value", None)
@@ -556,13 +556,23 @@ def _values_checker(schema: Schema) -> Callable[[list[Any]], bool]:
     tests the common cases (an ``int`` in range, a ``str``, a ``float``, …)
     inline, so callers that build structs from values that are almost
     always valid pay a few type checks rather than a call per field. It is
-    compiled once per schema and kept on the schema.
+    compiled when the schema is used a second time (compiling costs about a
+    hundred checks, and a schema may be built for one value) and kept on the
+    schema; callers use ``schema._values_check or _values_checker(schema)``.
     """
     check = schema._values_check
-    if check is None:
+    if check is None:  # first use: check field by field, compile next time
+        object.__setattr__(schema, "_values_check", False)
+        return lambda values: _fit_one_by_one(schema, values)
+    if not check:
         check = _compile_values_check(schema)
         object.__setattr__(schema, "_values_check", check)
     return check
+
+
+def _fit_one_by_one(schema: Schema, values: Any) -> bool:
+    fields = schema._fields
+    return len(values) == len(fields) and all(_fits(field.schema, value) for field, value in zip(fields, values))
 
 
 _EXACT_CLASS = {

@@ -31,7 +31,11 @@ EQUIVALENCE = settings(max_examples=120, deadline=None, suppress_health_check=[H
 
 @contextlib.contextmanager
 def step_by_step() -> Iterator[None]:
-    """JsonConverter as it was: no compiled struct functions, no orjson."""
+    """JsonConverter as it was: no compiled struct functions, no orjson.
+
+    (The converter compiles a struct's functions when its cache entry is used a
+    second time, so the tests below use each schema at least twice.)
+    """
     with (
         mock.patch.object(json_converter_module, "compile_struct_encoder", lambda schema, fallback, *a, **k: fallback),
         mock.patch.object(json_converter_module, "compile_struct_decoder", lambda schema, fallback, *a, **k: fallback),
@@ -188,7 +192,8 @@ def test_compiled_writers_write_what_step_by_step_writes(case, config):
         reference = converter(**config)
         expected = outcome(lambda: reference.from_connect_data("t", schema, value))
         expected_batch = outcome(lambda: write_one_by_one(reference, [(schema, value)] * 2))
-    assert same_outcome(outcome(lambda: fast.from_connect_data("t", schema, value)), expected)
+    for _ in range(2):  # step by step, then compiled
+        assert same_outcome(outcome(lambda: fast.from_connect_data("t", schema, value)), expected)
     assert same_outcome(outcome(lambda: fast.from_connect_batch("t", [(schema, value)] * 2)), expected_batch)
 
 
@@ -199,7 +204,8 @@ def test_compiled_writers_write_flat_structs_as_step_by_step_does(case, config):
     fast = converter(**config)
     with step_by_step():
         expected = outcome(lambda: converter(**config).from_connect_data("t", schema, value))
-    assert same_outcome(outcome(lambda: fast.from_connect_data("t", schema, value)), expected)
+    for _ in range(2):  # step by step, then compiled
+        assert same_outcome(outcome(lambda: fast.from_connect_data("t", schema, value)), expected)
 
 
 def test_writers_take_an_equal_schema_and_reject_another():
@@ -340,6 +346,8 @@ def test_orjson_reads_flat_structs_in_batches():
     datas = [c.from_connect_data("t", schema, Struct(schema, {"n": i, "d": i / 4, "s": None})) for i in range(3)]
     key = datas[0][10 : datas[0].index(b',"payload":')].decode()
     with mock.patch.object(json_converter_module.orjson, "loads", wraps=json_converter_module.orjson.loads) as loads:
+        c.to_connect_batch("t", datas)
+        assert loads.call_count == 0  # a schema's first batch: step by step, as it may never come again
         out = c.to_connect_batch("t", datas)
     assert loads.call_count == 2  # the first record finds the schema the standard way
     assert [sv.value.get("d") for sv in out] == [0.0, 0.25, 0.5]
@@ -413,7 +421,8 @@ def test_every_inline_field_writes_as_before(schema_type, replace_null_with_defa
             value = Struct._unchecked(schema, [1, edge])
             with step_by_step():
                 expected = outcome(lambda: reference.from_connect_data("t", schema, value))
-            assert same_outcome(outcome(lambda: fast.from_connect_data("t", schema, value)), expected), (field_schema, edge)
+            for _ in range(2):  # step by step (the first time only), then compiled
+                assert same_outcome(outcome(lambda: fast.from_connect_data("t", schema, value)), expected), (field_schema, edge)
 
 
 READ_TEXTS = [
@@ -463,11 +472,13 @@ def test_deep_nesting_in_another_key_reads_as_before():
     schema = SchemaBuilder.struct().field("n", Schema.INT64).build()
     first = converter().from_connect_data("t", schema, Struct(schema, {"n": 1}))
     head = first[: first.index(b',"payload":') + 11]
+    fast = converter()
+    fast.to_connect_batch("t", [first, first])  # compiled from the next batch on
     for depth in (10, 990, 1000, 1020, 1100):
         data = head + b'{"n":1,"deep":' + b"[" * depth + b"]" * depth + b"}}"
         with step_by_step():
             expected = outcome(lambda: read_one_by_one(converter(), [first, data]))
-        assert same_outcome(outcome(lambda: converter().to_connect_batch("t", [first, data])), expected)
+        assert same_outcome(outcome(lambda: fast.to_connect_batch("t", [first, data])), expected)
 
 
 def _variants(first: bytes) -> list[bytes]:
@@ -550,4 +561,23 @@ def test_batches_of_mixed_schemas_write_as_one_by_one(items, config):
     fast = converter(**config)
     with step_by_step():
         expected = outcome(lambda: write_one_by_one(converter(**config), items))
-    assert same_outcome(outcome(lambda: fast.from_connect_batch("t", items)), expected)
+    for _ in range(2):  # step by step, then compiled
+        assert same_outcome(outcome(lambda: fast.from_connect_batch("t", items)), expected)
+
+
+def test_a_schema_is_compiled_only_when_used_again():
+    schema = SchemaBuilder.struct().field("n", Schema.INT64).build()
+    c = converter()
+    data = c.from_connect_data("t", schema, Struct(schema, {"n": 1}))
+    assert c._to_json[schema][3] is True  # not compiled yet
+    c.from_connect_data("t", schema, Struct(schema, {"n": 2}))
+    assert c._to_json[schema][3] is False
+    c.to_connect_data("t", data)
+    (entry,) = c._to_connect.values()
+    assert entry[3] is True
+    c.to_connect_data("t", data)
+    (entry,) = c._to_connect.values()
+    assert entry[3] is False
+    uncached = converter(schemas_cache_size=0)
+    for _ in range(3):
+        assert uncached.to_connect_data("t", uncached.from_connect_data("t", schema, Struct(schema, {"n": 3}))).value.get("n") == 3

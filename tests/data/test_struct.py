@@ -194,3 +194,24 @@ def test_field_values_with_and_without_defaults():
     copied[0] = "changed"
     assert p.get("name") == "Ada"
 
+
+
+def test_the_first_and_later_uses_of_a_schema_check_alike():
+    for first in ("short", "long", "wrong", "right"):
+        fresh = SchemaBuilder.struct().field("a", Schema.INT32).field("b", Schema.OPTIONAL_STRING).build()
+        if first == "long":
+            with pytest.raises(DataError, match="expected 2 field values, got 3"):
+                Struct.from_field_values(fresh, [1, "x", "y"])
+        elif first == "wrong":
+            with pytest.raises(DataError, match="^a: expected int"):
+                Struct.from_field_values(fresh, ["1", "x"])
+        elif first == "right":
+            Struct.from_field_values(fresh, [1, "x"]).validate()
+        for _ in range(3):  # the first use checks field by field, later ones compiled
+            with pytest.raises(DataError, match="expected 2 field values, got 1"):
+                Struct.from_field_values(fresh, [1])
+            with pytest.raises(DataError, match="expected 2 field values, got 3"):
+                Struct.from_field_values(fresh, [1, "x", "y"])
+            with pytest.raises(DataError, match="^a: expected int"):
+                Struct.from_field_values(fresh, ["1", "x"])
+            assert Struct.from_field_values(fresh, [1, None]) == Struct(fresh, {"a": 1})
