@@ -191,6 +191,7 @@ class StandaloneHerder:
         self._connectors: dict[str, _ConnectorRun] = {}
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
+        self._admin_client: Any = None
 
     # --- lifecycle ---
 
@@ -465,6 +466,14 @@ class StandaloneHerder:
         overrides = {k[len(f"{client}.override."):]: v for k, v in run.config.items() if k.startswith(f"{client}.override.")}
         return self.worker.client_config(client, "confluent", overrides=overrides)
 
+    def _admin(self) -> Any:
+        """One admin client for the herder's metadata look-ups (thread-safe), made on first use."""
+        if self._admin_client is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin_client = AdminClient(self.worker.client_config("admin", "confluent"))
+        return self._admin_client
+
     def _client_option(self, client: str, run: _ConnectorRun) -> str:
         """Client settings for Spark's processes, as written: they resolve placeholders themselves."""
         from connectd.runtime.kafka_io import client_option
@@ -511,7 +520,6 @@ class StandaloneHerder:
     def _start_sink(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
         from confluent_kafka import Consumer
         from confluent_kafka import TopicPartition as KafkaTopicPartition
-        from confluent_kafka.admin import AdminClient
 
         from connectd.runtime.converters import configure_converters
         from connectd.runtime.queries import start_sink_query
@@ -521,7 +529,7 @@ class StandaloneHerder:
         resolve = self.worker.providers.resolve
         config = {k: resolve(v) for k, v in task.config.items()}
         consumer_config = self._client("consumer", run)
-        admin = AdminClient(self.worker.client_config("admin", "confluent"))
+        admin = self._admin()
         metadata = admin.list_topics(timeout=30)
         topics = matching_topics(metadata.topics, [t.strip() for t in config.get("topics", "").split(",") if t.strip()],
                                  config.get("topics.regex", ""))
@@ -657,7 +665,7 @@ class StandaloneHerder:
                     await self._start_task(run, task, len(run.tasks))
             return
         query = task.query
-        if query is None or query.is_active():
+        if query is None or await asyncio.to_thread(query.is_active):  # py4j: never on the loop
             return
         failure = await asyncio.to_thread(query.failure)
         current = self.status.task(run.name, task.id)
@@ -686,9 +694,7 @@ class StandaloneHerder:
         from connectd.runtime.sink_task import matching_topics
 
         def current() -> frozenset[TopicPartition]:
-            from confluent_kafka.admin import AdminClient
-
-            metadata = AdminClient(self.worker.client_config("admin", "confluent")).list_topics(timeout=30)
+            metadata = self._admin().list_topics(timeout=30)
             config = run.config
             topics = matching_topics(metadata.topics, [t.strip() for t in config.get("topics", "").split(",") if t.strip()],
                                      config.get("topics.regex", ""))
