@@ -537,7 +537,7 @@ class SinkTimer:
         from connectd.runtime.sink_task import SinkTaskRunner
 
         timer = self
-        init, process = SinkTaskRunner.__init__, SinkTaskRunner.process
+        init, process, process_ranges = SinkTaskRunner.__init__, SinkTaskRunner.process, SinkTaskRunner.process_ranges
 
         def timed_init(runner: Any, *args: Any, **kwargs: Any) -> None:
             init(runner, *args, **kwargs)
@@ -561,7 +561,18 @@ class SinkTimer:
                 if rows:
                     timer.batches.append((len(rows), time.perf_counter() - start, timer._commit_s))
 
+        def timed_process_ranges(runner: Any, ranges: list[Any], *args: Any) -> Any:
+            timer._commit_s = 0.0
+            before = runner.records
+            start = time.perf_counter()
+            try:
+                return process_ranges(runner, ranges, *args)
+            finally:
+                if runner.records > before:
+                    timer.batches.append((runner.records - before, time.perf_counter() - start, timer._commit_s))
+
         SinkTaskRunner.__init__, SinkTaskRunner.process = timed_init, timed_process  # type: ignore[method-assign]
+        SinkTaskRunner.process_ranges = timed_process_ranges  # type: ignore[method-assign]
 
     def mark(self) -> int:
         return len(self.batches)
@@ -776,9 +787,10 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         f"max: file {fmt(lat['file']['max_ms'], ' ms')}, raw {fmt(lat['raw']['max_ms'], ' ms')}.",
         "",
         "Where the time goes — Spark's progress reports, mean per micro-batch with data (first batch apart); "
-        "for the sink, the runner's `process` in the worker (driver) process timed around it:",
+        "for the sink, the runner's `process_ranges` in the worker (driver) process timed around it (a sink "
+        "micro-batch's rows are offset ranges, one per partition; records/batch counts the records it read):",
         "",
-        "| query | batches | rows/batch | first batch | trigger | latestOffset | addBatch | of which connectd `process` (group commit) | offset + commit logs |",
+        "| query | batches | records/batch | first batch | trigger | latestOffset | addBatch | of which connectd `process_ranges` (group commit) | offset + commit logs |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     rows = (("datagen → Kafka", dg["spark"], None), ("Kafka → file", fs["spark"], fs.get("driver_process")),
@@ -787,11 +799,12 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         if not sp or not sp.get("batches"):
             continue
         ms = sp["ms_mean"]
-        inside = "—"
+        inside, records = "—", sp["rows_mean"]
         if driver and driver.get("batches"):
             inside = f"{fmt(driver['process_ms_mean'], ' ms')} ({fmt(driver['group_commit_ms_mean'], ' ms')})"
+            records = driver["rows_mean"]
         lines.append(
-            f"| {label} | {sp['batches']} | {fmt(sp['rows_mean'])} | {fmt(sp.get('first_batch_ms'), ' ms')} "
+            f"| {label} | {sp['batches']} | {fmt(records)} | {fmt(sp.get('first_batch_ms'), ' ms')} "
             f"| {fmt(ms.get('triggerExecution'), ' ms')} | {fmt(ms.get('latestOffset'), ' ms')} "
             f"| {fmt(ms.get('addBatch'), ' ms')} | {inside} "
             f"| {fmt(ms.get('walCommit', 0) + ms.get('commitOffsets', 0), ' ms')} |"
@@ -842,20 +855,22 @@ def notes(summary: dict[str, Any]) -> list[str]:
         ms = sp["ms_mean"]
         spark_ms = ms.get("addBatch", 0) - driver["process_ms_mean"]
         out.append(
-            f"- Kafka → file: of a ≈{fmt(ms.get('triggerExecution'))} ms micro-batch of ≈{fmt(sp['rows_mean'])} records, "
-            f"connectd's `process` (converters, SinkRecords, the file write and fsync, the group commit) takes "
-            f"≈{fmt(driver['process_ms_mean'])} ms; ≈{spark_ms:.0f} ms of `addBatch` is Spark getting the rows "
-            "from the reader's Python worker through the JVM to the driver (`collect()` inside `foreachBatch`), "
-            f"and `latestOffset` (consuming the batch) ≈{fmt(ms.get('latestOffset'))} ms."
+            f"- Kafka → file: of a ≈{fmt(ms.get('triggerExecution'))} ms micro-batch of ≈{fmt(driver['rows_mean'])} "
+            "records, connectd's `process_ranges` (reading the batch's offset ranges from Kafka in the worker "
+            "process, converters, SinkRecords, the file write and fsync, the group commit) takes "
+            f"≈{fmt(driver['process_ms_mean'])} ms; ≈{spark_ms:.0f} ms of `addBatch` is Spark's own "
+            "`foreachBatch` overhead (the ranges come from Spark's offset log; no rows are collected), and "
+            f"`latestOffset` (the reader consuming up to the batch's end) ≈{fmt(ms.get('latestOffset'))} ms."
         )
     spl, dl = lat.get("spark") or {}, lat.get("driver_process") or {}
     if lat["file"]["p50_ms"] is not None and spl.get("batches"):
         ms = spl["ms_mean"]
         out.append(
             f"- Latency at {fmt(lat['rate_per_s'])} records/s: the sink is never idle — micro-batches of "
-            f"≈{fmt(spl['rows_mean'])} records follow each other every ≈{fmt(ms.get('triggerExecution'))} ms "
+            f"≈{fmt(dl.get('rows_mean', spl['rows_mean']))} records follow each other every ≈{fmt(ms.get('triggerExecution'))} ms "
             f"(`latestOffset` ≈{fmt(ms.get('latestOffset'))} ms, mostly the reader's poll window; `addBatch` "
-            f"≈{fmt(ms.get('addBatch'))} ms, of which connectd's `process` ≈{fmt(dl.get('process_ms_mean'))} ms). "
+            f"≈{fmt(ms.get('addBatch'))} ms, of which connectd's `process_ranges` ≈{fmt(dl.get('process_ms_mean'))} ms; "
+            f"offset and commit logs ≈{fmt(ms.get('walCommit', 0) + ms.get('commitOffsets', 0))} ms). "
             "A record waits for the batch in progress to end, then goes through a whole batch: p50 "
             f"{fmt(lat['file']['p50_ms'])} ms, against {fmt(lat['raw']['p50_ms'])} ms for a raw consumer. The cost "
             "per micro-batch, not per record, sets the latency."

@@ -522,6 +522,7 @@ class StandaloneHerder:
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         from connectd.runtime.converters import configure_converters
+        from connectd.runtime.kafka_io import RangeReader, consumer_settings
         from connectd.runtime.queries import start_sink_query
         from connectd.runtime.sink_task import SinkTaskRunner, assign_partitions, group_id, matching_topics, start_offsets
         from connectd.transforms.chain import TransformationChain
@@ -536,7 +537,7 @@ class StandaloneHerder:
         partitions = [TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions]
         run.partitions = frozenset(partitions)
         assigned = assign_partitions(partitions, task.id, tasks)
-        group = Consumer({**consumer_config, "group.id": group_id(run.name), "enable.auto.commit": False})
+        group = Consumer({**consumer_settings(consumer_config), "group.id": group_id(run.name), "enable.auto.commit": False})
 
         def commit(offsets: Mapping[TopicPartition, int]) -> None:
             group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
@@ -567,10 +568,12 @@ class StandaloneHerder:
         )
         start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
         task.runner, task.consumer = runner, group
-        max_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "10000"))
+        # As in Kafka Connect, max.poll.records bounds what one put() gets.
+        put_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "500"))
         task.query = start_sink_query(self.spark, connector=run.name, task_id=task.id, runner=runner,
                                       consumer_config=self._client_option("consumer", run), start=start,
-                                      max_records=max_records, paused=run.target == "PAUSED")
+                                      reader=RangeReader(group), put_records=put_records,
+                                      paused=run.target == "PAUSED")
 
     def _error_handling(self, run: _ConnectorRun, task: _TaskRun, config: Mapping[str, str], admin: Any,
                         metadata: Any) -> tuple[Any, Callable[[], None]]:

@@ -188,7 +188,7 @@ _NOT_APPLICABLE = {
     "value.deserializer": "records are deserialized by the connector's converters",
     "ssl.truststore.type": "read from the file itself",
     "ssl.keystore.type": "read from the file itself",
-    "max.poll.records": "bounds the records of a batch; connectd reads it itself",
+    "max.poll.records": "bounds the records of one put(); connectd reads it itself",
 }
 
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|(\S+?))(?=\s|;|$)')

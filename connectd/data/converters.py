@@ -136,6 +136,12 @@ class StringConverter(Converter, HeaderConverter):
             return SchemaAndValue(Schema.OPTIONAL_STRING, None)
         return SchemaAndValue(Schema.OPTIONAL_STRING, self._codec.decode(bytes(data)))
 
+    def to_connect_batch(self, topic, datas, headers=None):  # type: ignore[no-untyped-def]
+        check_batch_headers(datas, headers)
+        decode, schema = self._codec.decode, Schema.OPTIONAL_STRING
+        null = SchemaAndValue(schema, None)  # immutable: shared by every null
+        return [null if data is None else SchemaAndValue(schema, decode(bytes(data))) for data in datas]
+
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
         return self.from_connect_data(topic, schema, value)
 

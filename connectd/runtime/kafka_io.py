@@ -27,6 +27,13 @@ Offsets are ``{"<topic>:<partition>": <next offset to read>}``.
 - ``partitions(start, end)`` hands out the kept records, one input partition
   per Kafka partition; when Spark replans a range the reader does not hold
   (a batch replayed after a restart) the range is read again from Kafka.
+- With ``rows=ranges`` the reader keeps no records: each micro-batch is one
+  row per Kafka partition, ``topic, partition, start, end`` (:data:`RANGE_SCHEMA`),
+  and whoever consumes the batch reads ``[start, end)`` itself. Record-level
+  sink tasks use this: their plugin lives in the worker process, which reads
+  the ranges there with :class:`RangeReader` instead of having every record
+  copied from the reader's process through the JVM into it (5-10 times the
+  cost of reading them from Kafka, measured in BENCHMARKS.md).
 - Graceful stop: once the ``stop.file`` exists, ``latestOffset`` offers
   nothing new, so the batch in flight finishes and the query goes idle.
   While the ``pause.file`` exists it does the same, and reading resumes
@@ -70,7 +77,17 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-__all__ = ["FORMAT", "KafkaDataSource", "ROW_SCHEMA", "WRITE_SCHEMA", "decode_tp", "encode_tp"]
+__all__ = [
+    "FORMAT",
+    "RANGE_SCHEMA",
+    "ROW_SCHEMA",
+    "WRITE_SCHEMA",
+    "KafkaDataSource",
+    "RangeReader",
+    "consumer_settings",
+    "decode_tp",
+    "encode_tp",
+]
 
 FORMAT = "connectd-kafka"
 
@@ -78,6 +95,9 @@ ROW_SCHEMA = (
     "topic string, partition int, offset long, timestamp long, timestamp_type int, "
     "key binary, value binary, headers array<struct<key: string, value: binary>>"
 )
+
+#: A micro-batch's rows with ``rows=ranges``: the offsets ``[start, end)`` of each partition.
+RANGE_SCHEMA = "topic string, partition int, start long, end long"
 
 #: What the writer accepts: a record to produce, and where it came from.
 WRITE_SCHEMA = (
@@ -108,7 +128,7 @@ def client_settings(option: str) -> dict[str, Any]:
     return worker.client_config(spec["client"], "confluent", overrides=spec.get("overrides"))
 
 _DEFAULT_MAX_RECORDS = 10_000
-_POLL_TIMEOUT = 0.05
+_POLL_TIMEOUT = 0.02
 
 
 def encode_tp(topic: str, partition: int) -> str:
@@ -153,6 +173,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.max_records = int(options.get("max.records", _DEFAULT_MAX_RECORDS))
         self.stop_file = options.get("stop.file")
         self.pause_file = options.get("pause.file")
+        self.ranges_only = options.get("rows", "records") == "ranges"
         self._consumer: Any = None
         self._position: dict[str, int] = {}
         self._kept: dict[str, list[tuple]] = {}
@@ -190,7 +211,8 @@ class KafkaStreamReader(DataSourceStreamReader):
                     _raise_unless_benign(message.error())
                     continue
                 key = encode_tp(message.topic(), message.partition())
-                kept.setdefault(key, []).append(_row(message))
+                if not self.ranges_only:
+                    kept.setdefault(key, []).append(_row(message))
                 self._position[key] = end[key] = message.offset() + 1
                 wanted -= 1
             # Fewer than asked: the backlog is drained; offer what we have now
@@ -202,6 +224,13 @@ class KafkaStreamReader(DataSourceStreamReader):
         return end
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Partition]:
+        if self.ranges_only:
+            ranges = []
+            for key, stop in end.items():
+                begin = int(start.get(key, self.start_offsets.get(key, 0)))
+                if int(stop) > begin:
+                    ranges.append((*decode_tp(key), begin, int(stop)))
+            return [_Partition("ranges", 0, 0, ranges)]
         parts = []
         for key, stop in end.items():
             begin = int(start.get(key, self.start_offsets.get(key, 0)))
@@ -235,7 +264,7 @@ class KafkaStreamReader(DataSourceStreamReader):
 
         if self._consumer is None:
             self.client = client_settings(self.client_option)
-            self._consumer = Consumer(_consumer_config(self.client))
+            self._consumer = Consumer(consumer_settings(self.client))
             self._position = {}
         if self._position != start:
             self._consumer.assign([TopicPartition(*decode_tp(k), int(v)) for k, v in start.items()])
@@ -247,7 +276,8 @@ def _exists(path: str | None) -> bool:
     return bool(path) and os.path.exists(path)
 
 
-def _consumer_config(client: dict[str, Any]) -> dict[str, Any]:
+def consumer_settings(client: dict[str, Any]) -> dict[str, Any]:
+    """confluent-kafka Consumer settings for reading offset ranges: *client* over connectd's defaults."""
     config = {
         "group.id": client.get("group.id", "connectd-reader"),
         "enable.auto.commit": False,
@@ -268,7 +298,7 @@ def _read_range(client: dict[str, Any], key: str, start: int, end: int) -> Itera
     """The records of one partition with offsets in [start, end), read again from Kafka."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer(_consumer_config(client))
+    consumer = Consumer(consumer_settings(client))
     try:
         topic, partition = decode_tp(key)
         consumer.assign([TopicPartition(topic, partition, start)])
@@ -288,6 +318,101 @@ def _read_range(client: dict[str, Any], key: str, start: int, end: int) -> Itera
                 next_offset = message.offset() + 1
     finally:
         consumer.close()
+
+
+class RangeReader:
+    """Reads exact offset ranges of a task's partitions with one long-lived consumer.
+
+    For ``rows=ranges`` micro-batches, in the process that handles them. The
+    consumer stays assigned between batches, so the next batch's records are
+    usually fetched already when it starts; records fetched past a range's end
+    are kept for the range that starts there. When a range does not start where
+    the last one of its partition ended (the first batch, a batch replayed
+    after a restart, a partition new to the task) the consumer is assigned
+    again at the ranges' starts.
+
+    :param consumer: a confluent-kafka Consumer (:func:`consumer_settings`); only
+        assigned here, never subscribed. The caller closes it.
+    :param timeout: seconds without a record before :meth:`read` gives up.
+    """
+
+    def __init__(self, consumer: Any, timeout: float = 120.0) -> None:
+        self.consumer = consumer
+        self.timeout = timeout
+        self._next: dict[tuple[str, int], int] = {}  # where the next range of each assigned partition starts
+        self._ahead: dict[tuple[str, int], list[tuple]] = {}
+
+    def read(self, ranges: list[tuple[str, int, int, int]], chunk: int = 10_000) -> Iterator[list[tuple]]:
+        """The records of *ranges* (``(topic, partition, start, end)``) as :data:`ROW_SCHEMA` tuples.
+
+        Yields lists of at most *chunk* records, in offset order per partition.
+        """
+        wanted = {(t, p): (start, end) for t, p, start, end in ranges if end > start}
+        if any(self._next.get(tp) != start for tp, (start, _) in wanted.items()):
+            self._assign(wanted)
+        missing: dict[tuple[str, int], int] = {}  # partition -> end of its range, until read to there
+        position: dict[tuple[str, int], int] = {}  # partition -> next offset wanted
+        out: list[tuple] = []
+        for tp, (start, end) in wanted.items():
+            ahead = self._ahead.pop(tp, [])
+            used, last = 0, None
+            for row in ahead:
+                if row[2] >= end:
+                    break
+                out.append(row)
+                used, last = used + 1, row[2]
+                if len(out) >= chunk:
+                    yield out
+                    out = []
+            if used < len(ahead):
+                self._ahead[tp] = ahead[used:]  # the range ends before what was fetched ahead
+            elif last is None or last + 1 < end:
+                missing[tp] = end
+                position[tp] = start if last is None else last + 1
+            self._next[tp] = end
+        deadline = time.monotonic() + self.timeout
+        consume = self.consumer.consume
+        while missing:
+            # Ask for no more than the ranges still hold: consume() waits out its timeout
+            # when fewer records than asked exist.
+            still = sum(end - position[tp] for tp, end in missing.items())
+            messages = consume(num_messages=max(min(chunk - len(out), still), 1), timeout=0.1)
+            if messages:
+                deadline = time.monotonic() + self.timeout
+            elif time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"offsets not readable within {self.timeout:.0f} s: "
+                    + ", ".join(f"{t}[{p}] up to {end - 1}" for (t, p), end in sorted(missing.items())))
+            for message in messages:
+                if message.error() is not None:
+                    _raise_unless_benign(message.error())
+                    continue
+                tp = (message.topic(), message.partition())
+                end = missing.get(tp)
+                row = _row(message)
+                if end is None or row[2] >= end:
+                    self._ahead.setdefault(tp, []).append(row)
+                    if end is not None:
+                        del missing[tp]
+                    continue
+                out.append(row)
+                position[tp] = row[2] + 1
+                if row[2] + 1 >= end:
+                    del missing[tp]
+            if len(out) >= chunk:  # never more: consume() was asked for at most what fills it
+                yield out
+                out = []
+        if out:
+            yield out
+
+    def _assign(self, wanted: dict[tuple[str, int], tuple[int, int]]) -> None:
+        from confluent_kafka import TopicPartition
+
+        positions = {tp: start for tp, start in self._next.items()}
+        positions.update({tp: start for tp, (start, _) in wanted.items()})
+        self._ahead.clear()
+        self.consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in sorted(positions.items())])
+        self._next = positions
 
 
 def _raise_unless_benign(error: Any) -> None:
@@ -395,7 +520,7 @@ class KafkaDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return ROW_SCHEMA
+        return RANGE_SCHEMA if self.options.get("rows", "records") == "ranges" else ROW_SCHEMA
 
     def streamReader(self, schema: Any) -> KafkaStreamReader:
         return KafkaStreamReader(self.options)

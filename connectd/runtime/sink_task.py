@@ -27,7 +27,7 @@ from typing import Any
 
 from connectd.connector import SinkTask, SinkTaskContext, TopicPartition
 from connectd.data.headers import Headers
-from connectd.data.records import SinkRecord, TimestampType
+from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.runtime.errors import ErrorHandler, ErrorPolicy, Original
 from connectd.runtime.kafka_io import encode_tp
 
@@ -74,7 +74,13 @@ def start_offsets(consumer: Any, partitions: list[TopicPartition], reset: str = 
 
 def _bytes(value: Any) -> bytes | None:
     # Spark hands binary columns over as bytearray; converters take bytes.
-    return None if value is None else bytes(value)
+    return value if value is None or value.__class__ is bytes else bytes(value)
+
+
+def _original(row: tuple) -> Original:
+    topic, partition, offset, _, _, key, value, headers = row
+    return Original(topic, partition, offset, _bytes(key), _bytes(value),
+                    [(h[0], _bytes(h[1])) for h in headers] if headers else [])
 
 
 class SinkTaskRunner:
@@ -111,6 +117,7 @@ class SinkTaskRunner:
                         retry_delay_max_ms=self.errors.policy.retry_delay_max_ms),
             self.errors.connector, self.errors.task_id)
         self._flush_dlq = flush_dlq
+        self._last_offsets: dict[tuple[str, int], int] = {}
         self.batches = 0
         self.records = 0
         task.context = SinkTaskContext(task_config, partitions)
@@ -121,33 +128,95 @@ class SinkTaskRunner:
         """Put one micro-batch's rows (``connectd-kafka`` reader rows) and commit; returns what was committed."""
         if not rows:
             return {}
-        offsets: dict[TopicPartition, int] = {}
-        converted: list[tuple[Any, SinkRecord]] = []
+        self.put_rows(rows)
+        return self.commit_batch()
+
+    def process_ranges(self, ranges: list[tuple[str, int, int, int]], reader: Any, chunk: int = 500
+                       ) -> dict[TopicPartition, int]:
+        """Read one micro-batch's offset ranges with *reader*, put them *chunk* records at a time, commit.
+
+        :param ranges: ``(topic, partition, start, end)`` (``rows=ranges`` reader rows).
+        :param reader: a :class:`~connectd.runtime.kafka_io.RangeReader`.
+        :param chunk: the most records one ``put`` gets (the consumer's ``max.poll.records``).
+        """
+        if not ranges:
+            return {}
+        for rows in reader.read(ranges, chunk):
+            self.put_rows(rows)
+        return self.commit_batch()
+
+    def put_rows(self, rows: list[Any]) -> None:
+        """Convert, transform and ``put`` *rows*; their offsets are committed by :meth:`commit_batch`.
+
+        Rows are tuples in ``ROW_SCHEMA`` order.
+        """
+        if not rows:
+            return
+        last = self._last_offsets
         for row in rows:
-            # Rows are tuples in ROW_SCHEMA order: unpack once (lookups by name scan the fields).
-            topic, partition, offset, timestamp, timestamp_type, key, value, headers = row
-            tp = TopicPartition(topic, partition)
-            if offset >= offsets.get(tp, 0):
-                offsets[tp] = offset + 1
-            record = self._convert(topic, partition, offset, timestamp, timestamp_type, _bytes(key), _bytes(value),
-                                   [(h[0], _bytes(h[1])) for h in headers] if headers else [])
-            if record is not None:
-                converted.append(record)
-        transformed = self._transform(converted)
+            tp = (row[0], row[1])
+            if row[2] >= last.get(tp, -1):
+                last[tp] = row[2]
+        try:
+            origins, records = self._convert_batch(rows)
+        except Exception:  # find the failing record(s): converters are pure, running them again is safe
+            origins, records = self._convert_each(rows)
+        transformed = self._transform(origins, records)
         if transformed:
             self._put_errors.run("TASK_PUT", type(self.task).__name__, lambda: self.task.put(transformed),
                                  Original(topic=None))
+        self.records += len(rows)
+
+    def commit_batch(self) -> dict[TopicPartition, int]:
+        """Flush dead-letter records, let the task flush (``pre_commit``), commit what it allows."""
+        offsets = {TopicPartition(t, p): o + 1 for (t, p), o in self._last_offsets.items()}
+        self._last_offsets = {}
         self._flush_dlq()
         safe = self.task.pre_commit(offsets)
         if safe:
             self._commit(safe)
         self.batches += 1
-        self.records += len(rows)
         return dict(safe or {})
+
+    def _convert_batch(self, rows: list[tuple]) -> tuple[list[tuple], list[SinkRecord]]:
+        """Every row converted, per topic with the converters' batch methods; raises on any failure."""
+        topics = {row[0] for row in rows}
+        groups = [rows] if len(topics) == 1 else [[row for row in rows if row[0] == t] for t in topics]
+        key_batch, value_batch = self.converters["key"].to_connect_batch, self.converters["value"].to_connect_batch
+        origins: list[tuple] = []
+        records: list[SinkRecord] = []
+        new = object.__new__
+        for group in groups:
+            topic = group[0][0]
+            headers = []
+            for row in group:
+                if row[7]:
+                    headers.append(self._headers(topic, [(h[0], _bytes(h[1])) for h in row[7]]))
+                else:
+                    empty = new(Headers)
+                    empty._items = ()
+                    headers.append(empty)
+            keys = key_batch(topic, [_bytes(row[5]) for row in group], headers)
+            values = value_batch(topic, [_bytes(row[6]) for row in group], headers)
+            records.extend(sink_records(topic, group, keys, values, headers))
+            origins.extend(group)
+        return origins, records
+
+    def _convert_each(self, rows: list[tuple]) -> tuple[list[tuple], list[SinkRecord]]:
+        """Row by row, under the connector's error handling: failed records are skipped or raise."""
+        origins, records = [], []
+        for row in rows:
+            topic, partition, offset, timestamp, timestamp_type, key, value, headers = row
+            record = self._convert(topic, partition, offset, timestamp, timestamp_type, _bytes(key), _bytes(value),
+                                   [(h[0], _bytes(h[1])) for h in headers] if headers else [])
+            if record is not None:
+                origins.append(row)
+                records.append(record)
+        return origins, records
 
     def _convert(self, topic: str, partition: int, offset: int, timestamp: int | None, timestamp_type: int,
                  key: bytes | None, value: bytes | None, raw_headers: list[tuple[str, bytes | None]]
-                 ) -> tuple[Any, SinkRecord] | None:
+                 ) -> SinkRecord | None:
         run, converters = self.errors.run, self.converters
 
         def original() -> Original:  # built only when the record fails
@@ -167,7 +236,7 @@ class SinkTaskRunner:
                              lambda: converters["value"].to_connect_data(topic, value, headers), original)
         if not ok:
             return None
-        record = SinkRecord(
+        return SinkRecord(
             topic=topic,
             kafka_partition=partition,
             key_schema=key_data.schema,
@@ -179,7 +248,6 @@ class SinkTaskRunner:
             kafka_offset=offset,
             timestamp_type=TimestampType.from_librdkafka(timestamp_type),
         )
-        return original, record
 
     def _headers(self, topic: str, raw: list[tuple[str, bytes | None]]) -> Headers:
         headers = Headers()
@@ -188,15 +256,15 @@ class SinkTaskRunner:
             headers.add(key, schema_and_value.value, schema_and_value.schema)
         return headers
 
-    def _transform(self, converted: list[tuple[Any, SinkRecord]]) -> list[SinkRecord]:
+    def _transform(self, origins: list[tuple], records: list[SinkRecord]) -> list[SinkRecord]:
         try:
-            return self.chain.apply_batch([record for _, record in converted])
+            return self.chain.apply_batch(records)
         except Exception:
             pass  # find the failing record(s): transforms are pure, running them again is safe
         kept = []
-        for original, record in converted:
+        for row, record in zip(origins, records, strict=True):
             ok, result = self.errors.run("TRANSFORMATION", "TransformationChain", lambda r=record: self.chain.apply(r),
-                                         original)
+                                         lambda row=row: _original(row))
             if ok and result is not None:
                 kept.append(result)
         return kept

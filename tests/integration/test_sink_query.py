@@ -13,7 +13,8 @@ from connectd_file.tasks import FileStreamSinkTask
 from connectd import TopicPartition
 from connectd.plugins import get_registry
 from connectd.runtime.converters import configure_converters
-from connectd.runtime.queries import start_sink_query
+from connectd.runtime.kafka_io import RangeReader, consumer_settings
+from connectd.runtime.queries import planned_ranges, start_sink_query
 from connectd.runtime.sink_task import SinkTaskRunner, assign_partitions, group_id, start_offsets
 from connectd.transforms.chain import TransformationChain
 
@@ -44,10 +45,11 @@ def wait_for_lines(path, count: int, timeout: float = 90) -> list[str]:
     return lines
 
 
-def run_sink(spark, broker, connector: str, topic: str, out, partitions: int):
+def run_sink(spark, broker, connector: str, topic: str, out, partitions: int, rows: str):
+    """*rows*: ``records`` (they come through Spark) or ``ranges`` (read in this process)."""
     registry = get_registry()
-    group = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group_id(connector),
-                      "enable.auto.commit": False})
+    group = Consumer(consumer_settings({"bootstrap.servers": broker.bootstrap_servers, "group.id": group_id(connector),
+                                        "enable.auto.commit": False}))
 
     def commit(offsets):
         group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
@@ -62,7 +64,8 @@ def run_sink(spark, broker, connector: str, topic: str, out, partitions: int):
     )
     query = start_sink_query(spark, connector=connector, task_id=0, runner=runner,
                              consumer_config={"bootstrap.servers": broker.bootstrap_servers},
-                             start=start_offsets(group, assigned), max_records=2000)
+                             start=start_offsets(group, assigned), max_records=2000,
+                             reader=RangeReader(group) if rows == "ranges" else None, put_records=300)
     return runner, query, group
 
 
@@ -71,18 +74,22 @@ def committed(group, topic: str, partitions: int) -> dict[int, int]:
             group.committed([KafkaTopicPartition(topic, p) for p in range(partitions)], timeout=30)}
 
 
-def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, broker, topic_name, tmp_path):
+@pytest.mark.parametrize("rows", ["records", "ranges"])
+def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, broker, topic_name, tmp_path, rows):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
     out = tmp_path / "out.txt"
     produce_lines(broker, topic_name, 0, 6000, 3)
-    runner, query, group = run_sink(spark, broker, "files-out", topic_name, out, 3)
+    runner, query, group = run_sink(spark, broker, "files-out", topic_name, out, 3, rows)
     try:
         lines = wait_for_lines(out, 6000)
         assert sorted(lines) == sorted(f"p{i % 3} {i}" for i in range(6000))
         for p in range(3):  # lines of one partition keep their order
             seq = [int(line.split()[1]) for line in lines if line.startswith(f"p{p} ")]
             assert seq == sorted(seq)
+        if rows == "ranges":  # batches were planned from Spark's offset log, not collected
+            first = planned_ranges(query.workdir / "checkpoint", 0, {f"{topic_name}:{p}": 0 for p in range(3)})
+            assert first and {r[1] for r in first} <= {0, 1, 2} and all(r[2] == 0 < r[3] for r in first)
         assert query.stop(graceful_timeout_s=30) is True
     finally:
         if query.is_active():
@@ -93,7 +100,7 @@ def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, b
 
     # a new run starts from the group's offsets: only new lines, none twice
     produce_lines(broker, topic_name, 6000, 300, 3)
-    runner, query, group = run_sink(spark, broker, "files-out", topic_name, out, 3)
+    runner, query, group = run_sink(spark, broker, "files-out", topic_name, out, 3, rows)
     try:
         wait_for_lines(out, 6300)
     finally:
