@@ -116,9 +116,45 @@ class Connector(abc.ABC):
 class SourceConnector(Connector, abc.ABC):
     """A connector that reads from an outside system and writes to Kafka."""
 
+    def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[str, Mapping[str, Any] | None]) -> bool:
+        """Offsets are about to be altered or reset through the REST API (Kafka's ``alterOffsets``).
+
+        Called on a new, unstarted instance while the connector is STOPPED,
+        before connectd stores the offsets. Raise to refuse them: nothing is
+        stored and the request fails with the error's message; raise
+        :class:`NotImplementedError` if the connector's offsets must never be
+        changed from outside.
+
+        :param config: the connector's configuration, placeholders resolved.
+        :param offsets: source partition, as canonical JSON text (the keys of
+            :meth:`OffsetStorageReader.offsets`) → its new offset; ``None``
+            removes the offset. A reset passes every stored partition with ``None``.
+        :returns: ``True`` if the connector also changed offsets it keeps
+            outside connectd; ``False`` (the default) says nothing about such
+            offsets, and the REST answer reminds the user to change them where they are kept.
+        """
+        return False
+
 
 class SinkConnector(Connector, abc.ABC):
     """A connector that reads from Kafka and writes to an outside system."""
+
+    def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]) -> bool:
+        """Offsets are about to be altered or reset through the REST API (Kafka's ``alterOffsets``).
+
+        Called on a new, unstarted instance while the connector is STOPPED,
+        before connectd changes the offsets of the connector's consumer group.
+        Raise to refuse them; raise :class:`NotImplementedError` if the offsets
+        must never be changed from outside.
+
+        :param config: the connector's configuration, placeholders resolved.
+        :param offsets: partition → the next offset to read; ``None`` removes the
+            committed offset (the task then starts as ``auto.offset.reset`` says).
+            A reset passes every partition with a committed offset with ``None``.
+        :returns: ``True`` if the connector also changed offsets it keeps
+            outside Kafka; ``False`` (the default) says nothing about such offsets.
+        """
+        return False
 
 
 # --- tasks ----------------------------------------------------------------------

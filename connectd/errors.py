@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from connectd.config.definitions import ConfigProblem
 
 __all__ = [
+    "BadRequestError",
     "ConfigError",
     "ConnectdError",
     "ConnectorError",
@@ -55,6 +56,11 @@ class ConnectorError(ConnectdError):
 
 class NotFoundError(ConnectorError):
     """No connector or task by that name (REST answers 404)."""
+
+
+class BadRequestError(ConnectorError):
+    """A request the herder refuses as asked: malformed arguments, or the connector's
+    state forbids it, as altering offsets of a connector that is not STOPPED (REST answers 400)."""
 
 
 class NotYetAvailableError(ConnectdError):

@@ -19,14 +19,32 @@ every few seconds: when a sink connector's topics (``topics`` created
 later, or a new topic matching ``topics.regex``) change, only that
 connector's tasks are restarted with the new partitions. Spark calls block,
 so they run in threads; the event loop never waits on py4j.
+
+Offsets (KIP-875's ``/connectors/{c}/offsets``) are read at any time and
+changed only while the connector is STOPPED, under the herder's lock so it
+cannot be resumed meanwhile: a source connector's in the offsets file, a
+sink connector's in its consumer group ``connect-<name>``. The next start
+reads them as usual.
+
+Active topics (KIP-558) live in an :class:`~connectd.status.ActiveTopicsStore`.
+Sink tasks run in this process and report theirs with
+:meth:`StandaloneHerder.record_active_topics`; source tasks run in Spark's
+reader process and list theirs in a file beside their run directory
+(:mod:`connectd.runtime.source_task`), which the herder merges when asked and
+folds into the store when the task stops.
+
+Health (``GET /health``) is Kafka Connect's: a check passes once the watch
+loop, which takes the herder's lock on every pass, comes round; an
+operation stuck holding the lock, or a loop that died, fails it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +60,7 @@ from connectd.connector import (
     SparkSourceTask,
     TopicPartition,
 )
-from connectd.errors import ConfigError, ConnectorError, NotFoundError, PluginError
+from connectd.errors import BadRequestError, ConfigError, ConnectorError, NotFoundError, PluginError
 from connectd.logging import bind_context, get_logger
 from connectd.status import (
     FAILED,
@@ -51,18 +69,22 @@ from connectd.status import (
     RUNNING,
     STOPPED,
     UNASSIGNED,
+    ActiveTopicsStore,
+    MemoryActiveTopicsStore,
     MemoryStatusStore,
     Status,
     StatusStore,
 )
 
-__all__ = ["StandaloneHerder", "load_connector_file", "validate_connector"]
+__all__ = ["RestartPlan", "StandaloneHerder", "load_connector_file", "validate_connector"]
 
 log = get_logger(__name__)
 
 _WATCH_INTERVAL_S = 0.5
 _DISCOVERY_INTERVAL_S = 5.0
 _FIRST_RESTART_DELAY_S = 1.0
+_HEALTH_CHECK_TIMEOUT_S = 10.0  # Kafka Connect's, for its herder's health check
+_ADMIN_TIMEOUT_S = 30.0
 
 
 def load_connector_file(path: str | Path) -> tuple[dict[str, str], Callable[[str], Origin | None]]:
@@ -169,6 +191,15 @@ class _ConnectorRun:
         return "sink" if issubclass(self.cls, SinkConnector) else "source"
 
 
+@dataclass(frozen=True)
+class RestartPlan:
+    """What a restart restarts, as Kafka's answer shows it: the statuses from
+    before the restart, RESTARTING for the connector and tasks it restarts."""
+
+    connector: Status
+    tasks: dict[int, Status]
+
+
 class StandaloneHerder:
     """Runs connectors on this worker alone.
 
@@ -176,15 +207,22 @@ class StandaloneHerder:
     :param worker_id: shown in statuses.
     :param spark: the worker's SparkSession (already started).
     :param status: where statuses go; in memory by default.
+    :param active_topics: where the topics connectors use go; in memory by default.
     """
 
-    def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, status: StatusStore | None = None) -> None:
+    #: How long :meth:`health_check` waits for the watch loop to come round.
+    health_check_timeout_s = _HEALTH_CHECK_TIMEOUT_S
+
+    def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, status: StatusStore | None = None,
+                 active_topics: ActiveTopicsStore | None = None) -> None:
         from connectd.plugins import get_registry
 
         self.worker = worker
         self.worker_id = worker_id
         self.spark = spark
         self.status = status or MemoryStatusStore()
+        self.active_topics = active_topics or MemoryActiveTopicsStore()
+        self.topic_tracking = bool(worker.get("topic.tracking.enable"))
         self.registry = get_registry()
         self.offsets_path = str(worker.get("offset.storage.file.filename"))
         self.graceful_timeout_s = worker.get("task.shutdown.graceful.timeout.ms") / 1000
@@ -192,11 +230,50 @@ class StandaloneHerder:
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
         self._admin_client: Any = None
+        self._started = False
+        self._pass_waiters: list[asyncio.Future[None]] = []
+        self._wake = asyncio.Event()  # a health check starts the next pass now
 
     # --- lifecycle ---
 
     async def start(self) -> None:
         self._watcher = asyncio.create_task(self._watch(), name="herder-watch")
+        self._watcher.add_done_callback(_log_watch_end)
+        self._started = True
+
+    @property
+    def ready(self) -> bool:
+        """Whether :meth:`start` has completed (Kafka's ``isReady``; it stays so after :meth:`stop`)."""
+        return self._started
+
+    async def health_check(self) -> str | None:
+        """``None`` when the herder can do its work; otherwise why it cannot.
+
+        As Kafka Connect's health check runs a no-op through its herder's
+        loop, this waits (up to :attr:`health_check_timeout_s`) for the watch
+        loop to complete a pass, which needs the herder's lock.
+        """
+        watcher = self._watcher
+        if watcher is None:
+            return "The herder is not running." if self._started else "The herder has not been started."
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if not watcher.done():
+            self._pass_waiters.append(waiter)
+            self._wake.set()
+            try:
+                await asyncio.wait({waiter, watcher}, timeout=self.health_check_timeout_s,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if waiter in self._pass_waiters:
+                    self._pass_waiters.remove(waiter)
+        if watcher.done():
+            failure = None if watcher.cancelled() else watcher.exception()
+            reason = f"it failed with {type(failure).__name__}" if failure else "it was cancelled"
+            return f"The herder's watch loop has stopped: {reason}; see the worker's log."
+        if not waiter.done():
+            return (f"The herder has not completed a pass of its watch loop within {self.health_check_timeout_s:g} s: "
+                    "an operation on a connector may be stuck.")
+        return None
 
     async def stop(self) -> None:
         if self._watcher is not None:
@@ -315,24 +392,35 @@ class StandaloneHerder:
                 self.status.forget_task(name, task_id)
             self._set(name, None, STOPPED)
 
-    async def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> None:
+    async def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> RestartPlan:
         """Kafka Connect's restart: the connector unless *only_failed* and it is not FAILED;
-        with *include_tasks*, every task (only the FAILED ones with *only_failed*)."""
+        with *include_tasks*, every task (only the FAILED ones with *only_failed*).
+
+        :returns: what was restarted, with the statuses Kafka answers (RESTARTING for those).
+        """
         async with self._lock:
             run = self._run(name)
             if run.target == "STOPPED":
                 raise ConnectorError(f"connector {name} is stopped; resume it to start it")
-            connector_state = (self.status.connector(name) or Status(UNASSIGNED, "")).state
-            if not only_failed or connector_state == FAILED:
+            connector_status = self.status.connector(name) or Status(UNASSIGNED, self.worker_id)
+            restart_connector = not only_failed or connector_status.state == FAILED
+            task_statuses = {task.id: self.status.task(name, task.id) or Status(UNASSIGNED, self.worker_id)
+                             for task in run.tasks}
+            restarted = [task for task in run.tasks
+                         if include_tasks and (not only_failed or task_statuses[task.id].state == FAILED)]
+            plan = RestartPlan(
+                _restarting(connector_status) if restart_connector else connector_status,
+                {task.id: _restarting(task_statuses[task.id]) if task in restarted else task_statuses[task.id]
+                 for task in run.tasks},
+            )
+            if restart_connector:
                 self._set(name, None, RESTARTING)
                 if run.instance is not None:
                     await asyncio.to_thread(run.instance.stop)
                 await self._start_connector_only(run)
-            if include_tasks:
-                for task in run.tasks:
-                    state = (self.status.task(name, task.id) or Status(UNASSIGNED, "")).state
-                    if not only_failed or state == FAILED:
-                        await self._restart_task(run, task)
+            for task in restarted:
+                await self._restart_task(run, task)
+            return plan
 
     async def restart_task(self, name: str, task_id: int) -> None:
         async with self._lock:
@@ -345,7 +433,7 @@ class StandaloneHerder:
     async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
         self._set(run.name, task.id, RESTARTING)
         task.restart_at, task.restarts = None, 0
-        await asyncio.to_thread(self._stop_task, task)
+        await asyncio.to_thread(self._stop_task, run, task)
         await self._start_task(run, task, len(run.tasks))
 
     async def _start_connector_only(self, run: _ConnectorRun) -> None:
@@ -367,6 +455,166 @@ class StandaloneHerder:
                 raise NotFoundError(f"connector {name} not found")
             await self._stop_connector(run)
             self.status.forget(name)
+            self.active_topics.reset(name)
+
+    # --- offsets (KIP-875) ---
+
+    async def connector_offsets(self, name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The connector's offsets as ``(partition, offset)`` pairs, whatever its state.
+
+        A source connector's are its stored source offsets; a sink connector's
+        the committed offsets of its consumer group, as
+        ``({"kafka_topic", "kafka_partition"}, {"kafka_offset"})``.
+
+        :raises NotFoundError: for an unknown connector.
+        :raises ConnectorError: when they cannot be read.
+        """
+        from connectd.runtime.offsets import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, canonical, group_offsets
+
+        run = self._run(name)
+        if run.kind == "source":
+            pairs = await asyncio.to_thread(self._source_offsets().connector_offsets, name)
+            return sorted(((dict(p), dict(o)) for p, o in pairs), key=lambda pair: canonical(pair[0]))
+        from connectd.runtime.sink_task import group_id
+
+        admin = self._admin()  # held here until the future has resolved
+        try:
+            offsets = await asyncio.to_thread(group_offsets, admin, group_id(name), _ADMIN_TIMEOUT_S)
+        except Exception as exc:
+            log.error("sink_offsets_unreadable", connector=name, error=str(exc))
+            raise ConnectorError(f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}") from exc
+        return [({KAFKA_TOPIC: tp.topic, KAFKA_PARTITION: tp.partition}, {KAFKA_OFFSET: offset})
+                for tp, offset in sorted(offsets.items())]
+
+    async def alter_offsets(self, name: str, entries: Iterable[tuple[Any, Any]]) -> bool:
+        """Write a STOPPED connector's offsets: ``(partition, offset)`` pairs in the offsets API's
+        form, an offset of ``None`` removing the partition's.
+
+        :returns: whether the connector's ``alter_offsets`` said it changed offsets it keeps itself.
+        :raises NotFoundError: for an unknown connector.
+        :raises BadRequestError: when the connector is not STOPPED, or an entry is malformed.
+        :raises ConnectorError: when the connector refuses them or they cannot be written.
+        """
+        return await self._modify_offsets(name, list(entries))
+
+    async def reset_offsets(self, name: str) -> bool:
+        """Remove every offset of a STOPPED connector: it starts from scratch when resumed.
+
+        :returns: and raises as :meth:`alter_offsets`.
+        """
+        return await self._modify_offsets(name, None)
+
+    async def _modify_offsets(self, name: str, entries: list[tuple[Any, Any]] | None) -> bool:
+        async with self._lock:  # so the connector cannot be resumed meanwhile
+            run = self._run(name)
+            if run.target != "STOPPED" or run.tasks:
+                raise BadRequestError(
+                    "Connectors must be in the STOPPED state before their offsets can be modified. This can be done "
+                    f"for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint")
+            with bind_context(connector=name):
+                modify = self._modify_sink_offsets if run.kind == "sink" else self._modify_source_offsets
+                confirmed = await asyncio.to_thread(modify, run, entries)
+                log.info("offsets_reset" if entries is None else "offsets_altered", confirmed=confirmed)
+                return confirmed
+
+    def _source_offsets(self) -> Any:
+        """Where source offsets are kept: the offsets file in standalone mode."""
+        from connectd.runtime.offsets import FileOffsetStore
+
+        return FileOffsetStore(self.offsets_path)
+
+    def _modify_source_offsets(self, run: _ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
+        from connectd.runtime.offsets import canonical, parse_source_offsets
+
+        store = self._source_offsets()
+        if entries is None:
+            offsets: dict[str, Any] = {canonical(p): None for p, _ in store.connector_offsets(run.name)}
+        else:
+            offsets = parse_source_offsets(entries)
+        confirmed = self._connector_confirms(run, offsets)
+        try:
+            store.put(run.name, offsets)
+        except OSError as exc:
+            raise ConnectorError(f"Failed to modify offsets for source connector {run.name}: {exc}") from exc
+        return confirmed
+
+    def _modify_sink_offsets(self, run: _ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
+        from connectd.runtime.offsets import alter_group_offsets, delete_group, group_offsets, parse_sink_offsets
+        from connectd.runtime.sink_task import group_id
+
+        admin, group = self._admin(), group_id(run.name)
+        if entries is None:
+            try:
+                offsets: dict[Any, int | None] = dict.fromkeys(group_offsets(admin, group, _ADMIN_TIMEOUT_S))
+            except Exception as exc:
+                raise ConnectorError(f"Failed to list offsets prior to resetting offsets for sink connector "
+                                     f"{run.name}: {exc}") from exc
+        else:
+            offsets = parse_sink_offsets(entries)
+        confirmed = self._connector_confirms(run, offsets)
+        if entries is None:
+            delete_group(admin, group, run.name, _ADMIN_TIMEOUT_S)
+        else:
+            alter_group_offsets(admin, self._client("consumer", run), group, run.name, offsets, _ADMIN_TIMEOUT_S)
+        return confirmed
+
+    def _connector_confirms(self, run: _ConnectorRun, offsets: Mapping[Any, Any]) -> bool:
+        """The connector's own ``alter_offsets``, on a new instance as in Kafka Connect."""
+        resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+        try:
+            return bool(run.cls().alter_offsets(resolved, offsets))
+        except BadRequestError:
+            raise
+        except NotImplementedError as exc:
+            raise ConnectorError(f"Failed to modify offsets for connector {run.name} because it doesn't support "
+                                 "external modification of offsets") from exc
+        except Exception as exc:
+            raise ConnectorError(f"Failed to modify offsets for {run.kind} connector {run.name}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+
+    # --- active topics (KIP-558) ---
+
+    def record_active_topics(self, connector: str, topics: Iterable[str]) -> None:
+        """A task of *connector* consumed from (or produced to) *topics*.
+
+        Sink tasks call this once per batch, from whichever thread runs it;
+        cheap when no topic is new. Does nothing with ``topic.tracking.enable=false``.
+        """
+        if self.topic_tracking and connector in self._connectors:
+            self.active_topics.add(connector, topics)
+
+    async def connector_active_topics(self, name: str) -> list[str]:
+        """The topics *name* has used since it was created or its topics were last reset.
+
+        :raises NotFoundError: for an unknown connector.
+        """
+        from connectd.runtime.source_task import read_active_topics
+
+        run = self._run(name)
+        topics = self.active_topics.topics(name)
+        running = [workdir for task in run.tasks if (workdir := getattr(task.query, "workdir", None)) is not None]
+        if run.kind == "source" and running:  # their files; folded into the store when they stop
+
+            def listed() -> set[str]:
+                return set().union(*(read_active_topics(workdir) for workdir in running))
+
+            topics |= await asyncio.to_thread(listed)
+        return sorted(topics)
+
+    async def reset_active_topics(self, name: str) -> None:
+        """Forget the topics *name* has used; those it uses again are recorded again.
+
+        :raises NotFoundError: for an unknown connector.
+        """
+        from connectd.runtime.source_task import reset_active_topics
+
+        async with self._lock:  # no task stops (and folds its topics into the store) meanwhile
+            run = self._run(name)
+            running = [workdir for task in run.tasks if (workdir := getattr(task.query, "workdir", None)) is not None]
+            if run.kind == "source" and running:
+                await asyncio.to_thread(lambda: [reset_active_topics(workdir) for workdir in running])
+            self.active_topics.reset(name)
+            log.info("active_topics_reset", connector=name)
 
     # --- internals ---
 
@@ -408,7 +656,7 @@ class StandaloneHerder:
                     return
                 log.info("task_reconfiguration", tasks_before=len(run.tasks), tasks_after=len(written))
                 for task in run.tasks:
-                    await asyncio.to_thread(self._stop_task, task)
+                    await asyncio.to_thread(self._stop_task, run, task)
                     self.status.forget_task(run.name, task.id)
                 run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
                 for task in run.tasks:
@@ -554,9 +802,15 @@ class StandaloneHerder:
             instance.start(config)
             task.spark_task, task.consumer = instance, group
             start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
+
+            def commit_batch(offsets: Mapping[TopicPartition, int]) -> None:
+                # Called with the partitions the batch read: its topics are the ones consumed.
+                self.record_active_topics(run.name, {tp.topic for tp in offsets})
+                commit(offsets)
+
             task.query = start_spark_sink_query(
                 self.spark, connector=run.name, task_id=task.id, task=instance,
-                consumer_config=self._client_option("consumer", run), start=start, commit=commit,
+                consumer_config=self._client_option("consumer", run), start=start, commit=commit_batch,
                 paused=run.target == "PAUSED")
             return
         resolved_connector = {k: resolve(v) for k, v in run.config.items()}
@@ -565,6 +819,7 @@ class StandaloneHerder:
             task_class(), config, assigned,
             configure_converters(self.worker.originals(), run.config, lambda n: registry.find_class("converter", n), resolve),
             TransformationChain(resolved_connector, registry.find_class), commit, errors, flush_dlq,
+            on_topics=functools.partial(self.record_active_topics, run.name),
         )
         start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
         task.runner, task.consumer = runner, group
@@ -621,12 +876,12 @@ class StandaloneHerder:
     async def _stop_connector(self, run: _ConnectorRun) -> None:
         with bind_context(connector=run.name):
             for task in run.tasks:
-                await asyncio.to_thread(self._stop_task, task)
+                await asyncio.to_thread(self._stop_task, run, task)
             if run.instance is not None:
                 await asyncio.to_thread(run.instance.stop)
             log.info("connector_stopped")
 
-    def _stop_task(self, task: _TaskRun) -> None:
+    def _stop_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
         try:
             if task.query is not None and task.query.is_active():
                 if not task.query.stop(self.graceful_timeout_s):
@@ -643,12 +898,23 @@ class StandaloneHerder:
                 task.spark_task.stop()
             # Drop the clients so they are destroyed now, not whenever the task is collected.
             task.runner = task.consumer = task.dlq_producer = task.spark_task = None
+            workdir = getattr(task.query, "workdir", None)
+            if workdir is not None:  # a source task's topics, now final, go to the store
+                from connectd.runtime.source_task import read_active_topics, remove_active_topics
+
+                if self.topic_tracking:
+                    self.active_topics.add(run.name, read_active_topics(workdir))
+                remove_active_topics(workdir)
 
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()
         next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
         while True:
-            await asyncio.sleep(_WATCH_INTERVAL_S)
+            try:
+                await asyncio.wait_for(self._wake.wait(), _WATCH_INTERVAL_S)
+            except TimeoutError:
+                pass
+            self._wake.clear()
             async with self._lock:
                 for run in list(self._connectors.values()):
                     for task in run.tasks:
@@ -657,6 +923,10 @@ class StandaloneHerder:
                     next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
                     for run in [r for r in self._connectors.values() if r.kind == "sink" and r.instance is not None]:
                         await self._rediscover(run)
+            waiters, self._pass_waiters = self._pass_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
 
     async def _check_task(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
         if task.restart_at is not None:
@@ -664,7 +934,7 @@ class StandaloneHerder:
                 task.restart_at = None
                 with bind_context(connector=run.name, task=task.id):
                     log.info("task_restarting", attempt=task.restarts)
-                    await asyncio.to_thread(self._stop_task, task)
+                    await asyncio.to_thread(self._stop_task, run, task)
                     await self._start_task(run, task, len(run.tasks))
             return
         query = task.query
@@ -713,10 +983,20 @@ class StandaloneHerder:
         with bind_context(connector=run.name):
             log.info("sink_topics_changed", before=len(run.partitions), after=len(partitions))
             for task in run.tasks:
-                await asyncio.to_thread(self._stop_task, task)
+                await asyncio.to_thread(self._stop_task, run, task)
             for task in run.tasks:
                 await self._start_task(run, task, len(run.tasks))
 
 
+def _restarting(status: Status) -> Status:
+    return Status(RESTARTING, status.worker_id, status.trace, status.generation)
+
+
 def _trace(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))
+
+
+def _log_watch_end(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        exc = task.exception()
+        log.error("herder_watch_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)

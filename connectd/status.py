@@ -13,15 +13,21 @@ and task. Standalone mode keeps them in memory (:class:`MemoryStatusStore`);
 distributed mode backs the same interface with the status topic, whose
 records carry the same fields (``state``, ``trace``, ``worker_id``,
 ``generation``).
+
+An :class:`ActiveTopicsStore` holds the topics each connector has used
+(KIP-558, ``GET /connectors/{c}/topics``): in memory in standalone mode
+(:class:`MemoryActiveTopicsStore`), the status topic's
+``status-topic-<topic>:connector-<c>`` records in distributed mode.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["STATES", "MemoryStatusStore", "Status", "StatusStore"]
+__all__ = ["STATES", "ActiveTopicsStore", "MemoryActiveTopicsStore", "MemoryStatusStore", "Status", "StatusStore"]
 
 UNASSIGNED = "UNASSIGNED"
 RUNNING = "RUNNING"
@@ -116,3 +122,39 @@ class MemoryStatusStore(StatusStore):
             self._connectors.pop(connector, None)
             for key in [k for k in self._tasks if k[0] == connector]:
                 del self._tasks[key]
+
+
+class ActiveTopicsStore:
+    """The topics each connector's tasks have produced to or consumed from, until reset."""
+
+    def add(self, connector: str, topics: Iterable[str]) -> None:
+        """Record *topics* as used by *connector*; called often, so cheap when none is new."""
+        raise NotImplementedError
+
+    def topics(self, connector: str) -> set[str]:
+        raise NotImplementedError
+
+    def reset(self, connector: str) -> None:
+        """Forget every topic of *connector* (``PUT /connectors/{c}/topics/reset``, or deletion)."""
+        raise NotImplementedError
+
+
+class MemoryActiveTopicsStore(ActiveTopicsStore):
+    """Active topics of a standalone worker, kept in memory (thread-safe: sink tasks report from Spark's threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._topics: dict[str, set[str]] = {}
+
+    def add(self, connector: str, topics: Iterable[str]) -> None:
+        with self._lock:
+            known = self._topics.setdefault(connector, set())
+            known.update(topics)
+
+    def topics(self, connector: str) -> set[str]:
+        with self._lock:
+            return set(self._topics.get(connector, ()))
+
+    def reset(self, connector: str) -> None:
+        with self._lock:
+            self._topics.pop(connector, None)

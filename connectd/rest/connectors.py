@@ -1,4 +1,5 @@
-"""``/connectors``: create, read, reconfigure, pause, resume, stop, restart and delete connectors."""
+"""``/connectors``: create, read, reconfigure, pause, resume, stop, restart and delete connectors;
+their offsets (KIP-875) and the topics they use (KIP-558)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from connectd.errors import NotFoundError, PluginError
+from connectd.errors import BadRequestError, ConnectorError, NotFoundError, PluginError
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
 from connectd.rest.errors import RestError
 
@@ -33,6 +34,11 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/connectors/{connector}/tasks", _tasks)
     router.add_get(r"/connectors/{connector}/tasks/{task:\d+}/status", _task_status)
     router.add_post(r"/connectors/{connector}/tasks/{task:\d+}/restart", _restart_task)
+    router.add_get("/connectors/{connector}/topics", _topics)
+    router.add_put("/connectors/{connector}/topics/reset", _reset_topics)
+    router.add_get("/connectors/{connector}/offsets", _offsets)
+    router.add_patch("/connectors/{connector}/offsets", _alter_offsets)
+    router.add_delete("/connectors/{connector}/offsets", _reset_offsets)
 
 
 # --- shapes ---
@@ -88,7 +94,10 @@ def connector_status(herder: Any, name: str, worker_id: str) -> dict[str, Any]:
 
 async def read_json(request: web.Request) -> Any:
     """The request's JSON body; 400 when there is none or it does not parse."""
-    text = await request.text()
+    try:
+        text = await request.text()
+    except (UnicodeDecodeError, LookupError) as exc:  # bytes not in the charset, or an unknown charset
+        raise RestError(400, f"Request body is not valid text: {exc}") from None
     if not text.strip():
         raise RestError(400, "Request body is empty; expected JSON")
     try:
@@ -111,7 +120,8 @@ def string_map(value: Any, field: str, *, nulls: bool = False) -> dict[str, Any]
 
 
 def _json_type(value: Any) -> str:
-    return {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number"}.get(
         type(value), "null")
 
 
@@ -254,10 +264,16 @@ async def _restart(request: web.Request) -> web.Response:
     include_tasks = _flag(request, "includeTasks")
     only_failed = _flag(request, "onlyFailed")
     _config(herder, name)
-    await herder.restart(name, include_tasks=include_tasks, only_failed=only_failed)
+    plan = await herder.restart(name, include_tasks=include_tasks, only_failed=only_failed)
     if not include_tasks and not only_failed:
         return web.Response(status=204)
-    return web.json_response(connector_status(herder, name, request.app[INFO]["worker_id"]), status=202)
+    # As Kafka answers: the statuses when the restart was asked, RESTARTING for what it restarted.
+    return web.json_response({
+        "name": name,
+        "connector": plan.connector.as_rest(),
+        "tasks": [{"id": task_id, **status.as_rest()} for task_id, status in sorted(plan.tasks.items())],
+        "type": _type(herder, _config(herder, name)),
+    }, status=202)
 
 
 async def _restart_task(request: web.Request) -> web.Response:
@@ -278,3 +294,100 @@ async def _resume(request: web.Request) -> web.Response:
 async def _stop(request: web.Request) -> web.Response:
     await request.app[HERDER].stop_connector(request.match_info["connector"])
     return web.Response(status=204)
+
+
+# --- active topics (KIP-558) ---
+
+
+def _check_topic_tracking(request: web.Request, *, reset: bool = False) -> None:
+    worker = request.app[HERDER].worker
+    if not worker.get("topic.tracking.enable"):
+        raise RestError(403, "Topic tracking is disabled.")
+    if reset and not worker.get("topic.tracking.allow.reset"):
+        raise RestError(403, "Topic tracking reset is disabled.")
+
+
+async def _topics(request: web.Request) -> web.Response:
+    _check_topic_tracking(request)
+    name = request.match_info["connector"]
+    topics = await request.app[HERDER].connector_active_topics(name)
+    return web.json_response({name: {"topics": topics}})
+
+
+async def _reset_topics(request: web.Request) -> web.Response:
+    _check_topic_tracking(request, reset=True)
+    await request.app[HERDER].reset_active_topics(request.match_info["connector"])
+    return web.Response(status=202)
+
+
+# --- offsets (KIP-875) ---
+
+
+def _offsets_failed(exc: ConnectorError) -> RestError:
+    # Kafka answers a failure to read or write offsets with 500 and what went wrong.
+    return RestError(500, str(exc))
+
+
+def _offsets_answer(confirmed: bool, done: str) -> web.Response:
+    if confirmed:
+        message = f"The offsets for this connector have been {done} successfully"
+    else:
+        message = (f"The Connect framework-managed offsets for this connector have been {done} successfully. "
+                   "However, if this connector manages offsets externally, they will need to be manually "
+                   f"{done} in the system that the connector uses.")
+    return web.json_response({"message": message})
+
+
+def _offset_entries(body: Any) -> list[tuple[Any, Any]]:
+    """``{"offsets": [{"partition", "offset"}, …]}`` as ``(partition, offset)`` pairs; 400 naming what is wrong."""
+    if not isinstance(body, dict):
+        raise RestError(400, f"Request body must be a JSON object with an offsets array, not {_json_type(body)}")
+    for key in body:
+        if key != "offsets":
+            raise RestError(400, f"Unrecognized field {key!r} in the request body; expected offsets")
+    offsets = body.get("offsets")
+    if offsets is None or offsets == []:
+        raise RestError(400, "Partitions / offsets need to be provided for an alter offsets request")
+    if not isinstance(offsets, list):
+        raise RestError(400, f"offsets must be a JSON array of partition and offset objects, not {_json_type(offsets)}")
+    entries = []
+    for index, entry in enumerate(offsets):
+        if not isinstance(entry, dict):
+            raise RestError(400, f"offsets[{index}] must be a JSON object with partition and offset, "
+                                 f"not {_json_type(entry)}")
+        for key in entry:
+            if key not in ("partition", "offset"):
+                raise RestError(400, f"offsets[{index}]: unrecognized field {key!r}; expected partition and offset")
+        entries.append((entry.get("partition"), entry.get("offset")))
+    return entries
+
+
+async def _offsets(request: web.Request) -> web.Response:
+    try:
+        pairs = await request.app[HERDER].connector_offsets(request.match_info["connector"])
+    except (NotFoundError, BadRequestError):
+        raise
+    except ConnectorError as exc:
+        raise _offsets_failed(exc) from None
+    return web.json_response({"offsets": [{"partition": partition, "offset": offset} for partition, offset in pairs]})
+
+
+async def _alter_offsets(request: web.Request) -> web.Response:
+    entries = _offset_entries(await read_json(request))
+    try:
+        confirmed = await request.app[HERDER].alter_offsets(request.match_info["connector"], entries)
+    except (NotFoundError, BadRequestError):
+        raise
+    except ConnectorError as exc:
+        raise _offsets_failed(exc) from None
+    return _offsets_answer(confirmed, "altered")
+
+
+async def _reset_offsets(request: web.Request) -> web.Response:
+    try:
+        confirmed = await request.app[HERDER].reset_offsets(request.match_info["connector"])
+    except (NotFoundError, BadRequestError):
+        raise
+    except ConnectorError as exc:
+        raise _offsets_failed(exc) from None
+    return _offsets_answer(confirmed, "reset")

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from connectd.errors import ConfigError, ConnectorError, NotFoundError
+from connectd.errors import BadRequestError, ConfigError, ConnectorError, NotFoundError
 from connectd.logging import get_logger
 
 __all__ = ["RestError", "error_middleware", "error_response"]
@@ -47,6 +47,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(400, _config_message(exc))
     except NotFoundError as exc:
         return error_response(404, _capitalised(str(exc)))
+    except BadRequestError as exc:  # written as shown: it may start with a field's name
+        return error_response(400, str(exc))
     except ConnectorError as exc:
         # Anything else the herder refuses is the connector's state being in the way.
         return error_response(409, _capitalised(str(exc)))

@@ -9,7 +9,17 @@ from typing import Any
 from aiohttp import web
 
 from connectd.config.connector import SINK_DEF, SOURCE_DEF
-from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Type, display_value
+from connectd.config.definitions import (
+    And,
+    ConfigDef,
+    ConfigKey,
+    ConfigProblem,
+    OneOf,
+    Type,
+    Validator,
+    ValidList,
+    display_value,
+)
 from connectd.connector import SinkConnector
 from connectd.errors import PluginError
 from connectd.herder import validate_connector
@@ -18,7 +28,7 @@ from connectd.rest._keys import HERDER
 from connectd.rest.connectors import read_json, string_map
 from connectd.rest.errors import RestError
 
-__all__ = ["add_routes", "config_infos", "config_key_info"]
+__all__ = ["add_routes", "config_infos", "config_key_info", "recommended_values"]
 
 # Registry group → Kafka's plugin types, in the order Kafka lists them.
 _LISTED_GROUPS = ("connector", "converter", "transform", "predicate", "config_provider")
@@ -59,6 +69,25 @@ def config_key_info(key: ConfigKey, order: int) -> dict[str, Any]:
         "display_name": key.name,
         "dependents": [],
     }
+
+
+def recommended_values(key: ConfigKey | None) -> list[str]:
+    """The values a key takes when they are a fixed set (one-of validators, booleans); else none."""
+    if key is None:
+        return []
+    if key.type is Type.BOOLEAN:
+        return ["true", "false"]
+    return _allowed(key.validator)
+
+
+def _allowed(validator: Validator | None) -> list[str]:
+    if isinstance(validator, (OneOf, ValidList)):
+        return list(validator.allowed)
+    if isinstance(validator, And):
+        for part in validator.validators:
+            if allowed := _allowed(part):
+                return allowed
+    return []
 
 
 def _key_infos(definition: ConfigDef) -> list[dict[str, Any]]:
@@ -106,7 +135,7 @@ def config_infos(name: str, definition: ConfigDef, config: Mapping[str, str],
             value = info["default_value"]
         configs.append({
             "definition": info,
-            "value": {"name": key_name, "value": value, "recommended_values": [],
+            "value": {"name": key_name, "value": value, "recommended_values": recommended_values(declared_key),
                       "errors": errors.get(key_name, []), "visible": True},
         })
     return {

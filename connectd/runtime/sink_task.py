@@ -92,6 +92,8 @@ class SinkTaskRunner:
     :param commit: ``commit({TopicPartition: next offset})`` stores offsets in the group.
     :param errors: the connector's error handling (default: fail on the first bad record).
     :param flush_dlq: makes dead-letter records durable; called before offsets are committed.
+    :param on_topics: told the topics of each chunk's records before they are converted
+        (active topics, KIP-558: a topic counts once a record of it was consumed).
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class SinkTaskRunner:
         commit: Callable[[Mapping[TopicPartition, int]], None],
         errors: ErrorHandler | None = None,
         flush_dlq: Callable[[], None] = lambda: None,
+        on_topics: Callable[[set[str]], None] = lambda topics: None,
     ) -> None:
         self.task = task
         self.partitions = partitions
@@ -117,6 +120,7 @@ class SinkTaskRunner:
                         retry_delay_max_ms=self.errors.policy.retry_delay_max_ms),
             self.errors.connector, self.errors.task_id)
         self._flush_dlq = flush_dlq
+        self._on_topics = on_topics
         self._last_offsets: dict[tuple[str, int], int] = {}
         self.batches = 0
         self.records = 0
@@ -157,6 +161,7 @@ class SinkTaskRunner:
             tp = (row[0], row[1])
             if row[2] >= last.get(tp, -1):
                 last[tp] = row[2]
+        self._on_topics({topic for topic, _ in last})
         try:
             origins, records = self._convert_batch(rows)
         except Exception:  # find the failing record(s): converters are pure, running them again is safe

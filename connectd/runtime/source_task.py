@@ -19,6 +19,22 @@ stored offsets through its context instead.
 Configs cross into Spark as written (``${provider:…}`` placeholders
 unresolved) and are resolved in the reader's process: no resolved secret
 ends up in Spark's options, plans or logs.
+
+Active topics (KIP-558) go back to the herder through a file, since the
+task runs in Spark's process, not the worker's. The reader keeps the topics
+it has written to in a set and appends a line to
+:func:`active_topics_file` only when the set grows — the batch's topics are
+known anyway, so the cost is one set difference and one ``stat`` per batch.
+The file lies *beside* the query's run directory (``<run dir>.topics``), not
+in it: the run directory is removed when the query stops, and the herder
+reads the file once more after that, so the topics of the last batch are not
+lost; the herder reads it whenever it is asked and removes it. A reset
+(``PUT /connectors/{c}/topics/reset``) is the herder creating
+``<run dir>.topics.reset``: while it exists the herder ignores the file; the
+reader, at its next batch, replaces the file with that batch's topics,
+forgets the rest and removes the marker, so a topic written to again after a
+reset is reported again, as in Kafka Connect. With
+``topic.tracking.enable=false`` no file is written.
 """
 
 from __future__ import annotations
@@ -34,13 +50,61 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from connectd.runtime.kafka_io import WRITE_SCHEMA
 
-__all__ = ["FORMAT", "SPEC_OPTION", "SourceTaskDataSource"]
+__all__ = [
+    "FORMAT",
+    "SPEC_OPTION",
+    "SourceTaskDataSource",
+    "active_topics_file",
+    "read_active_topics",
+    "remove_active_topics",
+    "reset_active_topics",
+]
 
 FORMAT = "connectd-source-task"
 # Spark redacts option values whose key matches spark.redaction.regex.
 SPEC_OPTION = "task.secret.spec"
 
 _POLL_BUDGET_S = 0.5
+
+
+def active_topics_file(run_dir: str | os.PathLike[str]) -> str:
+    """Where the query running in *run_dir* lists the topics it has written to, one per line."""
+    return f"{os.fspath(run_dir)}.topics"
+
+
+def _reset_marker(topics_file: str) -> str:
+    return f"{topics_file}.reset"
+
+
+def read_active_topics(run_dir: str | os.PathLike[str]) -> set[str]:
+    """The topics listed for the query of *run_dir*: none while a reset is waiting for its next batch."""
+    path = active_topics_file(run_dir)
+    if os.path.exists(_reset_marker(path)):
+        return set()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return set()
+    # A line still being appended has no newline yet: it is read next time.
+    return {line for line in text.split("\n")[:-1] if line}
+
+
+def reset_active_topics(run_dir: str | os.PathLike[str]) -> None:
+    """Ask the query of *run_dir* to start its list again (the marker the reader removes)."""
+    path = active_topics_file(run_dir)
+    with open(_reset_marker(path), "a", encoding="utf-8"):
+        pass
+
+
+def remove_active_topics(run_dir: str | os.PathLike[str]) -> None:
+    """Remove the files of a query that has stopped."""
+    path = active_topics_file(run_dir)
+    for name in (path, _reset_marker(path)):
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
 
 
 class _Batch(InputPartition):
@@ -61,6 +125,9 @@ class SourceTaskReader(DataSourceStreamReader):
         self.stop_file = options.get("stop.file")
         self.pause_file = options.get("pause.file")
         self.max_records = int(options.get("max.records", "10000"))
+        tracking = str(self.spec["worker_config"].get("topic.tracking.enable", "true")).strip().lower() != "false"
+        self.topics_file = active_topics_file(os.path.dirname(self.stop_file)) if tracking and self.stop_file else None
+        self._topics_written: set[str] = set()
         self._task: Any = None
         self._chain: Any = None
         self._converters: dict[str, Any] = {}
@@ -95,10 +162,13 @@ class SourceTaskReader(DataSourceStreamReader):
         if not records:
             return {"seq": self._seq}
         rows = self._rows(records)
+        topics = {row[0] for row in rows if row[0] is not None}
         if self._admin is not None:
             from connectd.runtime.topic_creation import ensure_topics
 
-            ensure_topics(self._admin, {row[0] for row in rows}, self._topic_rules, self._known_topics)
+            ensure_topics(self._admin, topics, self._topic_rules, self._known_topics)
+        if self.topics_file is not None:
+            self._record_topics(topics)
         self._seq += 1
         self._kept[self._seq] = rows
         return {"seq": self._seq}
@@ -126,6 +196,34 @@ class SourceTaskReader(DataSourceStreamReader):
             task.stop()
         if self._chain is not None:
             self._chain.close()
+
+    def _record_topics(self, topics: set[str]) -> None:
+        """Tell the herder about topics not written to before (see the module's docstring).
+
+        Best effort: a file that cannot be written loses no data, so the
+        batch goes on and the topics are offered again with the next one.
+        """
+        path = self.topics_file
+        assert path is not None
+        marker = _reset_marker(path)
+        try:
+            if os.path.exists(marker):
+                tmp = f"{path}.tmp"
+                with open(tmp, "w", encoding="utf-8") as handle:
+                    handle.write("".join(f"{topic}\n" for topic in sorted(topics)))
+                os.replace(tmp, path)
+                self._topics_written = set(topics)
+                os.unlink(marker)  # only once the file holds no topic from before the reset
+                return
+            new = topics - self._topics_written
+            if new:
+                # Whole lines in one appending write; a line the herder catches half-written
+                # has no newline yet and is left for its next read.
+                with open(path, "a", encoding="utf-8") as handle:
+                    handle.write("".join(f"{topic}\n" for topic in sorted(new)))
+                self._topics_written |= new
+        except OSError:
+            pass
 
     # --- set-up, in the long-lived process ---
 

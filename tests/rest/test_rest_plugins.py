@@ -67,6 +67,10 @@ def test_validate_reports_errors_per_key(rest):
     assert any("expected a 32-bit integer" in e for e in values["tasks.max"]["errors"])
     assert values["file"]["errors"] and values["name"]["errors"]
     assert values["topic"] == {"name": "topic", "value": "t", "recommended_values": [], "errors": [], "visible": True}
+    # a key with a fixed set of values recommends them
+    assert values["errors.tolerance"]["recommended_values"] == ["none", "all"]
+    assert values["errors.log.enable"]["recommended_values"] == ["true", "false"]
+    assert values["tasks.max"]["recommended_values"] == []
     assert result["groups"] == list(dict.fromkeys(c["definition"]["group"] for c in result["configs"]
                                                   if c["definition"]["group"]))
     assert set(result["configs"][0]) == {"definition", "value"}

@@ -1,0 +1,81 @@
+"""``GET /health`` (KIP-1017): 503 while starting, 200 once started, 500 when the herder cannot work."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+
+from connectd.config.worker import WorkerConfig
+from connectd.herder import StandaloneHerder
+from connectd.rest import RestServer, create_app
+
+HEALTHY = {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
+UNHEALTHY = "Worker was unable to handle this request and may be unable to handle other requests. "
+
+
+async def _health(http):
+    async with http.get("/health") as r:
+        return r.status, await r.json()
+
+
+async def _until(http, status, timeout=10.0):
+    """Poll /health until it answers *status*; the last answer."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        answer = await _health(http)
+        if answer[0] == status or asyncio.get_running_loop().time() > deadline:
+            return answer
+        await asyncio.sleep(0.05)
+
+
+def test_starting_until_the_herder_has_started_then_healthy(tmp_path):
+    config = WorkerConfig({"bootstrap.servers": "127.0.0.1:9", "key.converter": "StringConverter",
+                           "value.converter": "StringConverter",
+                           "offset.storage.file.filename": str(tmp_path / "offsets.json")}, "standalone", source="test")
+
+    async def main():
+        herder = StandaloneHerder(config, "test-worker", None)
+        app = create_app(herder, worker_id="w", kafka_cluster_id=None, version="1")
+        async with RestServer(app) as server, aiohttp.ClientSession(base_url=server.url) as http:
+            assert await _health(http) == (503, {"status": "starting", "message": "Worker is still starting up."})
+            await herder.start()
+            try:
+                assert await _health(http) == (200, HEALTHY)
+            finally:
+                await herder.stop()
+            status, body = await _health(http)  # stopped: it will not do any more work
+            assert status == 500 and body["status"] == "unhealthy"
+            assert body["message"] == UNHEALTHY + "The herder is not running."
+
+    asyncio.run(main())
+
+
+def test_unhealthy_while_an_operation_holds_the_herder_then_healthy_again(rest):
+    async def scenario(http, herder):
+        herder.health_check_timeout_s = 0.3
+        assert await _health(http) == (200, HEALTHY)
+        async with herder._lock:  # as a connector operation stuck in a plugin would
+            status, body = await _health(http)
+        assert status == 500 and body["status"] == "unhealthy"
+        assert body["message"].startswith(UNHEALTHY) and "watch loop within 0.3 s" in body["message"]
+        assert await _until(http, 200) == (200, HEALTHY)
+
+    rest(scenario)
+
+
+def test_unhealthy_once_the_watch_loop_has_died(rest, caplog):
+    class Broken(dict):
+        def values(self):
+            raise RuntimeError("password=hunter2")
+
+    async def scenario(http, herder):
+        herder._connectors = Broken()
+        return await _until(http, 500)
+
+    status, body = rest(scenario)
+    assert status == 500 and body["status"] == "unhealthy"
+    assert body["message"] == UNHEALTHY + ("The herder's watch loop has stopped: it failed with RuntimeError; "
+                                           "see the worker's log.")
+    assert "hunter2" not in body["message"]
+    assert any("herder_watch_failed" in r.getMessage() for r in caplog.records)
