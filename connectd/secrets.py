@@ -53,6 +53,8 @@ def looks_secret(key: str) -> bool:
     lowered = key.lower()
     if lowered.endswith((".class", ".type")):  # names a class, e.g. config.providers.secretManager.class
         return False
+    if lowered.endswith(".file"):  # names a file, e.g. rest.basic.auth.credentials.file
+        return False
     return any(word in lowered for word in _SECRET_WORDS)
 
 

@@ -7,10 +7,10 @@ States::
 
 Parts are entered on an :class:`~contextlib.AsyncExitStack`, so they stop in
 reverse order whatever happens: the REST API, the herder (tasks stop
-gracefully), then Spark, then the Kafka clients. The worker checks its configuration, loads
-plugins, finds its converters and connects to the Kafka cluster;
-:meth:`Worker.start_herder` adds Spark, the connectors and the REST API
-on the first of ``listeners``.
+gracefully), then Spark, then the Kafka clients. The worker checks its configuration
+(TLS files and REST credentials included), loads plugins, finds its converters
+and connects to the Kafka cluster; :meth:`Worker.start_herder` adds Spark, the
+connectors and the REST API on every one of ``listeners``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import socket
 from typing import Any
 
 from connectd.config.worker import WorkerConfig
-from connectd.errors import ConfigError, ConnectdError
+from connectd.errors import ConnectdError
 from connectd.logging import bind_context, get_logger
 
 __all__ = ["Worker"]
@@ -47,6 +47,9 @@ class Worker:
         self.herder: Any = None
         self.rest: Any = None
         self.rest_url: str | None = None
+        self.rest_urls: list[str] = []
+        self._rest_listeners: list[Any] = []
+        self._rest_middlewares: list[Any] = []
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def start(self) -> None:
@@ -62,6 +65,12 @@ class Worker:
             stack = contextlib.AsyncExitStack()
             try:
                 self.config.check()
+                # TLS files and credentials are read now, so that a mistake
+                # stops the worker before it touches Kafka or starts Spark.
+                from connectd.rest.security import rest_listeners, rest_middlewares
+
+                self._rest_listeners = await asyncio.to_thread(rest_listeners, self.config)
+                self._rest_middlewares = await asyncio.to_thread(rest_middlewares, self.config)
                 from connectd.plugins import get_registry
 
                 registry = await asyncio.to_thread(get_registry)
@@ -129,24 +138,24 @@ class Worker:
         return herder
 
     async def _start_rest(self, herder: Any) -> None:
-        """Serve Kafka Connect's REST API on the first listener; stopped before the herder."""
+        """Serve Kafka Connect's REST API on every listener; stopped before the herder.
+
+        :attr:`rest_urls` lists them all; :attr:`rest_url` is the one
+        ``rest.advertised.listener`` names (the first of that scheme), else the first.
+        """
         from connectd import __version__
         from connectd.rest.app import RestServer, create_app
 
-        listener = self.config.get("listeners")[0]
-        scheme, _, address = listener.partition("://")
-        if scheme.lower() != "http":
-            raise ConfigError([f"{self.config.origin('listeners')}: listeners={listener!r}: "
-                               "https listeners are not available yet; use http://"])
-        host, _, port = address.rstrip("/").rpartition(":")
-        app = create_app(herder, worker_id=self.worker_id, kafka_cluster_id=self.cluster_id, version=__version__)
+        app = create_app(herder, worker_id=self.worker_id, kafka_cluster_id=self.cluster_id, version=__version__,
+                         middlewares=self._rest_middlewares)
         server = RestServer(app)
-        # An empty host means every interface, as in Kafka Connect.
-        await server.start(host.strip("[]") or "0.0.0.0", int(port))
+        await server.serve(self._rest_listeners)
         self._stack.push_async_callback(server.stop)
         self.rest = server
-        self.rest_url = f"http://{host.strip('[]') or '127.0.0.1'}:{server.port}"
-        log.info("rest_started", url=self.rest_url)
+        self.rest_urls = server.urls
+        advertised = (self.config.get("rest.advertised.listener") or "").lower()
+        self.rest_url = next((lst.url for lst in server.listeners if lst.scheme == advertised), server.url)
+        log.info("rest_started", url=self.rest_url, urls=self.rest_urls)
 
     async def stop(self) -> None:
         """Stop every part, last started first. Safe to call more than once."""
@@ -174,6 +183,8 @@ def _default_worker_id(config: WorkerConfig) -> str:
     host = config.raw("rest.advertised.host.name") or socket.gethostname()
     port = config.raw("rest.advertised.port")
     if port is None:
-        listener = (config.raw("listeners") or "http://:8083").split(",")[0]
+        listeners = [item.strip() for item in (config.raw("listeners") or "http://:8083").split(",")]
+        scheme = (config.raw("rest.advertised.listener") or "").strip().lower()
+        listener = next((item for item in listeners if item.lower().startswith(f"{scheme}://")), listeners[0])
         port = listener.rsplit(":", 1)[-1].strip("/") or "8083"
     return f"{host}:{port}"

@@ -50,6 +50,10 @@ __all__ = [
 
 H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
+#: Kafka's HTTP Basic authentication REST extension, which connectd has built in.
+BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+BASIC_AUTH_EXTENSIONS = (BASIC_AUTH_EXTENSION, "BasicAuthSecurityRestExtension")
+
 class _ReplicationFactor(Range):
     # -1 asks the broker for its default, as Kafka allows for internal topics.
     def __call__(self, value: Any) -> None:
@@ -102,7 +106,8 @@ _CLIENT_KEYS = [
               "Write the password as a config provider placeholder.",
               default=None, importance=M, group="Kafka security"),
     ConfigKey("ssl.truststore.location", Type.STRING,
-              "File of the CA certificates that sign the brokers' certificates (PEM).",
+              "File of the CA certificates that sign the brokers' certificates (PEM). https REST listeners "
+              "check client certificates against it unless listeners.https.* keys are set.",
               default=None, importance=H, group="Kafka security"),
     ConfigKey("ssl.truststore.password", Type.PASSWORD,
               "Password of the trust store, if it has one.", default=None, importance=H, group="Kafka security"),
@@ -112,7 +117,8 @@ _CLIENT_KEYS = [
               default="JKS", importance=M, validator=CaseInsensitiveValidString("JKS", "PKCS12", "PEM"),
               group="Kafka security"),
     ConfigKey("ssl.keystore.location", Type.STRING,
-              "The worker's own key store for mutual TLS (PKCS12).", default=None, importance=H,
+              "The worker's own key store for mutual TLS (PKCS12). https REST listeners serve its "
+              "certificate (PEM) unless listeners.https.* keys are set.", default=None, importance=H,
               group="Kafka security"),
     ConfigKey("ssl.keystore.password", Type.PASSWORD,
               "Password of the key store.", default=None, importance=H, group="Kafka security"),
@@ -174,8 +180,9 @@ _WORKER_KEYS = [
               "How long a stopping task may take to finish its batch in flight before it is cancelled "
               "(the batch is then replayed).", default=5000, importance=L, validator=_POSITIVE_MS, group="Tasks"),
     ConfigKey("listeners", Type.LIST,
-              "Where the REST API listens: http://host:port or https://host:port, comma-separated; "
-              "an empty host listens on all interfaces.",
+              "Where the REST API listens: http://host:port or https://host:port, comma-separated, every one "
+              "served; an empty host listens on all interfaces. https listeners take their TLS settings from "
+              "listeners.https.ssl.*, or from the worker's ssl.* keys when no listeners.https.* key is set.",
               default="http://:8083", importance=L, validator=ListenerList(), group="REST"),
     ConfigKey("rest.advertised.host.name", Type.STRING,
               "Host name other workers use to reach this one's REST API; defaults to the listener's.",
@@ -187,11 +194,53 @@ _WORKER_KEYS = [
               "Which listener (http or https) to advertise to other workers.",
               default=None, importance=L, validator=CaseInsensitiveValidString("http", "https"), group="REST"),
     ConfigKey("access.control.allow.origin", Type.STRING,
-              "Value of the CORS Access-Control-Allow-Origin header; empty disables CORS, * allows any origin.",
+              "Origins allowed to make cross-origin (CORS) requests, comma-separated, e.g. https://ui.example.com; "
+              "* in an origin matches any characters, * alone allows any origin (without credentials); "
+              "empty disables CORS.",
               default="", importance=L, group="REST"),
     ConfigKey("access.control.allow.methods", Type.STRING,
               "Methods allowed for CORS requests, comma-separated; empty means GET, POST and HEAD.",
               default="", importance=L, group="REST"),
+    ConfigKey("rest.extension.classes", Type.LIST,
+              "REST extensions, comma-separated. connectd has Kafka's "
+              f"{BASIC_AUTH_EXTENSION} (or BasicAuthSecurityRestExtension), which asks every request "
+              "but GET /health for HTTP Basic credentials checked against rest.basic.auth.credentials.file.",
+              default="", importance=L, validator=ValidList(*BASIC_AUTH_EXTENSIONS), group="REST security"),
+    ConfigKey("rest.basic.auth.credentials.file", Type.STRING,
+              "Properties file of user=password lines (or user: password, as Kafka's PropertyFileLoginModule "
+              "reads) that BasicAuthSecurityRestExtension accepts; a password may be a ${provider:...} "
+              "placeholder. Read when the worker starts.",
+              default=None, importance=M, extension=True, group="REST security"),
+    ConfigKey("rest.basic.auth.jaas.file", Type.STRING,
+              "Instead of rest.basic.auth.credentials.file: the JAAS file Kafka Connect reads "
+              "(-Djava.security.auth.login.config), whose KafkaConnect entry's PropertyFileLoginModule "
+              "file= option names the credentials file.",
+              default=None, importance=L, extension=True, group="REST security"),
+    ConfigKey("ssl.client.auth", Type.STRING,
+              "Whether https REST listeners ask clients for a certificate signed by the trust store: "
+              "none, requested (checked if given) or required.",
+              default="none", importance=M, validator=CaseInsensitiveValidString("none", "requested", "required"),
+              group="REST security"),
+    ConfigKey("ssl.enabled.protocols", Type.LIST,
+              "TLS versions https REST listeners accept.", default="TLSv1.2,TLSv1.3", importance=M,
+              validator=ValidList("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3", allow_empty=False),
+              group="REST security"),
+    ConfigKey("ssl.cipher.suites", Type.LIST,
+              "TLS 1.2 cipher suites of https REST listeners, by standard name "
+              "(TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384) or OpenSSL name; empty uses OpenSSL's defaults. "
+              "TLS 1.3 suites are always OpenSSL's; listing only TLS 1.3 suites turns TLS 1.2 off.",
+              default="", importance=L, group="REST security"),
+    ConfigKey("ssl.keystore.certificate.chain", Type.PASSWORD,
+              "With ssl.keystore.type=PEM and no ssl.keystore.location: the certificate chain itself, in PEM.",
+              default=None, importance=H, group="REST security"),
+    ConfigKey("ssl.keystore.key", Type.PASSWORD,
+              "With ssl.keystore.type=PEM and no ssl.keystore.location: the private key itself, in PEM "
+              "(encrypted with ssl.key.password if that is set).",
+              default=None, importance=H, group="REST security"),
+    ConfigKey("ssl.truststore.certificates", Type.PASSWORD,
+              "With ssl.truststore.type=PEM and no ssl.truststore.location: the trusted certificates themselves, "
+              "in PEM.",
+              default=None, importance=H, group="REST security"),
     ConfigKey("admin.listeners", Type.LIST,
               "Listeners for the /admin endpoints alone; unset serves them on listeners, "
               "empty turns them off.", default=None, importance=L, group="REST"),
@@ -305,7 +354,8 @@ _PREFIXES = {
     "config.providers.": "Classes and parameters of config providers: config.providers.<name>.class, "
     "config.providers.<name>.param.<key>.",
     "spark.": "connectd extension: passed to Spark as they are (spark.master, spark.executor.memory, …).",
-    "listeners.https.": "TLS settings of https REST listeners (listeners.https.ssl.keystore.location, …).",
+    "listeners.https.": "TLS settings of https REST listeners (listeners.https.ssl.keystore.location, …); "
+    "when any is set, the worker's own ssl.* keys are not used for the listeners.",
     "admin.listeners.https.": "TLS settings of https admin listeners.",
     "key.converter.": "Settings of the key converter.",
     "value.converter.": "Settings of the value converter.",
@@ -535,7 +585,34 @@ class WorkerConfig:
                                            f"expected less than session.timeout.ms ({session})", str(heartbeat)))
         for key, earlier in self._duplicates:
             found.append(ConfigProblem(earlier, None, f"{key} is set again at line {self.origin(key).line}, which wins", severity="warning"))
+        found.extend(self._basic_auth_problems())
         return found
+
+    def _basic_auth_problems(self) -> list[ConfigProblem]:
+        # A credentials file without the extension would leave the REST API
+        # open while its owner believes it closed: refuse rather than warn.
+        extensions = self._safe_get("rest.extension.classes") or []
+        enabled = any(name in BASIC_AUTH_EXTENSIONS for name in extensions)
+        files = [key for key in ("rest.basic.auth.credentials.file", "rest.basic.auth.jaas.file") if self._raw.get(key)]
+        if enabled and not files:
+            return [ConfigProblem(self.origin("rest.extension.classes"), "rest.extension.classes",
+                                  "BasicAuthSecurityRestExtension needs rest.basic.auth.credentials.file "
+                                  "(or rest.basic.auth.jaas.file) to name the users and their passwords")]
+        if files and not enabled:
+            return [ConfigProblem(self.origin(files[0]), files[0],
+                                  "is set but rest.extension.classes does not list "
+                                  f"{BASIC_AUTH_EXTENSION}, so the REST API would not ask for credentials")]
+        if len(files) > 1:
+            return [ConfigProblem(self.origin(files[1]), files[1],
+                                  "set rest.basic.auth.credentials.file or rest.basic.auth.jaas.file, not both")]
+        return []
+
+    def _safe_get(self, key: str) -> Any:
+        # None when the value does not parse: its own check reports it.
+        try:
+            return self.get(key)
+        except ConfigError:
+            return None
 
     def _check_placeholders_outside_declared(self, providers: ConfigProviders) -> list[ConfigProblem]:
         # Declared keys were resolved while validating; prefixed keys

@@ -5,6 +5,11 @@ port, runs ``await scenario(http, herder)`` inside ``asyncio.run`` with an
 :class:`aiohttp.ClientSession` whose base URL is the server, and stops both.
 Without ``spark`` and ``broker`` nothing may start a connector: enough for
 routing, validation, plugins and loggers.
+
+``rest(scenario, worker={...})`` adds worker settings and builds the server
+as the worker does, from ``listeners`` (default ``http://127.0.0.1:0``) and
+the security settings; ``ssl=`` is the client's TLS context, and
+``rest.server`` is the running :class:`RestServer` during the scenario.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import pytest
 from connectd.config.worker import WorkerConfig
 from connectd.herder import StandaloneHerder
 from connectd.rest import RestServer, create_app
+from connectd.rest.security import rest_listeners, rest_middlewares
 
 
 @pytest.fixture
@@ -24,7 +30,7 @@ def rest(tmp_path):
     secrets = tmp_path / "secrets.properties"
     secrets.write_text("topic=rest-secret-topic\n", encoding="utf-8")
 
-    def run(scenario, *, spark=None, broker=None):
+    def run(scenario, *, spark=None, broker=None, worker=None, ssl=None):
         config = WorkerConfig({
             "bootstrap.servers": broker.bootstrap_servers if broker is not None else "127.0.0.1:9",
             "key.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -33,22 +39,33 @@ def rest(tmp_path):
             "task.shutdown.graceful.timeout.ms": "20000",
             "config.providers": "file",
             "config.providers.file.class": "file",
+            **({"listeners": "http://127.0.0.1:0", **worker} if worker is not None else {}),
         }, "standalone", source="test")
 
         async def main():
+            # Built before the herder, as the worker does: a bad setting starts nothing.
+            listeners = rest_listeners(config) if worker is not None else None
+            middlewares = rest_middlewares(config) if worker is not None else ()
             herder = StandaloneHerder(config, "test-worker", spark)
             await herder.start()
-            app = create_app(herder, worker_id="test-worker", kafka_cluster_id="test-cluster", version="9.9.9")
-            server = RestServer(app)
-            await server.start("127.0.0.1", 0)
+            app = create_app(herder, worker_id="test-worker", kafka_cluster_id="test-cluster", version="9.9.9",
+                             middlewares=middlewares)
+            server = run.server = RestServer(app)
             try:
-                async with aiohttp.ClientSession(base_url=server.url) as http:
+                if listeners is None:
+                    await server.start("127.0.0.1", 0)
+                else:
+                    await server.serve(listeners)
+                connector = aiohttp.TCPConnector(ssl=ssl) if ssl is not None else None
+                async with aiohttp.ClientSession(base_url=server.url, connector=connector) as http:
                     return await scenario(http, herder)
             finally:
                 await server.stop()
                 await herder.stop()
+                run.server = None
 
         return asyncio.run(main())
 
     run.secrets = secrets
+    run.server = None
     return run
