@@ -79,7 +79,50 @@ def _parser() -> argparse.ArgumentParser:
     quickstart.add_argument("--dir", default=None, help="where the output and offsets go (default: a new temporary directory)")
     quickstart.add_argument("--duration", type=float, default=None, metavar="SECONDS",
                             help="stop by itself after this long (default: run until Ctrl-C)")
+    _connectors_parser(verbs)
     return parser
+
+
+def _connectors_parser(verbs: Any) -> None:
+    import os
+
+    from connectd.client import DEFAULT_URL
+
+    server = argparse.ArgumentParser(add_help=False)
+    server.add_argument("--url", default=os.environ.get("CONNECTD_URL") or DEFAULT_URL, type=_rest_url,
+                        help=f"the worker's REST API (default $CONNECTD_URL or {DEFAULT_URL})")
+    server.add_argument("--user", default=None, help="HTTP Basic user; the password comes from $CONNECTD_PASSWORD")
+    server.add_argument("--insecure", action="store_true", help="https: accept any certificate")
+    server.add_argument("--cacert", default=None, metavar="FILE", help="https: trust the CAs in this PEM file")
+    server.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="wait this long for each answer (default 60)")
+
+    connectors = verbs.add_parser("connectors", help="manage the connectors of a running worker over its REST API")
+    actions = connectors.add_subparsers(dest="connectors_verb", metavar="ACTION")
+    actions.required = True
+    listing = actions.add_parser("list", parents=[server], help="the connectors' names, or their status/info")
+    listing.add_argument("--expand", action="append", choices=("status", "info"), default=[],
+                         help="a map name -> status and/or info instead of names (repeatable)")
+    create = actions.add_parser("create", parents=[server], help="create a connector from a file")
+    create.add_argument("file", metavar="FILE",
+                        help="a .properties connector file, or the JSON body of POST /connectors")
+    for action, text in (("delete", "stop a connector's tasks and forget it"),
+                         ("status", "the state of a connector and of each task"),
+                         ("pause", "PAUSED: tasks stay up but read nothing new"),
+                         ("resume", "back to RUNNING from PAUSED or STOPPED"),
+                         ("stop", "STOPPED: tasks shut down, config kept, offsets editable")):
+        actions.add_parser(action, parents=[server], help=text).add_argument("name", metavar="NAME")
+    restart = actions.add_parser("restart", parents=[server], help="restart a connector and, optionally, its tasks")
+    restart.add_argument("name", metavar="NAME")
+    restart.add_argument("--include-tasks", action="store_true", help="restart its tasks too")
+    restart.add_argument("--only-failed", action="store_true", help="restart only what is FAILED")
+    offsets = actions.add_parser("offsets", parents=[server],
+                                 help="a connector's offsets; --reset or --set change them while it is STOPPED")
+    offsets.add_argument("name", metavar="NAME")
+    change = offsets.add_mutually_exclusive_group()
+    change.add_argument("--reset", action="store_true", help="forget every offset")
+    change.add_argument("--set", metavar="FILE", dest="set_file",
+                        help='set offsets from a JSON file: {"offsets": [{"partition": {...}, "offset": {...}}]}')
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,6 +182,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return _quickstart(args.port, args.dir, args.duration, out)
     if args.verb in ("distributed", "standalone"):
         return _run_worker(args.verb, args.worker_config, getattr(args, "connector_configs", ()))
+    if args.verb == "connectors":
+        return _connectors(args, out)
     raise AssertionError(f"unhandled verb {args.verb}")  # argparse only lets known verbs through
 
 
@@ -334,6 +379,79 @@ def _count_lines(path: Path) -> int:
             return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
     except FileNotFoundError:
         return 0
+
+
+def _rest_url(text: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected http://host:port or https://host:port, not {text!r}")
+    return text.strip()
+
+
+def _connectors(args: argparse.Namespace, out: TextIO) -> int:
+    import os
+
+    from connectd.client import Client
+
+    password = os.environ.get("CONNECTD_PASSWORD")
+    if args.user is not None and password is None:
+        if not sys.stdin.isatty():
+            print("connectd: --user needs the password in $CONNECTD_PASSWORD", file=sys.stderr)
+            return EXIT_USAGE
+        import getpass
+
+        password = getpass.getpass(f"password for {args.user} at {args.url}: ")
+    client = Client(args.url, user=args.user, password=password, insecure=args.insecure, cacert=args.cacert,
+                    timeout=args.timeout)
+    action = args.connectors_verb
+    if action == "list":
+        answer = client.connectors(expand=list(dict.fromkeys(args.expand)))
+    elif action == "create":
+        answer = client.create(_create_request(args.file))
+    elif action == "restart":
+        answer = client.restart(args.name, include_tasks=args.include_tasks, only_failed=args.only_failed)
+    elif action == "offsets" and args.reset:
+        answer = client.reset_offsets(args.name)
+    elif action == "offsets" and args.set_file is not None:
+        answer = client.alter_offsets(args.name, _json_file(args.set_file))
+    elif action == "offsets":
+        answer = client.offsets(args.name)
+    else:  # delete, status, pause, resume, stop: one name, no options
+        answer = getattr(client, action)(args.name)
+    if answer is not None:
+        json.dump(answer, out, indent=2)
+        out.write("\n")
+    return EXIT_OK
+
+
+def _create_request(file: str) -> dict[str, Any]:
+    """The body of ``POST /connectors`` for a connector file (``initial_state`` kept from a JSON body)."""
+    from connectd.herder import load_connector_file
+
+    config, _ = load_connector_file(file)
+    name = (config.get("name") or "").strip()
+    if not name:
+        raise ConfigError([f"{file}: name is required"])
+    body: dict[str, Any] = {"name": name, "config": config}
+    if Path(file).suffix.lower() == ".json":
+        document = _json_file(file)
+        if "config" in document and document.get("initial_state") is not None:
+            body["initial_state"] = document["initial_state"]
+    return body
+
+
+def _json_file(file: str) -> dict[str, Any]:
+    try:
+        document = json.loads(Path(file).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError([f"{file}: cannot read: {exc.strerror or exc}"]) from exc
+    except ValueError as exc:
+        raise ConfigError([f"{file}: not JSON: {exc}"]) from exc
+    if not isinstance(document, dict):
+        raise ConfigError([f"{file}: expected a JSON object"])
+    return document
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,12 +2,14 @@
 
 One module per resource group: :mod:`.connectors` (``/connectors``),
 :mod:`.plugins` (``/connector-plugins``), :mod:`.loggers`
-(``/admin/loggers``); :mod:`.app` builds the application and serves it,
-:mod:`.errors` turns every failure into Kafka's JSON error body.
+(``/admin/loggers``), :mod:`.openapi` (``/openapi.json``, describing them
+all); :mod:`.app` builds the application and serves it,
+:mod:`.errors` turns every failure into Kafka's JSON error body,
+:mod:`.security` adds TLS, Basic authentication and CORS as the worker config asks.
 """
 
 from __future__ import annotations
 
-from connectd.rest.app import RestServer, create_app
+from connectd.rest.app import Listener, RestServer, create_app
 
-__all__ = ["RestServer", "create_app"]
+__all__ = ["Listener", "RestServer", "create_app"]

@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import ssl
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
 
+from connectd.errors import ConnectdError
 from connectd.logging import get_logger
 from connectd.rest import connectors, loggers, plugins
+from connectd.rest import openapi
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
 from connectd.rest.errors import error_middleware
 
-__all__ = ["RestServer", "create_app"]
+__all__ = ["Listener", "RestServer", "create_app"]
 
 log = get_logger(__name__)
 
 
 def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, version: str,
-               commit: str = "unknown") -> web.Application:
+               commit: str = "unknown", middlewares: Iterable[Any] = ()) -> web.Application:
     """Kafka Connect's REST API over *herder*.
 
     :param herder: a :class:`connectd.herder.StandaloneHerder` (or one with its methods).
@@ -26,8 +32,11 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     :param kafka_cluster_id: shown by ``GET /``; ``None`` when unknown.
     :param version: connectd's version, shown by ``GET /``.
     :param commit: the source commit, shown by ``GET /``.
+    :param middlewares: run around every request before the error handling, first
+        outermost: :func:`connectd.rest.security.rest_middlewares` gives CORS and
+        authentication as the worker config asks.
     """
-    app = web.Application(middlewares=[error_middleware])
+    app = web.Application(middlewares=[*middlewares, error_middleware])
     app[HERDER] = herder
     app[INFO] = {"version": version, "commit": commit, "kafka_cluster_id": kafka_cluster_id, "worker_id": worker_id}
     app[CREATE_LOCK] = asyncio.Lock()
@@ -36,6 +45,7 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     connectors.add_routes(app.router)
     plugins.add_routes(app.router)
     loggers.add_routes(app.router)
+    openapi.add_routes(app.router)
     return app
 
 
@@ -45,14 +55,62 @@ async def _root(request: web.Request) -> web.Response:
 
 
 async def _health(request: web.Request) -> web.Response:
+    # Kafka's HealthCheckResource (KIP-1017): 503 until the herder has started,
+    # then 200 if its loop comes round in time, else 500 saying why not.
+    herder = request.app[HERDER]
+    if herder is None or not getattr(herder, "ready", True):
+        return web.json_response({"status": "starting", "message": "Worker is still starting up."}, status=503)
+    check = getattr(herder, "health_check", None)
+    problem = await check() if check is not None else None
+    if problem is not None:
+        return web.json_response({"status": "unhealthy", "message": "Worker was unable to handle this request and "
+                                  f"may be unable to handle other requests. {problem}"}, status=500)
     return web.json_response({"status": "healthy",
                               "message": "Worker has completed startup and is ready to handle requests."})
 
 
-class RestServer:
-    """Serves an application on one address.
+_LISTENER = re.compile(r"(?i)(https?)://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]*):(\d{1,5})/?")
 
-    ``async with RestServer(app) as server: …`` or :meth:`start` / :meth:`stop`.
+
+@dataclass(frozen=True)
+class Listener:
+    """One address the REST API is served on, as ``listeners`` writes it.
+
+    :param scheme: ``http`` or ``https``.
+    :param host: the interface; empty means all (IPv4) interfaces.
+    :param port: 0 takes a free port; a started :class:`RestServer` lists its
+        listeners with the ports they took.
+    :param ssl_context: the TLS settings of an ``https`` listener.
+    """
+
+    scheme: str
+    host: str
+    port: int
+    ssl_context: ssl.SSLContext | None = None
+
+    @classmethod
+    def parse(cls, text: str, ssl_context: ssl.SSLContext | None = None) -> Listener:
+        """``http://host:port`` or ``https://[::1]:port`` as a listener.
+
+        :raises ValueError: if *text* is not written so.
+        """
+        match = _LISTENER.fullmatch(text.strip())
+        if match is None:
+            raise ValueError(f"expected a listener like http://host:port or https://host:port, got {text!r}")
+        return cls(match.group(1).lower(), match.group(2).strip("[]"), int(match.group(3)), ssl_context)
+
+    @property
+    def url(self) -> str:
+        """Where a client on this machine reaches it (loopback for all interfaces)."""
+        host = self.host or "127.0.0.1"
+        return f"{self.scheme}://{f'[{host}]' if ':' in host else host}:{self.port}"
+
+
+class RestServer:
+    """Serves an application on one or more listeners.
+
+    ``async with RestServer(app) as server: …``, :meth:`start` for one address,
+    or :meth:`serve` for several; :meth:`stop` stops them all.
 
     :param app: from :func:`create_app`.
     :param shutdown_timeout: seconds requests in flight get to finish on :meth:`stop`.
@@ -63,24 +121,51 @@ class RestServer:
         self.shutdown_timeout = shutdown_timeout
         self.port: int | None = None
         self.host: str | None = None
+        #: The listeners served, with the ports they took, in the order given.
+        self.listeners: list[Listener] = []
         self._runner: web.AppRunner | None = None
 
-    async def start(self, host: str = "127.0.0.1", port: int = 8083) -> None:
-        """Listen on *host*:*port*; port 0 takes a free port, then found in :attr:`port`."""
+    async def start(self, host: str = "127.0.0.1", port: int = 8083, *, ssl_context: ssl.SSLContext | None = None) -> None:
+        """Listen on *host*:*port* (https with *ssl_context*); port 0 takes a free port, then found in :attr:`port`."""
+        await self.serve([Listener("https" if ssl_context is not None else "http", host, port, ssl_context)])
+
+    async def serve(self, listeners: Sequence[Listener]) -> None:
+        """Listen on every one of *listeners*; :attr:`host`, :attr:`port` and :attr:`url` are the first's.
+
+        :raises ConnectdError: naming the listener, if one cannot be bound (the others are closed).
+        """
         if self._runner is not None:
             raise RuntimeError("the REST server is already started")
+        if not listeners:
+            raise ValueError("expected at least one listener")
         runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=self.shutdown_timeout)
         await runner.setup()
+        bound: list[Listener] = []
         try:
-            site = web.TCPSite(runner, host, port, reuse_address=True)
-            await site.start()
+            for listener in listeners:
+                if (listener.scheme == "https") != (listener.ssl_context is not None):
+                    raise ValueError(f"{listener.scheme}://{listener.host}:{listener.port}: "
+                                     "https listeners, and only they, need an SSL context")
+                # Sites are listed in start order, so the addresses past the
+                # ones already there are this site's.
+                before = len(runner.addresses)
+                site = web.TCPSite(runner, listener.host or "0.0.0.0", listener.port, reuse_address=True,
+                                   ssl_context=listener.ssl_context)
+                try:
+                    await site.start()
+                except OSError as exc:
+                    raise ConnectdError(f"cannot listen on {listener.scheme}://{listener.host}:{listener.port}: "
+                                        f"{exc.strerror or exc}") from exc
+                bound.append(replace(listener, port=runner.addresses[before][1]))
         except BaseException:
             await runner.cleanup()
             raise
         self._runner = runner
-        self.host = host
-        self.port = runner.addresses[0][1]
-        log.info("rest_server_started", host=host, port=self.port)
+        self.listeners = bound
+        self.host = bound[0].host
+        self.port = bound[0].port
+        for listener in bound:
+            log.info("rest_server_started", scheme=listener.scheme, host=listener.host, port=listener.port)
 
     async def stop(self) -> None:
         """Stop listening and close connections; does nothing if not started."""
@@ -88,11 +173,17 @@ class RestServer:
         if runner is None:
             return
         await runner.cleanup()
-        log.info("rest_server_stopped", port=self.port)
+        log.info("rest_server_stopped", ports=[listener.port for listener in self.listeners])
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        """The first listener's URL."""
+        return self.listeners[0].url if self.listeners else f"http://{self.host}:{self.port}"
+
+    @property
+    def urls(self) -> list[str]:
+        """Every listener's URL, in order."""
+        return [listener.url for listener in self.listeners]
 
     async def __aenter__(self) -> RestServer:
         if self._runner is None:
