@@ -161,6 +161,69 @@ def cpu_since(sample: tuple[int, int, int, float]) -> dict[str, float]:
             "run_cores": round((tree - sample[2]) / _TICK / max(1e-9, now - sample[3]), 2)}
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class MemoryPeak(threading.Thread):
+    """Peak resident memory (RSS) of this run's connectd side, sampled every 0.2 s.
+
+    This process (the worker: herder, sink tasks, Spark's driver side in Python),
+    Spark's JVM, and Spark's Python worker processes — every descendant except
+    the broker's process tree. :meth:`take` returns the peaks since the last take.
+    """
+
+    def __init__(self, exclude_pid: int | None) -> None:
+        super().__init__(daemon=True)
+        self.exclude_pid = exclude_pid
+        self.halt = threading.Event()
+        self._peaks: dict[str, int] = {}
+
+    def run(self) -> None:
+        while not self.halt.wait(0.2):
+            self.sample()
+
+    def sample(self) -> None:
+        parents: dict[int, int] = {}
+        names: dict[int, str] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                text = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            names[int(entry)] = text[text.index("(") + 1:text.rindex(")")]
+            parents[int(entry)] = int(text[text.rindex(")") + 2:].split()[1])
+        me = os.getpid()
+        sizes = {"worker": 0, "jvm": 0, "python_workers": 0}
+        for pid in names:
+            p, seen, mine = pid, 0, False
+            while p not in (0, 1) and seen < 64:
+                if p == self.exclude_pid:
+                    break
+                if p == me:
+                    mine = True
+                    break
+                p, seen = parents.get(p, 0), seen + 1
+            if not mine:
+                continue
+            try:
+                rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
+            except (OSError, IndexError, ValueError):
+                continue
+            kind = "worker" if pid == me else "jvm" if names[pid] == "java" else "python_workers"
+            sizes[kind] += rss
+        sizes["total"] = sum(sizes.values())
+        for kind, size in sizes.items():
+            self._peaks[kind] = max(self._peaks.get(kind, 0), size)
+
+    def take(self) -> dict[str, float]:
+        """Peak MiB of each kind and of their sum (``total``) since the last take."""
+        self.sample()
+        peaks, self._peaks = self._peaks, {}
+        return {kind: round(size / 2**20) for kind, size in peaks.items()}
+
+
 def loadavg() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -341,9 +404,15 @@ def steady_rates(count: int, first_count: int, first: float | None, last: float 
     return rates(counted, int(nbytes * counted / count), last - first)
 
 
+def had_data(progress: dict[str, Any]) -> bool:
+    """Whether a micro-batch's source moved (a sink's offset-range rows are never read as rows by Spark)."""
+    return progress["numInputRows"] > 0 or any(
+        source.get("startOffset") != source.get("endOffset") for source in progress.get("sources", []))
+
+
 def progress_summary(task_query: Any) -> dict[str, Any]:
     """Mean micro-batch size and durations (ms) of a query's batches that had data."""
-    progress = [p for p in task_query.query.recentProgress if p["numInputRows"] > 0]
+    progress = [p for p in task_query.query.recentProgress if had_data(p)]
     if not progress:
         return {"batches": 0}
     keys = sorted({k for p in progress for k in p["durationMs"]})
@@ -608,7 +677,7 @@ async def wait_for(what: str, done: Any, timeout: float, herder: Any, name: str,
 
 
 async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw_topic: str, raw_ends: dict[int, int],
-                        latency_rate: int, latency_seconds: float) -> dict[str, Any]:
+                        latency_rate: int, latency_seconds: float, memory: MemoryPeak) -> dict[str, Any]:
     from connectd.config.worker import WorkerConfig
     from connectd.herder import StandaloneHerder
 
@@ -657,6 +726,7 @@ async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw
             "cpu_from_put": cpu_since(cpu),
             "cpu": counter.cpu_steady,
             "spark": await asyncio.to_thread(progress_summary, herder.task_queries("bench-datagen")[0]),
+            "memory_mib": memory.take(),
         }
         await herder.delete("bench-datagen")
 
@@ -688,6 +758,7 @@ async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw
             "cpu": lines.cpu_steady,
             "driver_process": sink_timer.summary(),
             "spark": await asyncio.to_thread(progress_summary, sink_query),
+            "memory_mib": memory.take(),
         }
 
         # 4. latency, the sink running and caught up
@@ -701,8 +772,9 @@ async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw
         out["latency"] = await asyncio.to_thread(run_latency_child, spec)
         out["latency"]["cpu"] = cpu_since(cpu)
         out["latency"]["driver_process"] = sink_timer.summary(timer_before)
+        out["latency"]["memory_mib"] = memory.take()
         recent = await asyncio.to_thread(lambda: sink_query.query.recentProgress)
-        busy = [p for p in recent[progress_before:] if p["numInputRows"] > 0]
+        busy = [p for p in recent[progress_before:] if had_data(p)]
         if busy:
             out["latency"]["spark"] = {
                 "batches": len(busy),
@@ -814,7 +886,15 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         c = phase.get("cpu") or {}
         return f"{fmt(c.get('run_cores'))} cores used by this run's processes, machine {fmt(c.get('machine_busy_pct'))} % busy"
 
+    def mem(phase: dict[str, Any]) -> str:
+        m = phase.get("memory_mib") or {}
+        return (f"{fmt(m.get('total'), ' MiB')} (worker process {fmt(m.get('worker'), ' MiB')}, Spark JVM "
+                f"{fmt(m.get('jvm'), ' MiB')}, Spark's Python workers {fmt(m.get('python_workers'), ' MiB')})")
+
     lines += [
+        "",
+        f"Peak memory (RSS, sampled every 0.2 s; the broker apart): datagen → Kafka {mem(dg)}; "
+        f"Kafka → file {mem(fs)}; latency run {mem(lat)}.",
         "",
         f"CPU while records flowed (from the first record to the last): datagen → Kafka {cpu(dg)}; "
         f"Kafka → file {cpu(fs)}; latency run {cpu(lat)}. (This run's processes: the bench and worker process, "
@@ -946,12 +1026,17 @@ def main() -> int:
                 "spark.ui.showConsoleProgress": "false",
             }, "standalone", source="bench"))
             summary["spark_start_s"] = round(time.monotonic() - t0, 1)
+            memory = None
             try:
                 spark.sparkContext.setLogLevel("ERROR")
                 print("connectd runs ...", file=sys.stderr)
+                memory = MemoryPeak(broker.pid)
+                memory.start()
                 summary["connectd"] = asyncio.run(connectd_runs(
-                    bootstrap, spark, tmp, records, raw_topic, raw_ends, args.latency_rate, latency_seconds))
+                    bootstrap, spark, tmp, records, raw_topic, raw_ends, args.latency_rate, latency_seconds, memory))
             finally:
+                if memory is not None:
+                    memory.halt.set()
                 spark.stop()
     summary["wall_s"] = round(time.monotonic() - wall, 1)
     summary["loadavg_end"] = loadavg()
