@@ -120,10 +120,9 @@ def machine_info() -> dict[str, str]:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _tree_ticks() -> int:
-    """CPU ticks used so far by this process and every live descendant (JVM, Python workers, broker)."""
-    parents: dict[int, int] = {}
-    ticks: dict[int, int] = {}
+def _processes() -> dict[int, tuple[int, str, list[str]]]:
+    """Every live process: pid -> (parent pid, name, the /proc/<pid>/stat fields after the name)."""
+    found: dict[int, tuple[int, str, list[str]]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -132,19 +131,28 @@ def _tree_ticks() -> int:
         except OSError:
             continue
         fields = text[text.rindex(")") + 2:].split()
-        parents[int(entry)] = int(fields[1])
-        # utime + stime, plus cutime + cstime: children that ended (forked Python workers) count too
-        ticks[int(entry)] = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
-    me = os.getpid()
-    total = 0
-    for pid, used in ticks.items():
+        found[int(entry)] = (int(fields[1]), text[text.index("(") + 1:text.rindex(")")], fields)
+    return found
+
+
+def _mine(processes: dict[int, tuple[int, str, list[str]]], exclude: int | None = None) -> list[int]:
+    """This process and its live descendants, without *exclude*'s process tree."""
+    me, mine = os.getpid(), []
+    for pid in processes:
         p, seen = pid, 0
-        while p not in (0, 1) and seen < 64:
+        while p not in (0, 1) and seen < 64 and p != exclude:
             if p == me:
-                total += used
+                mine.append(pid)
                 break
-            p, seen = parents.get(p, 0), seen + 1
-    return total
+            p, seen = processes.get(p, (0, "", []))[0], seen + 1
+    return mine
+
+
+def _tree_ticks() -> int:
+    """CPU ticks used so far by this process and every live descendant (JVM, Python workers, broker)."""
+    processes = _processes()
+    # utime + stime, plus cutime + cstime: children that ended (forked Python workers) count too
+    return sum(sum(int(f) for f in processes[pid][2][11:15]) for pid in _mine(processes))
 
 
 def cpu_sample() -> tuple[int, int, int, float]:
@@ -183,35 +191,15 @@ class MemoryPeak(threading.Thread):
             self.sample()
 
     def sample(self) -> None:
-        parents: dict[int, int] = {}
-        names: dict[int, str] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                text = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            names[int(entry)] = text[text.index("(") + 1:text.rindex(")")]
-            parents[int(entry)] = int(text[text.rindex(")") + 2:].split()[1])
+        processes = _processes()
         me = os.getpid()
         sizes = {"worker": 0, "jvm": 0, "python_workers": 0}
-        for pid in names:
-            p, seen, mine = pid, 0, False
-            while p not in (0, 1) and seen < 64:
-                if p == self.exclude_pid:
-                    break
-                if p == me:
-                    mine = True
-                    break
-                p, seen = parents.get(p, 0), seen + 1
-            if not mine:
-                continue
+        for pid in _mine(processes, self.exclude_pid):
             try:
                 rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
             except (OSError, IndexError, ValueError):
                 continue
-            kind = "worker" if pid == me else "jvm" if names[pid] == "java" else "python_workers"
+            kind = "worker" if pid == me else "jvm" if processes[pid][1] == "java" else "python_workers"
             sizes[kind] += rss
         sizes["total"] = sum(sizes.values())
         for kind, size in sizes.items():

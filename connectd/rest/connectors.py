@@ -3,8 +3,9 @@ their offsets (KIP-875) and the topics they use (KIP-558)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -362,32 +363,31 @@ def _offset_entries(body: Any) -> list[tuple[Any, Any]]:
     return entries
 
 
-async def _offsets(request: web.Request) -> web.Response:
+@contextlib.contextmanager
+def _offsets_errors() -> Iterator[None]:
+    """A connector's offsets failing to be read or written is a 500 saying so; 400s and 404s pass."""
     try:
-        pairs = await request.app[HERDER].connector_offsets(request.match_info["connector"])
+        yield
     except (NotFoundError, BadRequestError):
         raise
     except ConnectorError as exc:
         raise _offsets_failed(exc) from None
+
+
+async def _offsets(request: web.Request) -> web.Response:
+    with _offsets_errors():
+        pairs = await request.app[HERDER].connector_offsets(request.match_info["connector"])
     return web.json_response({"offsets": [{"partition": partition, "offset": offset} for partition, offset in pairs]})
 
 
 async def _alter_offsets(request: web.Request) -> web.Response:
     entries = _offset_entries(await read_json(request))
-    try:
+    with _offsets_errors():
         confirmed = await request.app[HERDER].alter_offsets(request.match_info["connector"], entries)
-    except (NotFoundError, BadRequestError):
-        raise
-    except ConnectorError as exc:
-        raise _offsets_failed(exc) from None
     return _offsets_answer(confirmed, "altered")
 
 
 async def _reset_offsets(request: web.Request) -> web.Response:
-    try:
+    with _offsets_errors():
         confirmed = await request.app[HERDER].reset_offsets(request.match_info["connector"])
-    except (NotFoundError, BadRequestError):
-        raise
-    except ConnectorError as exc:
-        raise _offsets_failed(exc) from None
     return _offsets_answer(confirmed, "reset")
