@@ -107,18 +107,19 @@ _CLIENT_KEYS = [
               default=None, importance=M, group="Kafka security"),
     ConfigKey("ssl.truststore.location", Type.STRING,
               "File of the CA certificates that sign the brokers' certificates (PEM). https REST listeners "
-              "check client certificates against it unless listeners.https.* keys are set.",
+              "check client certificates against it (PEM or PKCS12) unless listeners.https.* keys are set.",
               default=None, importance=H, group="Kafka security"),
     ConfigKey("ssl.truststore.password", Type.PASSWORD,
               "Password of the trust store, if it has one.", default=None, importance=H, group="Kafka security"),
     ConfigKey("ssl.truststore.type", Type.STRING,
               "Format of the trust store: PEM (also JKS and PKCS12 for compatibility of files; "
-              "the Python clients read PEM trust stores and PKCS12 key stores).",
+              "the Python clients read PEM trust stores and PKCS12 key stores; https REST listeners read "
+              "PEM and PKCS12 stores of both kinds, telling them by their content).",
               default="JKS", importance=M, validator=CaseInsensitiveValidString("JKS", "PKCS12", "PEM"),
               group="Kafka security"),
     ConfigKey("ssl.keystore.location", Type.STRING,
               "The worker's own key store for mutual TLS (PKCS12). https REST listeners serve its "
-              "certificate (PEM) unless listeners.https.* keys are set.", default=None, importance=H,
+              "certificate (PKCS12 or PEM) unless listeners.https.* keys are set.", default=None, importance=H,
               group="Kafka security"),
     ConfigKey("ssl.keystore.password", Type.PASSWORD,
               "Password of the key store.", default=None, importance=H, group="Kafka security"),

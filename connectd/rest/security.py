@@ -28,9 +28,10 @@ import os
 import re
 import ssl
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from secrets import token_bytes
+from secrets import token_bytes, token_urlsafe
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import hdrs, web
@@ -47,6 +48,8 @@ from connectd.rest.errors import error_response
 from connectd.secrets import Secret
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
+
     from connectd.config.worker import WorkerConfig
 
 __all__ = [
@@ -167,9 +170,11 @@ class _TlsSettings:
 def server_ssl_context(config: WorkerConfig) -> ssl.SSLContext:
     """The TLS context of the https listeners.
 
-    The key store is a PEM file (certificate chain and private key) or the
-    PEM values ``ssl.keystore.certificate.chain`` and ``ssl.keystore.key``;
-    JKS and PKCS12 stores are refused with the commands that convert them.
+    The key store is a PKCS12 store or a PEM file (certificate chain and
+    private key), or the PEM values ``ssl.keystore.certificate.chain`` and
+    ``ssl.keystore.key``; the trust store is a PKCS12 store or PEM
+    certificates. The content of a file tells its format; JKS stores are
+    refused with the command that converts them to PKCS12.
 
     :raises ConfigError: naming the key and file for anything missing, unreadable or wrong.
     """
@@ -182,7 +187,8 @@ def server_ssl_context(config: WorkerConfig) -> ssl.SSLContext:
     if client_auth != "none":
         if not trusted:
             raise settings.error("ssl.client.auth", f"client certificates are checked against a trust store: set "
-                                 f"{settings.key('ssl.truststore.location')} to a PEM file of the CA certificates")
+                                 f"{settings.key('ssl.truststore.location')} to a PEM file or PKCS12 store of the "
+                                 "CA certificates")
         context.verify_mode = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
     versions = sorted(_TLS_VERSIONS[name] for name in settings.get("ssl.enabled.protocols"))
     context.minimum_version, context.maximum_version = versions[0], versions[-1]
@@ -202,13 +208,16 @@ def _load_key_store(context: ssl.SSLContext, settings: _TlsSettings) -> None:
         where = _PREFIX + "ssl.keystore.location" + ("" if settings.prefix else " (or ssl.keystore.location)")
         raise ConfigError([ConfigProblem(
             settings.config.origin("listeners"), "listeners",
-            f"https listeners need a certificate and its private key: set {where} to a PEM file holding both")])
+            f"https listeners need a certificate and its private key: set {where} to a PEM file or PKCS12 store "
+            "holding both")])
     if location is not None:
         if chain is not None or key is not None:
             raise settings.error("ssl.keystore.location", f"set it or {settings.key('ssl.keystore.certificate.chain')} "
                                  f"and {settings.key('ssl.keystore.key')}, not both")
         data = _read_store(settings, "ssl.keystore.location", location)
-        _refuse_binary_store(settings, "ssl.keystore", data, written_type)
+        if _store_format(settings, "ssl.keystore", data, written_type) == "PKCS12":
+            _load_pkcs12_key_store(context, settings, data)
+            return
         labels = {label for label, _ in _pem_blocks(data.decode("latin-1"))}
         if "CERTIFICATE" not in labels:
             raise settings.error("ssl.keystore.location", "holds no PEM certificate")
@@ -223,13 +232,29 @@ def _load_key_store(context: ssl.SSLContext, settings: _TlsSettings) -> None:
         missing = "ssl.keystore.key" if key is None else "ssl.keystore.certificate.chain"
         present = "ssl.keystore.certificate.chain" if key is None else "ssl.keystore.key"
         raise settings.error(present, f"also set {settings.key(missing)}", with_value=False)
-    # load_cert_chain reads files only: a private directory, removed at once.
-    with tempfile.TemporaryDirectory(prefix="connectd-tls-") as directory:
-        path = Path(directory) / "keystore.pem"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as file:
-            file.write(_pem_text(key.value()) + _pem_text(chain.value()))
-        _load_chain(context, settings, "ssl.keystore.key", str(path), password)
+    with _private_file("keystore.pem", (_pem_text(key.value()) + _pem_text(chain.value())).encode("ascii")) as path:
+        _load_chain(context, settings, "ssl.keystore.key", path, password)
+
+
+def _load_pkcs12_key_store(context: ssl.SSLContext, settings: _TlsSettings, data: bytes) -> None:
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, Encoding, PrivateFormat
+
+    # A PKCS12 store has one password, for the store and its key: Kafka opens
+    # it with ssl.keystore.password; ssl.key.password stands in when that is unset.
+    only_key_password = settings.is_set("ssl.key.password") and not settings.is_set("ssl.keystore.password")
+    name = "ssl.key.password" if only_key_password else "ssl.keystore.password"
+    store = _open_pkcs12(settings, "ssl.keystore.location", data, name)
+    if store.key is None:
+        raise settings.error("ssl.keystore.location", "is a PKCS12 store without a private key")
+    if store.cert is None:
+        raise settings.error("ssl.keystore.location", "is a PKCS12 store without the certificate of its private key")
+    # load_cert_chain reads files only. Encrypted with a password used once,
+    # the key is never written out in the clear.
+    once = token_urlsafe(32)
+    key = store.key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(once.encode("ascii")))
+    chain = [store.cert, *store.additional_certs]
+    with _private_file("keystore.pem", key + b"".join(c.certificate.public_bytes(Encoding.PEM) for c in chain)) as path:
+        _load_chain(context, settings, "ssl.keystore.location", path, Secret(once))
 
 
 def _load_chain(context: ssl.SSLContext, settings: _TlsSettings, name: str, path: str, password: Secret | None) -> None:
@@ -263,10 +288,13 @@ def _load_trust_store(context: ssl.SSLContext, settings: _TlsSettings) -> bool:
         raise settings.error("ssl.truststore.location",
                              f"set it or {settings.key('ssl.truststore.certificates')}, not both")
     written_type = settings.get("ssl.truststore.type").upper() if settings.is_set("ssl.truststore.type") else None
+    if location is not None:
+        data = _read_store(settings, "ssl.truststore.location", location)
+        if _store_format(settings, "ssl.truststore", data, written_type) == "PKCS12":
+            context.load_verify_locations(cadata=_pkcs12_trusted(settings, data))
+            return True
     try:
         if location is not None:
-            data = _read_store(settings, "ssl.truststore.location", location)
-            _refuse_binary_store(settings, "ssl.truststore", data, written_type)
             context.load_verify_locations(cafile=location)
         elif certificates is not None:
             context.load_verify_locations(cadata=_pem_text(certificates.value()))
@@ -278,6 +306,57 @@ def _load_trust_store(context: ssl.SSLContext, settings: _TlsSettings) -> bool:
     return True
 
 
+def _pkcs12_trusted(settings: _TlsSettings, data: bytes) -> str:
+    """The certificates of a PKCS12 trust store, in PEM."""
+    from cryptography.hazmat.primitives.serialization import Encoding
+
+    store = _open_pkcs12(settings, "ssl.truststore.location", data, "ssl.truststore.password")
+    if store.key is not None:
+        # Java would trust only the certificate of the key, not the CA that
+        # signed it; guessing which certificates are meant is no job for a trust store.
+        source = settings.config.resolved(settings.key("ssl.truststore.location"))
+        raise settings.error("ssl.truststore.location", "holds a private key: it is a key store, and a trust store "
+                             "holds only the certificates of the CAs that client certificates are signed by "
+                             f"(openssl pkcs12 -in {source} -nokeys -cacerts -out ca.pem writes them out)")
+    certificates = [c.certificate for c in (store.cert, *store.additional_certs) if c is not None]
+    if not certificates:
+        raise settings.error("ssl.truststore.location", "is a PKCS12 store without certificates")
+    return "".join(c.public_bytes(Encoding.PEM).decode("ascii") for c in certificates)
+
+
+def _open_pkcs12(settings: _TlsSettings, name: str, data: bytes, password_name: str) -> PKCS12KeyAndCertificates:
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    password = settings.get(password_name)
+    data = data[:_pkcs12_size(data)]  # as Java and OpenSSL do, whatever follows the store is not read
+    try:
+        return pkcs12.load_pkcs12(data, password.value().encode("utf-8") if password is not None else None)
+    except UnsupportedAlgorithm as exc:
+        raise settings.error(name, "is a PKCS12 store encrypted with an algorithm the cryptography package "
+                             f"cannot read: {exc}") from None
+    except ValueError:
+        # cryptography cannot tell the two apart: a damaged store fails the
+        # same integrity check as a wrong password.
+        if password is None:
+            message = f"is a PKCS12 store protected by a password: set {settings.key(password_name)}"
+        else:
+            message = (f"cannot open the PKCS12 store with {settings.key(password_name)}: "
+                       "wrong password, or a damaged file?")
+        raise settings.error(name, message) from None
+
+
+@contextmanager
+def _private_file(name: str, content: bytes) -> Iterator[str]:
+    """*content* in a file only this user can read, in a private directory removed on exit."""
+    with tempfile.TemporaryDirectory(prefix="connectd-tls-") as directory:
+        path = Path(directory) / name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(content)
+        yield str(path)
+
+
 def _read_store(settings: _TlsSettings, name: str, location: str) -> bytes:
     try:
         return Path(location).read_bytes()
@@ -285,34 +364,51 @@ def _read_store(settings: _TlsSettings, name: str, location: str) -> bytes:
         raise settings.error(name, f"cannot read the file: {exc.strerror or exc}") from None
 
 
-def _refuse_binary_store(settings: _TlsSettings, store: str, data: bytes, written_type: str | None) -> None:
-    # Python's ssl module reads PEM alone. Say how to convert what Java tools write.
-    if b"-----BEGIN " in data[:65536]:
-        kind = "PEM"
-    elif data[:4] in (b"\xfe\xed\xfe\xed", b"\xce\xce\xce\xce"):
-        kind = "JKS"
-    else:
-        kind = "PKCS12" if data[:1] == b"\x30" else None
-    kind = written_type if written_type in ("JKS", "PKCS12") else kind
+def _store_format(settings: _TlsSettings, store: str, data: bytes, written_type: str | None) -> str:
+    """``PEM`` or ``PKCS12``, by the file's content; JKS stores and anything else are refused."""
     location = f"{store}.location"
-    source = settings.config.resolved(settings.key(location))
-    if kind == "JKS":
-        if store == "ssl.keystore":
-            how = (f"keytool -importkeystore -srckeystore {source} -destkeystore store.p12 -deststoretype PKCS12, "
-                   "then openssl pkcs12 -in store.p12 -out store.pem (it asks for a pass phrase for the key: "
-                   f"set {settings.key('ssl.key.password')} to it)")
-        else:
-            how = f"keytool -exportcert -rfc -keystore {source} -alias <alias> -file ca.pem (once per CA)"
-        raise settings.error(location, f"is a JKS store, which only Java reads; convert it to PEM with {how}, "
-                             f"and set {settings.key(store + '.type')}=PEM")
-    if kind == "PKCS12":
-        how = (f"openssl pkcs12 -in {source} -out store.pem (it asks for a pass phrase for the key: set "
-               f"{settings.key('ssl.key.password')} to it)" if store == "ssl.keystore"
-               else f"openssl pkcs12 -in {source} -nokeys -out ca.pem")
-        raise settings.error(location, f"is a PKCS12 store; connectd reads PEM: convert it with {how}, "
-                             f"and set {settings.key(store + '.type')}=PEM")
-    if kind != "PEM":
-        raise settings.error(location, "is not a PEM file")
+    pkcs12_size = _pkcs12_size(data)
+    if pkcs12_size is not None:
+        if pkcs12_size > len(data):
+            raise settings.error(location, f"is a PKCS12 store cut short: {len(data)} of its {pkcs12_size} bytes")
+        return "PKCS12"
+    if b"-----BEGIN " in data[:65536]:
+        return "PEM"
+    if data[:4] in (b"\xfe\xed\xfe\xed", b"\xce\xce\xce\xce") or written_type == "JKS":
+        # No well-kept Python library reads JKS; Java's keytool converts it to PKCS12.
+        source = settings.config.resolved(settings.key(location))
+        target = Path(source).with_suffix(".p12")
+        target = str(target) if str(target) != source else source + ".p12"
+        password = "ssl.keystore.password" if store == "ssl.keystore" else "ssl.truststore.password"
+        raise settings.error(location, "is a JKS store, which only Java reads; convert it to PKCS12 with keytool "
+                             f"-importkeystore -srckeystore {source} -destkeystore {target} -deststoretype PKCS12, "
+                             f"then set {settings.key(location)}={target}, {settings.key(store + '.type')}=PKCS12 "
+                             f"and {settings.key(password)} to the new store's password (keytool asks for it)")
+    if written_type == "PKCS12":
+        raise settings.error(location, "is not a PKCS12 store")
+    raise settings.error(location, "is neither a PEM file nor a PKCS12 store")
+
+
+def _pkcs12_size(data: bytes) -> int | None:
+    """The size a PKCS12 store at the start of *data* declares, or ``None`` if *data* is not one.
+
+    A PKCS12 store is DER: ``SEQUENCE { INTEGER 3, ... }`` — unlike a DER
+    certificate (a SEQUENCE first inside) or private key (version 0 or 1).
+    """
+    if len(data) < 5 or data[0] != 0x30:
+        return None
+    if data[1] < 0x80:
+        header, length = 2, data[1]
+    elif data[1] == 0x80:  # BER's indefinite length: the end is found by reading it all
+        header, length = 2, None
+    elif data[1] <= 0x84:
+        header = 2 + (data[1] & 0x7F)
+        length = int.from_bytes(data[2:header], "big")
+    else:
+        return None
+    if data[header:header + 3] != b"\x02\x01\x03":
+        return None
+    return len(data) if length is None else header + length
 
 
 def _pem_blocks(text: str) -> list[tuple[str, str]]:

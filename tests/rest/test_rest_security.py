@@ -1,8 +1,9 @@
 """The REST API's security against a real server: TLS listeners, Basic authentication, CORS, config errors.
 
 Certificates are made for the module with the ``openssl`` command: a CA, a
-server certificate for 127.0.0.1 and localhost (its key also encrypted), and
-a client certificate signed by the same CA.
+server certificate for 127.0.0.1 and localhost (its key also encrypted, and
+in a PKCS12 key store), a client certificate signed by the same CA, a
+self-signed one that nobody trusts, and the CA in a PKCS12 trust store.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import base64
 import io
 import json
 import logging
+import re
 import shutil
 import ssl
+import stat
 import subprocess
 from pathlib import Path
 
@@ -24,6 +27,7 @@ import structlog
 from connectd.config.worker import BASIC_AUTH_EXTENSION, WorkerConfig
 from connectd.errors import ConfigError
 from connectd.logging import configure_logging
+from connectd.rest import security
 from connectd.rest.security import rest_listeners, rest_middlewares, server_ssl_context
 from connectd.worker import Worker
 
@@ -31,6 +35,8 @@ KEY_PASSWORD = "tls-key-pass-4f1d9c"
 ADMIN_PASSWORD = "admin-pass-8b27e0"
 READER_PASSWORD = "reader-pass-51aa3f"
 WRONG_PASSWORD = "guessed-pass-c0ffee"
+STORE_PASSWORD = "p12-store-pass-7e3a90"
+TRUST_PASSWORD = "p12-trust-pass-2d64b1"
 
 ORIGIN = "https://ui.example.com"
 
@@ -62,8 +68,14 @@ def pki(tmp_path_factory) -> dict[str, Path]:
                  "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext", cwd=d)
     _openssl("pkcs8", "-topk8", "-in", "server.key", "-out", "server-encrypted.key",
              "-passout", f"pass:{KEY_PASSWORD}", cwd=d)
-    _openssl("pkcs12", "-export", "-in", "server.pem", "-inkey", "server.key", "-out", "keystore.p12",
-             "-passout", "pass:store-pass", cwd=d)
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2", "-subj", "/CN=rogue client", cwd=d)
+    # As Kafka users hold them: the key with its chain, and the CA alone, each under a password.
+    _openssl("pkcs12", "-export", "-in", "server.pem", "-inkey", "server.key", "-certfile", "ca.pem",
+             "-name", "rest", "-out", "keystore.p12", "-passout", f"pass:{STORE_PASSWORD}", cwd=d)
+    _openssl("pkcs12", "-export", "-nokeys", "-in", "ca.pem", "-name", "ca", "-out", "truststore.p12",
+             "-passout", f"pass:{TRUST_PASSWORD}", cwd=d)
+    _openssl("x509", "-in", "server.pem", "-outform", "DER", "-out", "server.der", cwd=d)
     files = {
         "ca": d / "ca.pem",
         "cert": d / "server.pem",
@@ -74,7 +86,11 @@ def pki(tmp_path_factory) -> dict[str, Path]:
         "mismatched_keystore": d / "keystore-mismatched.pem",
         "client_cert": d / "client.pem",
         "client_key": d / "client.key",
+        "rogue_cert": d / "rogue.pem",
+        "rogue_key": d / "rogue.key",
         "p12": d / "keystore.p12",
+        "trust_p12": d / "truststore.p12",
+        "der_cert": d / "server.der",
         "jks": d / "keystore.jks",
     }
     files["keystore"].write_text(files["key"].read_text() + files["cert"].read_text())
@@ -84,10 +100,11 @@ def pki(tmp_path_factory) -> dict[str, Path]:
     return files
 
 
-def _client_ssl(pki, *, certificate: bool = False) -> ssl.SSLContext:
+def _client_ssl(pki, *, certificate: str | None = None) -> ssl.SSLContext:
+    """A client that trusts the test CA, showing the ``client`` or ``rogue`` certificate if asked to."""
     context = ssl.create_default_context(cafile=str(pki["ca"]))
     if certificate:
-        context.load_cert_chain(str(pki["client_cert"]), str(pki["client_key"]))
+        context.load_cert_chain(str(pki[f"{certificate}_cert"]), str(pki[f"{certificate}_key"]))
     return context
 
 
@@ -95,7 +112,8 @@ def _client_ssl(pki, *, certificate: bool = False) -> ssl.SSLContext:
 def secrets_file(tmp_path) -> Path:
     """Where ${file:…} placeholders find the passwords."""
     path = tmp_path / "rest-secrets.properties"
-    path.write_text(f"key.password={KEY_PASSWORD}\nadmin.password={ADMIN_PASSWORD}\n", encoding="utf-8")
+    path.write_text(f"key.password={KEY_PASSWORD}\nadmin.password={ADMIN_PASSWORD}\n"
+                    f"store.password={STORE_PASSWORD}\ntrust.password={TRUST_PASSWORD}\n", encoding="utf-8")
     return path
 
 
@@ -227,7 +245,7 @@ def test_client_certificate_required(rest, pki, secrets_file):
     worker = _https(pki, secrets_file, **{"listeners.https.ssl.client.auth": "required",
                                           "listeners.https.ssl.truststore.type": "PEM",
                                           "listeners.https.ssl.truststore.location": str(pki["ca"])})
-    rest(scenario, worker=worker, ssl=_client_ssl(pki, certificate=True))
+    rest(scenario, worker=worker, ssl=_client_ssl(pki, certificate="client"))
 
 
 def test_client_certificate_requested_is_optional(rest, pki, secrets_file):
@@ -238,7 +256,7 @@ def test_client_certificate_requested_is_optional(rest, pki, secrets_file):
     worker = _https(pki, secrets_file, **{"listeners.https.ssl.client.auth": "requested",
                                           "listeners.https.ssl.truststore.location": str(pki["ca"])})
     assert rest(scenario, worker=worker, ssl=_client_ssl(pki)) == 200
-    assert rest(scenario, worker=worker, ssl=_client_ssl(pki, certificate=True)) == 200
+    assert rest(scenario, worker=worker, ssl=_client_ssl(pki, certificate="client")) == 200
 
 
 def test_protocols_and_cipher_suites(tmp_path, pki):
@@ -257,6 +275,117 @@ def test_protocols_and_cipher_suites(tmp_path, pki):
         server_ssl_context(_worker_config(tmp_path, **base, **{"listeners.https.ssl.cipher.suites": "TLS_NOPE"}))
     with pytest.raises(ConfigError, match=r"ssl\.enabled\.protocols='SSLv3': expected items from"):
         server_ssl_context(_worker_config(tmp_path, **base, **{"listeners.https.ssl.enabled.protocols": "SSLv3"}))
+
+
+def _pkcs12(pki, secrets_file, **extra: str) -> dict[str, str]:
+    """https with the PKCS12 key store, as a Kafka Connect properties file names it."""
+    return {
+        "listeners": "https://127.0.0.1:0",
+        "listeners.https.ssl.keystore.type": "PKCS12",
+        "listeners.https.ssl.keystore.location": str(pki["p12"]),
+        "listeners.https.ssl.keystore.password": f"${{file:{secrets_file}:store.password}}",
+        "listeners.https.ssl.key.password": f"${{file:{secrets_file}:store.password}}",
+        **extra,
+    }
+
+
+def test_https_listener_serves_a_pkcs12_key_store(rest, pki, secrets_file, log_output):
+    async def scenario(http, herder):
+        async with http.get("/") as r:
+            assert r.status == 200
+        async with http.get(rest.server.url.replace("127.0.0.1", "localhost") + "/health") as r:
+            assert r.status == 200
+
+    rest(scenario, worker=_pkcs12(pki, secrets_file), ssl=_client_ssl(pki))
+    assert STORE_PASSWORD not in log_output.getvalue()
+
+
+def test_pkcs12_key_goes_to_ssl_in_a_private_file_encrypted_and_removed(tmp_path, pki, monkeypatch):
+    loaded = []
+    load_chain = security._load_chain
+
+    def recording(context, settings, name, path, password):  # what ssl is given, while the file is there
+        file = Path(path)
+        loaded.append({"path": file, "mode": stat.S_IMODE(file.stat().st_mode),
+                       "directory_mode": stat.S_IMODE(file.parent.stat().st_mode), "text": file.read_text()})
+        return load_chain(context, settings, name, path, password)
+
+    monkeypatch.setattr(security, "_load_chain", recording)
+    server_ssl_context(_worker_config(tmp_path, **{"listeners": "https://127.0.0.1:0",
+                                                   "listeners.https.ssl.keystore.location": str(pki["p12"]),
+                                                   "listeners.https.ssl.keystore.password": STORE_PASSWORD}))
+    [seen] = loaded
+    assert (seen["mode"], seen["directory_mode"]) == (0o600, 0o700)
+    labels = re.findall(r"-----BEGIN ([A-Z ]+)-----", seen["text"])
+    assert labels == ["ENCRYPTED PRIVATE KEY", "CERTIFICATE", "CERTIFICATE"]  # never the key in the clear
+    assert STORE_PASSWORD not in seen["text"]
+    assert not seen["path"].exists() and not seen["path"].parent.exists()
+
+
+def test_pkcs12_key_store_is_found_by_its_content(tmp_path, pki):
+    # No type, or Kafka's default JKS (Java reads PKCS12 through it too); the one password in ssl.key.password.
+    for extra in ({}, {"listeners.https.ssl.keystore.type": "JKS"}, {"listeners.https.ssl.keystore.type": "PKCS12"}):
+        context = server_ssl_context(_worker_config(tmp_path, **{
+            "listeners": "https://127.0.0.1:0", "listeners.https.ssl.keystore.location": str(pki["p12"]),
+            "listeners.https.ssl.key.password": STORE_PASSWORD, **extra}))
+        assert isinstance(context, ssl.SSLContext)
+    # The worker's own ssl.* keys, when no listeners.https. key is set.
+    context = server_ssl_context(_worker_config(tmp_path, **{
+        "listeners": "https://127.0.0.1:0", "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(pki["p12"]),
+        "ssl.keystore.password": STORE_PASSWORD, "ssl.truststore.type": "PKCS12",
+        "ssl.truststore.location": str(pki["trust_p12"]), "ssl.truststore.password": TRUST_PASSWORD}))
+    assert [dict(c["subject"][0])["commonName"] for c in context.get_ca_certs()] == ["connectd test CA"]
+
+
+def test_pkcs12_trust_store_checks_client_certificates(rest, pki, secrets_file):
+    async def scenario(http, herder):
+        async with http.get("/") as r:  # the session's context carries the client certificate
+            assert r.status == 200
+        for client in (_client_ssl(pki), _client_ssl(pki, certificate="rogue")):
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client)) as refused:
+                with pytest.raises((aiohttp.ClientError, ssl.SSLError, ConnectionError)):
+                    async with refused.get(f"{rest.server.url}/") as r:
+                        await r.read()
+
+    worker = _pkcs12(pki, secrets_file, **{
+        "listeners.https.ssl.client.auth": "required",
+        "listeners.https.ssl.truststore.type": "PKCS12",
+        "listeners.https.ssl.truststore.location": str(pki["trust_p12"]),
+        "listeners.https.ssl.truststore.password": f"${{file:{secrets_file}:trust.password}}",
+    })
+    rest(scenario, worker=worker, ssl=_client_ssl(pki, certificate="client"))
+
+
+def test_stores_made_by_keytool(tmp_path, pki):
+    """As Java users make them: a JKS key store, converted as the error says, and a PKCS12 trust store."""
+    if shutil.which("keytool") is None:
+        pytest.skip("the keytool command is needed to make Java's stores")
+
+    def keytool(*args: str) -> None:
+        subprocess.run(["keytool", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    jks = tmp_path / "rest.jks"
+    keytool("-importkeystore", "-srckeystore", str(pki["p12"]), "-srcstoretype", "PKCS12", "-srcstorepass",
+            STORE_PASSWORD, "-destkeystore", str(jks), "-deststoretype", "JKS", "-deststorepass", STORE_PASSWORD,
+            "-noprompt")
+    keytool("-importcert", "-noprompt", "-alias", "ca", "-file", str(pki["ca"]), "-keystore", "truststore.p12",
+            "-storetype", "PKCS12", "-storepass", TRUST_PASSWORD)
+    message = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(jks),
+                                      "listeners.https.ssl.keystore.password": STORE_PASSWORD})
+    command = re.search(r"convert it to PKCS12 with keytool (.*?), then set", message).group(1).split()
+    keytool(*command, "-srcstorepass", STORE_PASSWORD, "-deststorepass", STORE_PASSWORD, "-noprompt")
+    setting = re.search(r"then set listeners\.https\.ssl\.keystore\.location=(\S+),", message).group(1)
+    context = server_ssl_context(_worker_config(tmp_path, **{
+        "listeners": "https://127.0.0.1:0",
+        "listeners.https.ssl.keystore.type": "PKCS12",
+        "listeners.https.ssl.keystore.location": setting,
+        "listeners.https.ssl.keystore.password": STORE_PASSWORD,
+        "listeners.https.ssl.truststore.type": "PKCS12",
+        "listeners.https.ssl.truststore.location": str(tmp_path / "truststore.p12"),
+        "listeners.https.ssl.truststore.password": TRUST_PASSWORD,
+        "listeners.https.ssl.client.auth": "required",
+    }))
+    assert [dict(c["subject"][0])["commonName"] for c in context.get_ca_certs()] == ["connectd test CA"]
 
 
 # --- TLS configuration errors --------------------------------------------------
@@ -289,28 +418,99 @@ def test_missing_key_store_file_names_key_file_and_line(tmp_path):
 def test_no_key_store_at_all(tmp_path):
     message = _tls_error(tmp_path)
     assert message.endswith("worker.properties:7: listeners: https listeners need a certificate and its private key: "
-                            "set listeners.https.ssl.keystore.location (or ssl.keystore.location) to a PEM file holding both")
+                            "set listeners.https.ssl.keystore.location (or ssl.keystore.location) "
+                            "to a PEM file or PKCS12 store holding both")
 
 
-def test_jks_key_store_says_how_to_convert(tmp_path, pki):
+def test_jks_key_store_says_how_to_convert_it_to_pkcs12(tmp_path, pki):
     message = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["jks"]),
                                       "listeners.https.ssl.keystore.type": "JKS"})
+    converted = pki["jks"].with_suffix(".p12")
     assert f"listeners.https.ssl.keystore.location='{pki['jks']}': is a JKS store, which only Java reads" in message
-    assert f"keytool -importkeystore -srckeystore {pki['jks']} -destkeystore store.p12 -deststoretype PKCS12" in message
-    assert "openssl pkcs12 -in store.p12 -out store.pem" in message
-    assert "set listeners.https.ssl.keystore.type=PEM" in message
+    assert (f"convert it to PKCS12 with keytool -importkeystore -srckeystore {pki['jks']} -destkeystore {converted} "
+            "-deststoretype PKCS12, then set ") in message
+    assert (f"listeners.https.ssl.keystore.location={converted}, listeners.https.ssl.keystore.type=PKCS12 and "
+            "listeners.https.ssl.keystore.password to the new store's password") in message
     # Found by its content too, whatever the type says.
     assert "is a JKS store" in _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["jks"])})
+    assert "is a JKS store" in _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["jks"]),
+                                                       "listeners.https.ssl.keystore.type": "PKCS12"})
     truststore = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
                                          "listeners.https.ssl.truststore.location": str(pki["jks"])})
-    assert "listeners.https.ssl.truststore.location" in truststore and "keytool -exportcert -rfc" in truststore
+    assert "listeners.https.ssl.truststore.location=" in truststore
+    assert f"keytool -importkeystore -srckeystore {pki['jks']}" in truststore
+    assert "listeners.https.ssl.truststore.type=PKCS12 and listeners.https.ssl.truststore.password" in truststore
 
 
-def test_pkcs12_key_store_says_how_to_convert(tmp_path, pki):
-    message = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["p12"]),
-                                      "listeners.https.ssl.keystore.type": "PKCS12"})
-    assert "is a PKCS12 store; connectd reads PEM" in message
-    assert f"openssl pkcs12 -in {pki['p12']} -out store.pem" in message
+def test_wrong_or_missing_pkcs12_password(tmp_path, pki, secrets_file):
+    store = {"listeners.https.ssl.keystore.type": "PKCS12", "listeners.https.ssl.keystore.location": str(pki["p12"])}
+    wrong = _tls_error(tmp_path, **store, **{"listeners.https.ssl.keystore.password": WRONG_PASSWORD})
+    assert wrong == (f"{tmp_path / 'worker.properties'}:9: listeners.https.ssl.keystore.location='{pki['p12']}': "
+                     "cannot open the PKCS12 store with listeners.https.ssl.keystore.password: "
+                     "wrong password, or a damaged file?")
+    # Kafka opens the store with ssl.keystore.password, whatever ssl.key.password says.
+    assert "with listeners.https.ssl.keystore.password:" in _tls_error(
+        tmp_path, **store, **{"listeners.https.ssl.keystore.password": WRONG_PASSWORD,
+                              "listeners.https.ssl.key.password": STORE_PASSWORD})
+    only_key_password = _tls_error(tmp_path, **store, **{"listeners.https.ssl.key.password": WRONG_PASSWORD})
+    assert "cannot open the PKCS12 store with listeners.https.ssl.key.password: wrong password" in only_key_password
+    missing = _tls_error(tmp_path, **store)
+    assert missing.endswith(f"listeners.https.ssl.keystore.location='{pki['p12']}': "
+                            "is a PKCS12 store protected by a password: set listeners.https.ssl.keystore.password")
+    placeholder = _tls_error(tmp_path, **store, **{"listeners.https.ssl.keystore.password":
+                                                   f"${{file:{secrets_file}:key.password}}"})
+    assert "cannot open the PKCS12 store with listeners.https.ssl.keystore.password" in placeholder
+    trust = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
+                                    "listeners.https.ssl.truststore.type": "PKCS12",
+                                    "listeners.https.ssl.truststore.location": str(pki["trust_p12"]),
+                                    "listeners.https.ssl.truststore.password": WRONG_PASSWORD})
+    assert (f"listeners.https.ssl.truststore.location='{pki['trust_p12']}': cannot open the PKCS12 store with "
+            "listeners.https.ssl.truststore.password: wrong password") in trust
+    for message in (wrong, only_key_password, missing, placeholder, trust):
+        for password in (WRONG_PASSWORD, STORE_PASSWORD, KEY_PASSWORD, TRUST_PASSWORD):
+            assert password not in message
+
+
+def test_damaged_or_unknown_key_store_files(tmp_path, pki):
+    data = pki["p12"].read_bytes()
+
+    def error(content: bytes, **extra: str) -> str:
+        path = tmp_path / "store.bin"
+        path.write_bytes(content)
+        return _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(path),
+                                       "listeners.https.ssl.keystore.password": STORE_PASSWORD, **extra})
+
+    cut = error(data[:len(data) // 2])
+    assert cut.endswith(f"store.bin': is a PKCS12 store cut short: {len(data) // 2} of its {len(data)} bytes")
+    # A damaged byte inside fails the store's integrity check, as a wrong password does.
+    middle = len(data) // 2
+    flipped = error(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:])
+    assert ("cannot open the PKCS12 store with listeners.https.ssl.keystore.password: "
+            "wrong password, or a damaged file?") in flipped
+    assert error(b"\x00garbage" * 8, **{"listeners.https.ssl.keystore.type": "PKCS12"}).endswith(
+        "store.bin': is not a PKCS12 store")
+    assert error(b"\x00garbage" * 8).endswith("store.bin': is neither a PEM file nor a PKCS12 store")
+    # DER is not enough: a DER certificate is not taken for a PKCS12 store.
+    assert error(pki["der_cert"].read_bytes()).endswith("store.bin': is neither a PEM file nor a PKCS12 store")
+    # Whatever follows a store is not read, as Java and OpenSSL do.
+    (tmp_path / "tail.p12").write_bytes(data + b"\n")
+    context = server_ssl_context(_worker_config(tmp_path, **{
+        "listeners": "https://127.0.0.1:0", "listeners.https.ssl.keystore.location": str(tmp_path / "tail.p12"),
+        "listeners.https.ssl.keystore.password": STORE_PASSWORD}))
+    assert isinstance(context, ssl.SSLContext)
+
+
+def test_pkcs12_stores_holding_the_wrong_things(tmp_path, pki):
+    no_key = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["trust_p12"]),
+                                     "listeners.https.ssl.keystore.password": TRUST_PASSWORD})
+    assert no_key.endswith(f"listeners.https.ssl.keystore.location='{pki['trust_p12']}': "
+                           "is a PKCS12 store without a private key")
+    # A key store given as the trust store: Java would trust its certificate, not its CA. Refused.
+    key_store = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
+                                        "listeners.https.ssl.truststore.location": str(pki["p12"]),
+                                        "listeners.https.ssl.truststore.password": STORE_PASSWORD})
+    assert f"listeners.https.ssl.truststore.location='{pki['p12']}': holds a private key: it is a key store" in key_store
+    assert f"openssl pkcs12 -in {pki['p12']} -nokeys -cacerts -out ca.pem" in key_store
 
 
 def test_wrong_or_missing_key_password(tmp_path, pki, secrets_file):
