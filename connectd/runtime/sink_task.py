@@ -2,11 +2,19 @@
 
 ::
 
-    connectd-kafka reader (task's partitions, from the group's committed offsets)
-        └─ foreachBatch, in the worker process:
-              rows ─► converters ─► transforms ─► task.put(records)
+    connectd-kafka reader, rows=ranges (task's partitions, from the group's committed offsets)
+        └─ foreachBatch, in the worker process: the batch's offset ranges (Spark's offset log)
+              RangeReader reads them, put_records at a time:
+                  rows ─► converters ─► transforms ─► task.put(records)
               task.pre_commit(offsets)  (flush: the data is durable)
               commit offsets to consumer group connect-<connector>
+
+Records are read where the task lives rather than carried by Spark from the
+reader's process through the JVM, which cost several times more than the
+read itself (BENCHMARKS.md). Rows are converted a chunk at a time with the
+converters' batch methods; if anything in a chunk fails, the chunk is done
+again record by record under the connector's error policy, which then
+retries, skips (dead-letter queue) or fails exactly the bad records.
 
 The task instance lives in the worker process, one per task, so Kafka
 Connect's contract holds exactly: ``open`` with its partitions, ``put`` in
