@@ -44,8 +44,9 @@ headers`` (headers: array of ``key``/``value`` structs; bytes stay bytes).
 
 Writing (source tasks)
 ----------------------
-Each executor task produces its rows with an idempotent producer
-(``acks=all``) and flushes before returning, so a batch counts as written
+Each executor task produces its rows — Spark's Arrow batches, taken column by
+column (:class:`DataSourceStreamArrowWriter`), no Row object per record — with
+an idempotent producer (``acks=all``) and flushes before returning, so a batch counts as written
 only when every record is acknowledged; a delivery error fails the batch
 (which Spark then retries or the task reports). Rows may carry the source
 partition and offset (JSON text) of the record; the commit message of each
@@ -72,7 +73,7 @@ from typing import Any
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceStreamReader,
-    DataSourceStreamWriter,
+    DataSourceStreamArrowWriter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -104,6 +105,35 @@ WRITE_SCHEMA = (
     "topic string, partition int, key binary, value binary, timestamp long, "
     "headers array<struct<key: string, value: binary>>, source_partition string, source_offset string"
 )
+
+_WRITE_COLUMNS = ("topic", "partition", "key", "value", "timestamp", "headers", "source_partition", "source_offset")
+
+
+def write_arrow_batch(rows: list[tuple]) -> Any:
+    """*rows* in :data:`WRITE_SCHEMA` order as one ``pyarrow.RecordBatch`` (what a reader's
+    ``read`` may yield: Spark then converts no row in Python)."""
+    import pyarrow as pa
+
+    schema = _write_arrow_schema()
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)],
+                                      schema=schema)
+
+
+_ARROW_SCHEMA: Any = None
+
+
+def _write_arrow_schema() -> Any:
+    global _ARROW_SCHEMA
+    if _ARROW_SCHEMA is None:
+        import pyarrow as pa
+
+        header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+        _ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("key", pa.binary()),
+                                   ("value", pa.binary()), ("timestamp", pa.int64()), ("headers", pa.list_(header)),
+                                   ("source_partition", pa.string()), ("source_offset", pa.string())])
+    return _ARROW_SCHEMA
+
 
 # Spark redacts option values whose key matches spark.redaction.regex
 # ("secret|password|token|..."). The value is either client settings, or -
@@ -451,8 +481,12 @@ def _producer(client_json: str) -> Any:
         return producer
 
 
-class KafkaStreamWriter(DataSourceStreamWriter):
-    """Produces each micro-batch to Kafka; stores source offsets only after every write is durable."""
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """Produces each micro-batch to Kafka; stores source offsets only after every write is durable.
+
+    It takes Spark's Arrow batches as they come (no Row object per record):
+    columns by name, each turned into a Python list at once.
+    """
 
     def __init__(self, options: dict[str, str]) -> None:
         self.client_json = options.get(CLIENT_OPTION, "{}")
@@ -460,7 +494,7 @@ class KafkaStreamWriter(DataSourceStreamWriter):
         self.commit_hook_arg = options.get("commit.hook.arg", "")
         self.flush_timeout = float(options.get("flush.timeout.s", "60"))
 
-    def write(self, rows: Iterator[Any]) -> _Written:
+    def write(self, batches: Iterator[Any]) -> _Written:
         producer = _producer(self.client_json)
         failures: list[str] = []
 
@@ -469,26 +503,32 @@ class KafkaStreamWriter(DataSourceStreamWriter):
                 failures.append(f"{message.topic()}[{message.partition()}]: {error}")
 
         written = _Written()
-        for row in rows:
-            if row.source_partition is not None:
-                written.source_offsets[row.source_partition] = row.source_offset
-            if row.topic is None:
-                continue  # an offset-only row: a record a transform dropped still moves the offset
-            kwargs: dict[str, Any] = {"key": row.key, "value": row.value, "on_delivery": delivered}
-            if row.partition is not None:
-                kwargs["partition"] = row.partition
-            if row.timestamp is not None:
-                kwargs["timestamp"] = row.timestamp
-            if row.headers:
-                kwargs["headers"] = [(h.key, h.value) for h in row.headers]
-            while True:
-                try:
-                    producer.produce(row.topic, **kwargs)
-                    break
-                except BufferError:
-                    producer.poll(0.05)  # local queue full: let deliveries drain
-            producer.poll(0)
-            written.records += 1
+        produce, poll = producer.produce, producer.poll
+        for batch in batches:
+            names = batch.schema.names
+            columns = {name: batch.column(i).to_pylist() for i, name in enumerate(names)}
+            empty = [None] * batch.num_rows
+            rows = zip(*(columns.get(name, empty) for name in _WRITE_COLUMNS), strict=True)
+            for topic, partition, key, value, timestamp, headers, source_partition, source_offset in rows:
+                if source_partition is not None:
+                    written.source_offsets[source_partition] = source_offset
+                if topic is None:
+                    continue  # an offset-only row: a record a transform dropped still moves the offset
+                kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
+                if partition is not None:
+                    kwargs["partition"] = partition
+                if timestamp is not None:
+                    kwargs["timestamp"] = timestamp
+                if headers:
+                    kwargs["headers"] = [(h["key"], h["value"]) for h in headers]
+                while True:
+                    try:
+                        produce(topic, **kwargs)
+                        break
+                    except BufferError:
+                        poll(0.05)  # local queue full: let deliveries drain
+                poll(0)
+                written.records += 1
         remaining = producer.flush(self.flush_timeout)
         if remaining:
             raise RuntimeError(f"{remaining} records not acknowledged within {self.flush_timeout:.0f} s")
