@@ -72,8 +72,8 @@ from typing import Any
 
 from pyspark.sql.datasource import (
     DataSource,
-    DataSourceStreamReader,
     DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
 )
