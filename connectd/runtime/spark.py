@@ -13,6 +13,11 @@ in the environment before the JVM starts, not only in the Spark conf:
 
 Starting a session takes seconds (a JVM); call :func:`start_session` from a
 thread, never on the event loop.
+
+Spark's own warning that a micro-batch took longer than the trigger interval
+is silenced (:data:`QUIET_LOGGERS`): tasks run their micro-batches back to
+back by design (a 100 ms trigger), so it would be printed for every batch
+under load and bury the worker's own logs.
 """
 
 from __future__ import annotations
@@ -26,7 +31,10 @@ if TYPE_CHECKING:
 
     from connectd.config.worker import WorkerConfig
 
-__all__ = ["start_session"]
+__all__ = ["QUIET_LOGGERS", "start_session"]
+
+#: Spark loggers set to ERROR when the session starts.
+QUIET_LOGGERS = ("org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor",)
 
 
 def start_session(config: WorkerConfig) -> SparkSession:
@@ -40,4 +48,12 @@ def start_session(config: WorkerConfig) -> SparkSession:
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    _quiet(session)
+    return session
+
+
+def _quiet(session: SparkSession) -> None:
+    log4j = session._jvm.org.apache.logging.log4j
+    for name in QUIET_LOGGERS:
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.ERROR)
