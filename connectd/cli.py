@@ -313,6 +313,7 @@ def _quickstart(port: int, directory: str | None, duration: float | None, out: T
         print(f"embedded broker up on {broker.bootstrap_servers}", file=out, flush=True)
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(timeout=30)
+        del admin  # destroyed now, not after the broker stopped (it would log connection failures)
         worker = WorkerConfig(
             {
                 "bootstrap.servers": broker.bootstrap_servers,

@@ -283,6 +283,9 @@ class StandaloneHerder:
         async with self._lock:
             for name in list(self._connectors):
                 await self._stop_connector(self._connectors.pop(name))
+            # Destroyed now rather than when collected, which may be after the cluster is gone
+            # (it would then log connection failures).
+            self._admin_client = None
 
     # --- operations ---
 
