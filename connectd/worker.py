@@ -10,7 +10,8 @@ reverse order whatever happens: the REST API, the herder (tasks stop
 gracefully), then Spark, then the Kafka clients. The worker checks its configuration
 (TLS files and REST credentials included), loads plugins, finds its converters
 and connects to the Kafka cluster; :meth:`Worker.start_herder` adds Spark, the
-connectors and the REST API on every one of ``listeners``.
+connectors and the REST API on every one of ``listeners`` (its ``/admin``
+endpoints on those of ``admin.listeners`` when that is set).
 """
 
 from __future__ import annotations
@@ -48,7 +49,12 @@ class Worker:
         self.rest: Any = None
         self.rest_url: str | None = None
         self.rest_urls: list[str] = []
+        #: The server of ``admin.listeners``, ``None`` when the /admin endpoints are not served apart.
+        self.admin_rest: Any = None
+        #: Where the /admin endpoints are served: :attr:`rest_urls` unless ``admin.listeners`` is set.
+        self.admin_urls: list[str] = []
         self._rest_listeners: list[Any] = []
+        self._admin_listeners: list[Any] | None = None
         self._rest_middlewares: list[Any] = []
         self._stack: contextlib.AsyncExitStack | None = None
 
@@ -67,9 +73,10 @@ class Worker:
                 self.config.check()
                 # TLS files and credentials are read now, so that a mistake
                 # stops the worker before it touches Kafka or starts Spark.
-                from connectd.rest.security import rest_listeners, rest_middlewares
+                from connectd.rest.security import admin_listeners, rest_listeners, rest_middlewares
 
                 self._rest_listeners = await asyncio.to_thread(rest_listeners, self.config)
+                self._admin_listeners = await asyncio.to_thread(admin_listeners, self.config)
                 self._rest_middlewares = await asyncio.to_thread(rest_middlewares, self.config)
                 from connectd.plugins import get_registry
 
@@ -142,20 +149,29 @@ class Worker:
 
         :attr:`rest_urls` lists them all; :attr:`rest_url` is the one
         ``rest.advertised.listener`` names (the first of that scheme), else the first.
+        When ``admin.listeners`` is set, the /admin endpoints are served on its
+        listeners alone (:attr:`admin_urls`), or nowhere if it is empty.
         """
         from connectd import __version__
-        from connectd.rest.app import RestServer, create_app
+        from connectd.rest.app import RestServer, create_admin_app, create_app
 
         app = create_app(herder, worker_id=self.worker_id, kafka_cluster_id=self.cluster_id, version=__version__,
-                         middlewares=self._rest_middlewares)
+                         middlewares=self._rest_middlewares, admin_routes=self._admin_listeners is None)
         server = RestServer(app)
         await server.serve(self._rest_listeners)
         self._stack.push_async_callback(server.stop)
         self.rest = server
         self.rest_urls = server.urls
+        self.admin_urls = self.rest_urls if self._admin_listeners is None else []
+        if self._admin_listeners:
+            admin = RestServer(create_admin_app(middlewares=self._rest_middlewares))
+            await admin.serve(self._admin_listeners)
+            self._stack.push_async_callback(admin.stop)
+            self.admin_rest = admin
+            self.admin_urls = admin.urls
         advertised = (self.config.get("rest.advertised.listener") or "").lower()
         self.rest_url = next((lst.url for lst in server.listeners if lst.scheme == advertised), server.url)
-        log.info("rest_started", url=self.rest_url, urls=self.rest_urls)
+        log.info("rest_started", url=self.rest_url, urls=self.rest_urls, admin_urls=self.admin_urls)
 
     async def stop(self) -> None:
         """Stop every part, last started first. Safe to call more than once."""

@@ -31,6 +31,7 @@ from connectd.config.definitions import (
     TopicName,
     Type,
     ValidationContext,
+    Validator,
     ValidList,
     display_value,
     without_value,
@@ -73,6 +74,28 @@ class _Partitions(Range):
 
     def describe(self) -> str:
         return "-1 (broker default) or [1,...]"
+
+
+class _AdminListeners(ListenerList):
+    # Empty is allowed: it turns the /admin endpoints off (KIP-495).
+    def __call__(self, value: Any) -> None:
+        if value:
+            super().__call__(value)
+
+    def describe(self) -> str:
+        return f"{super().describe()}, or empty"
+
+
+class _ResponseHeaders(Validator):
+    def __call__(self, value: Any) -> None:
+        if not value.strip():
+            return  # the default; and connectd.rest imports this module: import it only when needed
+        from connectd.rest.headers import parse_header_config
+
+        parse_header_config(value)
+
+    def describe(self) -> str:
+        return "[action] [header name]:[header value], comma-separated; action: set, add, setDate or addDate"
 
 
 _POSITIVE_MS = Range.at_least(0)
@@ -243,11 +266,19 @@ _WORKER_KEYS = [
               "in PEM.",
               default=None, importance=H, group="REST security"),
     ConfigKey("admin.listeners", Type.LIST,
-              "Listeners for the /admin endpoints alone; unset serves them on listeners, "
-              "empty turns them off.", default=None, importance=L, group="REST"),
+              "Where the /admin endpoints (log levels) are served instead of on listeners: http://host:port "
+              "or https://host:port, comma-separated; there the other endpoints answer 404, and on listeners "
+              "/admin does. Unset serves them on listeners; empty serves them nowhere. https admin listeners "
+              "take their TLS settings from admin.listeners.https.ssl.*, or from the worker's ssl.* keys when "
+              "no admin.listeners.https.* key is set. Authentication and CORS apply as on listeners.",
+              default=None, importance=L, validator=_AdminListeners(), group="REST"),
     ConfigKey("response.http.headers.config", Type.STRING,
-              "Headers added to every REST response, e.g. 'set X-Frame-Options: DENY'.",
-              default="", importance=L, group="REST"),
+              "Headers added to every REST response, errors included, on every listener: comma-separated "
+              "[action] [header name]:[header value] entries (Jetty's HeaderFilter syntax), the action one "
+              "of set, add, setDate and addDate (whose value is milliseconds from now, sent as an HTTP date); "
+              "an entry whose value holds a comma goes in double quotes. "
+              "E.g. set X-Frame-Options: DENY, setDate Expires: 3600000.",
+              default="", importance=L, validator=_ResponseHeaders(), group="REST"),
     ConfigKey("plugin.path", Type.LIST,
               "Accepted for compatibility and ignored: connectd finds plugins through Python entry points, "
               "so install plugin packages into connectd's environment instead.",
@@ -357,7 +388,8 @@ _PREFIXES = {
     "spark.": "connectd extension: passed to Spark as they are (spark.master, spark.executor.memory, …).",
     "listeners.https.": "TLS settings of https REST listeners (listeners.https.ssl.keystore.location, …); "
     "when any is set, the worker's own ssl.* keys are not used for the listeners.",
-    "admin.listeners.https.": "TLS settings of https admin listeners.",
+    "admin.listeners.https.": "TLS settings of https admin listeners (admin.listeners.https.ssl.keystore.location, "
+    "…); when any is set, the worker's own ssl.* keys are not used for the admin listeners.",
     "key.converter.": "Settings of the key converter.",
     "value.converter.": "Settings of the value converter.",
     "header.converter.": "Settings of the header converter.",
@@ -668,8 +700,8 @@ class WorkerConfig:
         found: dict[tuple[str | None, str], ConfigProblem] = {}
         for client in CLIENTS:
             for problem in client_settings(self._raw, client, "confluent", resolve=resolve).problems:
-                if problem.key in self.definition:
-                    continue  # top-level keys are checked by their declarations
+                if problem.key in self.definition or (problem.key or "").startswith("admin.listeners."):
+                    continue  # top-level keys are checked by their declarations; admin.listeners.https.* is TLS
                 found.setdefault(
                     (problem.key, problem.message),
                     ConfigProblem(self.origin(problem.key or ""), problem.key, problem.message, problem.value, problem.severity),

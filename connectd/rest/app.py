@@ -18,13 +18,13 @@ from connectd.rest import openapi
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
 from connectd.rest.errors import error_middleware
 
-__all__ = ["Listener", "RestServer", "create_app"]
+__all__ = ["Listener", "RestServer", "create_admin_app", "create_app"]
 
 log = get_logger(__name__)
 
 
 def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, version: str,
-               commit: str = "unknown", middlewares: Iterable[Any] = ()) -> web.Application:
+               commit: str = "unknown", middlewares: Iterable[Any] = (), admin_routes: bool = True) -> web.Application:
     """Kafka Connect's REST API over *herder*.
 
     :param herder: a :class:`connectd.herder.StandaloneHerder` (or one with its methods).
@@ -35,6 +35,8 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     :param middlewares: run around every request before the error handling, first
         outermost: :func:`connectd.rest.security.rest_middlewares` gives CORS and
         authentication as the worker config asks.
+    :param admin_routes: whether the ``/admin`` endpoints are served here; not
+        when ``admin.listeners`` is set (they are then :func:`create_admin_app`'s).
     """
     app = web.Application(middlewares=[*middlewares, error_middleware])
     app[HERDER] = herder
@@ -44,8 +46,19 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     app.router.add_get("/health", _health)
     connectors.add_routes(app.router)
     plugins.add_routes(app.router)
-    loggers.add_routes(app.router)
+    if admin_routes:
+        loggers.add_routes(app.router)
     openapi.add_routes(app.router)
+    return app
+
+
+def create_admin_app(*, middlewares: Iterable[Any] = ()) -> web.Application:
+    """The ``/admin`` endpoints alone, for the listeners of ``admin.listeners`` (KIP-495).
+
+    :param middlewares: as for :func:`create_app`; the same security applies.
+    """
+    app = web.Application(middlewares=[*middlewares, error_middleware])
+    loggers.add_routes(app.router)
     return app
 
 

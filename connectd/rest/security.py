@@ -6,13 +6,16 @@ Each is off until the worker config asks for it:
   :class:`ssl.SSLContext` of :func:`server_ssl_context`, built from the
   ``listeners.https.ssl.*`` keys or, when no ``listeners.https.`` key is set
   at all, from the worker's own ``ssl.*`` keys (Kafka Connect's
-  all-or-nothing rule);
+  all-or-nothing rule); the ``https://`` entries of ``admin.listeners``
+  (:func:`admin_listeners`) likewise from ``admin.listeners.https.ssl.*``;
 - ``rest.extension.classes`` naming Kafka's ``BasicAuthSecurityRestExtension``
   turns on :func:`basic_auth_middleware`, with the users of
   ``rest.basic.auth.credentials.file`` (or of the file a JAAS file's
   ``PropertyFileLoginModule`` names), read once at start;
 - ``access.control.allow.origin`` turns on :func:`cors_middleware`, which
-  answers as Jetty's ``CrossOriginFilter`` does for Kafka Connect.
+  answers as Jetty's ``CrossOriginFilter`` does for Kafka Connect;
+- ``response.http.headers.config`` adds headers to every response
+  (:mod:`connectd.rest.headers`).
 
 Passwords — of key stores, keys and users — may be ``${provider:…}``
 placeholders; they are resolved through the worker's config providers, which
@@ -45,6 +48,7 @@ from connectd.errors import ConfigError
 from connectd.logging import get_logger
 from connectd.rest.app import Listener
 from connectd.rest.errors import error_response
+from connectd.rest.headers import response_headers_middleware
 from connectd.secrets import Secret
 
 if TYPE_CHECKING:
@@ -54,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PUBLIC_PATHS",
+    "admin_listeners",
     "basic_auth_middleware",
     "cors_middleware",
     "load_credentials",
@@ -73,20 +78,43 @@ def rest_listeners(config: WorkerConfig) -> list[Listener]:
 
     :raises ConfigError: if a listener is malformed or the TLS settings are wrong.
     """
-    listeners = [Listener.parse(text) for text in config.get("listeners")]
+    return _listeners(config, "listeners")
+
+
+def admin_listeners(config: WorkerConfig) -> list[Listener] | None:
+    """Every entry of ``admin.listeners`` (KIP-495), as :func:`rest_listeners` does for ``listeners``.
+
+    https ones take their TLS settings from ``admin.listeners.https.ssl.*``, or
+    from the worker's ``ssl.*`` keys when no ``admin.listeners.https.`` key is set.
+
+    :returns: ``None`` when unset (the /admin endpoints are served on
+        ``listeners``); empty when set empty (they are not served at all).
+    :raises ConfigError: if a listener is malformed or the TLS settings are wrong.
+    """
+    if config.get("admin.listeners") is None:
+        return None
+    return _listeners(config, "admin.listeners")
+
+
+def _listeners(config: WorkerConfig, key: str) -> list[Listener]:
+    listeners = [Listener.parse(text) for text in config.get(key)]
     if any(listener.scheme == "https" for listener in listeners):
-        context = server_ssl_context(config)
+        context = server_ssl_context(config, listeners_key=key)
         listeners = [Listener(lst.scheme, lst.host, lst.port, context if lst.scheme == "https" else None)
                      for lst in listeners]
     return listeners
 
 
 def rest_middlewares(config: WorkerConfig) -> list[Middleware]:
-    """CORS (outermost, so that refusals carry its headers too) and Basic authentication, as configured.
+    """The configured response headers (outermost, so that every answer carries them), CORS (so that
+    refusals carry its headers too) and Basic authentication, as configured.
 
-    :raises ConfigError: if the credentials cannot be read.
+    :raises ConfigError: if the credentials cannot be read or the response headers are malformed.
     """
     middlewares: list[Middleware] = []
+    headers = response_headers_middleware(config)
+    if headers is not None:
+        middlewares.append(headers)
     origins = (config.get("access.control.allow.origin") or "").strip()
     if origins:
         middlewares.append(cors_middleware(origins, config.get("access.control.allow.methods") or ""))
@@ -97,8 +125,6 @@ def rest_middlewares(config: WorkerConfig) -> list[Middleware]:
 
 
 # --- TLS ---------------------------------------------------------------------
-
-_PREFIX = "listeners.https."
 
 # What the https listeners read, by un-prefixed name; declared in connectd.config.worker.
 _TLS_KEYS = frozenset({
@@ -125,11 +151,14 @@ _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re
 
 
 class _TlsSettings:
-    """The ``ssl.*`` keys the https listeners read: all under ``listeners.https.``, or all un-prefixed."""
+    """The ``ssl.*`` keys the https listeners of *listeners_key* read: all under ``<listeners_key>.https.``,
+    or all un-prefixed."""
 
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(self, config: WorkerConfig, listeners_key: str = "listeners") -> None:
         self.config = config
-        self.prefix = _PREFIX if config.with_prefix(_PREFIX) else ""
+        self.listeners_key = listeners_key
+        self.https_prefix = f"{listeners_key}.https."
+        self.prefix = self.https_prefix if config.with_prefix(self.https_prefix) else ""
 
     def key(self, name: str) -> str:
         return self.prefix + name
@@ -167,8 +196,8 @@ class _TlsSettings:
                             reason="Python's ssl module has no such setting")
 
 
-def server_ssl_context(config: WorkerConfig) -> ssl.SSLContext:
-    """The TLS context of the https listeners.
+def server_ssl_context(config: WorkerConfig, *, listeners_key: str = "listeners") -> ssl.SSLContext:
+    """The TLS context of the https listeners of *listeners_key* (``listeners`` or ``admin.listeners``).
 
     The key store is a PKCS12 store or a PEM file (certificate chain and
     private key), or the PEM values ``ssl.keystore.certificate.chain`` and
@@ -178,7 +207,7 @@ def server_ssl_context(config: WorkerConfig) -> ssl.SSLContext:
 
     :raises ConfigError: naming the key and file for anything missing, unreadable or wrong.
     """
-    settings = _TlsSettings(config)
+    settings = _TlsSettings(config, listeners_key)
     settings.warn_ignored()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     _load_key_store(context, settings)
@@ -205,9 +234,9 @@ def _load_key_store(context: ssl.SSLContext, settings: _TlsSettings) -> None:
     # PKCS12 often keeps its one password in ssl.keystore.password.
     password = settings.get("ssl.key.password") or settings.get("ssl.keystore.password")
     if location is None and chain is None and key is None:
-        where = _PREFIX + "ssl.keystore.location" + ("" if settings.prefix else " (or ssl.keystore.location)")
+        where = f"{settings.https_prefix}ssl.keystore.location" + ("" if settings.prefix else " (or ssl.keystore.location)")
         raise ConfigError([ConfigProblem(
-            settings.config.origin("listeners"), "listeners",
+            settings.config.origin(settings.listeners_key), settings.listeners_key,
             f"https listeners need a certificate and its private key: set {where} to a PEM file or PKCS12 store "
             "holding both")])
     if location is not None:

@@ -10,6 +10,8 @@ routing, validation, plugins and loggers.
 as the worker does, from ``listeners`` (default ``http://127.0.0.1:0``) and
 the security settings; ``ssl=`` is the client's TLS context, and
 ``rest.server`` is the running :class:`RestServer` during the scenario.
+With ``admin.listeners`` set, the /admin endpoints are served apart, on
+``rest.admin_server``, as the worker does (``None`` otherwise).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import pytest
 
 from connectd.config.worker import WorkerConfig
 from connectd.herder import StandaloneHerder
-from connectd.rest import RestServer, create_app
-from connectd.rest.security import rest_listeners, rest_middlewares
+from connectd.rest import RestServer, create_admin_app, create_app
+from connectd.rest.security import admin_listeners, rest_listeners, rest_middlewares
 
 
 @pytest.fixture
@@ -45,27 +47,34 @@ def rest(tmp_path):
         async def main():
             # Built before the herder, as the worker does: a bad setting starts nothing.
             listeners = rest_listeners(config) if worker is not None else None
+            admins = admin_listeners(config) if worker is not None else None
             middlewares = rest_middlewares(config) if worker is not None else ()
             herder = StandaloneHerder(config, "test-worker", spark)
             await herder.start()
             app = create_app(herder, worker_id="test-worker", kafka_cluster_id="test-cluster", version="9.9.9",
-                             middlewares=middlewares)
+                             middlewares=middlewares, admin_routes=admins is None)
             server = run.server = RestServer(app)
+            admin = run.admin_server = RestServer(create_admin_app(middlewares=middlewares)) if admins else None
             try:
                 if listeners is None:
                     await server.start("127.0.0.1", 0)
                 else:
                     await server.serve(listeners)
+                if admin is not None:
+                    await admin.serve(admins)
                 connector = aiohttp.TCPConnector(ssl=ssl) if ssl is not None else None
                 async with aiohttp.ClientSession(base_url=server.url, connector=connector) as http:
                     return await scenario(http, herder)
             finally:
+                if admin is not None:
+                    await admin.stop()
                 await server.stop()
                 await herder.stop()
-                run.server = None
+                run.server = run.admin_server = None
 
         return asyncio.run(main())
 
     run.secrets = secrets
     run.server = None
+    run.admin_server = None
     return run
