@@ -334,16 +334,24 @@ def build_with_default(builder: SchemaBuilder, make_default: Callable[[Schema], 
 
 
 class SchemaUpdateCache:
-    """Input schema → derived schema, keeping the most recent *size* entries (Kafka keeps 16)."""
+    """Input schema → derived schema, keeping the most recent *size* entries (Kafka keeps 16).
 
-    __slots__ = ("_entries", "_size")
+    The records of a batch mostly share one schema object: asked for the same
+    object as last time, :meth:`get` answers without hashing it.
+    """
+
+    __slots__ = ("_entries", "_last", "_size")
 
     def __init__(self, size: int = 16) -> None:
-        self._entries: OrderedDict[Schema, Schema] = OrderedDict()
+        self._entries: OrderedDict[Schema, Any] = OrderedDict()
         self._size = size
+        self._last: tuple[Schema | None, Any] = (None, None)
 
-    def get(self, schema: Schema, build: Callable[[Schema], Schema]) -> Schema:
+    def get(self, schema: Schema, build: Callable[[Schema], Any]) -> Any:
         """The derived schema of *schema*, from *build* the first time."""
+        last_schema, updated = self._last
+        if schema is last_schema:  # the most recent entry: already last in the order
+            return updated
         entries = self._entries
         try:
             updated = entries[schema]
@@ -352,12 +360,14 @@ class SchemaUpdateCache:
             entries[schema] = updated
             if len(entries) > self._size:
                 entries.popitem(last=False)
-            return updated
-        entries.move_to_end(schema)
+        else:
+            entries.move_to_end(schema)
+        self._last = (schema, updated)
         return updated
 
     def clear(self) -> None:
         self._entries.clear()
+        self._last = (None, None)
 
     def __len__(self) -> int:
         return len(self._entries)

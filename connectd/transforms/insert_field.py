@@ -98,12 +98,9 @@ class InsertField(KeyOrValue):
         self.static_value: str | None = config["static.value"]
         self.replace_null_with_default: bool = config["replace.null.with.default"]
         self._schemas = SchemaUpdateCache()
-        # The last input schema and its updated schema: records of a batch mostly share one.
-        self._last: tuple[Schema | None, Schema | None] = (None, None)
 
     def close(self) -> None:
         self._schemas.clear()
-        self._last = (None, None)
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = self.operating_value(record)
@@ -112,11 +109,7 @@ class InsertField(KeyOrValue):
         if value.__class__ is Struct and self.operating_schema(record) is not None:
             # What _apply_step_by_step builds, from one list of values checked at once.
             try:
-                schema = value.schema
-                last_schema, updated_schema = self._last
-                if schema is not last_schema:
-                    updated_schema = self._schemas.get(schema, self._with_fields)
-                    self._last = (schema, updated_schema)
+                updated_schema = self._schemas.get(value.schema, self._with_fields)
                 values = value.field_values(defaults=self.replace_null_with_default)
                 # Inserted fields follow in _with_fields' order; a missing value stays None, as when not put.
                 if self.topic_field is not None:
@@ -142,7 +135,6 @@ class InsertField(KeyOrValue):
         value = self.operating_value(record)
         if value is None:
             return record
-        self._last = (None, None)  # the cache's order may change below
         schema = self.operating_schema(record)
         if schema is None:
             updated = dict(require_map(value, PURPOSE))

@@ -98,12 +98,10 @@ class ReplaceField(KeyOrValue):
         # Input schema → (updated schema, the input field index of each updated field), or None
         # when a field cannot be found (the step-by-step path then raises as Kafka does).
         self._plans: SchemaUpdateCache = SchemaUpdateCache()
-        self._last: tuple[Schema | None, Any] = (None, None)
 
     def close(self) -> None:
         self._schemas.clear()
         self._plans.clear()
-        self._last = (None, None)
 
     def keeps(self, name: str) -> bool:
         return name not in self.exclude and (not self.include or name in self.include)
@@ -118,11 +116,7 @@ class ReplaceField(KeyOrValue):
         if value.__class__ is Struct and self.operating_schema(record) is not None:
             # What _apply_step_by_step builds, from one list of values checked at once.
             try:
-                schema = value.schema
-                last_schema, plan = self._last
-                if schema is not last_schema:
-                    plan = self._plans.get(schema, self._plan)
-                    self._last = (schema, plan)
+                plan = self._plans.get(value.schema, self._plan)
                 if plan is None:  # a field to read is missing: the step-by-step path raises
                     raise LookupError
                 updated_schema, pick = plan
@@ -152,7 +146,6 @@ class ReplaceField(KeyOrValue):
         value = self.operating_value(record)
         if value is None:
             return record
-        self._last = (None, None)  # the caches' order may change below
         schema = self.operating_schema(record)
         if schema is None:
             original = require_map(value, PURPOSE)
