@@ -164,6 +164,16 @@ def planned_ranges(checkpoint: Path, batch_id: int, start: dict[str, int]) -> li
     return ranges
 
 
+def _started(writer: Any, checkpoint: str | Path, name: str, trigger_interval: str) -> StreamingQuery:
+    """*writer* started as the task's named query, micro-batches every *trigger_interval* at most."""
+    return (
+        writer.option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime=trigger_interval)
+        .queryName(name)
+        .start()
+    )
+
+
 def _register(spark: SparkSession) -> None:
     # Queries start from worker threads; Spark looks Python data sources up in
     # the thread's active session, which a new thread does not have.
@@ -215,16 +225,13 @@ def start_source_query(
             .option("max.records", str(max_records))
             .load()
         )
-        return (
+        writer = (
             stream.writeStream.format(kafka_io.FORMAT)
             .option(kafka_io.CLIENT_OPTION, _as_option(producer_config))
             .option("commit.hook", "connectd.runtime.offsets:store_offsets_hook")
             .option("commit.hook.arg", json.dumps({"path": offsets_path, "connector": connector}))
-            .option("checkpointLocation", str(workdir / "checkpoint"))
-            .trigger(processingTime=trigger_interval)
-            .queryName(name)
-            .start()
         )
+        return _started(writer, workdir / "checkpoint", name, trigger_interval)
 
     return _start(spark, name, build, paused)
 
@@ -269,15 +276,12 @@ def start_sink_query(
                 ranges = [tuple(row) for row in frame.collect()]
             runner.process_ranges(ranges, reader, put_records)
 
-        return (
+        writer = (
             _kafka_stream(spark, workdir, consumer_config, start, max_records,
                           "records" if reader is None else "ranges")
             .writeStream.foreachBatch(each_batch)
-            .option("checkpointLocation", str(workdir / "checkpoint"))
-            .trigger(processingTime=trigger_interval)
-            .queryName(name)
-            .start()
         )
+        return _started(writer, checkpoint, name, trigger_interval)
 
     return _start(spark, name, build, paused)
 
@@ -326,14 +330,11 @@ def start_spark_source_query(
             F.lit(None).cast("string").alias("source_partition"),
             F.lit(None).cast("string").alias("source_offset"),
         )
-        return (
+        writer = (
             rows.writeStream.format(kafka_io.FORMAT)
             .option(kafka_io.CLIENT_OPTION, _as_option(producer_config))
-            .option("checkpointLocation", checkpoint)
-            .trigger(processingTime=trigger_interval)
-            .queryName(name)
-            .start()
         )
+        return _started(writer, checkpoint, name, trigger_interval)
 
     return _start(spark, name, build, paused)
 
@@ -374,13 +375,10 @@ def start_spark_sink_query(
             frame.unpersist()
 
     def build(workdir: Path) -> StreamingQuery:
-        return (
+        writer = (
             _kafka_stream(spark, workdir, consumer_config, start, max_records)
             .writeStream.foreachBatch(each_batch)
-            .option("checkpointLocation", str(workdir / "checkpoint"))
-            .trigger(processingTime=trigger_interval)
-            .queryName(name)
-            .start()
         )
+        return _started(writer, workdir / "checkpoint", name, trigger_interval)
 
     return _start(spark, name, build, paused)

@@ -129,7 +129,7 @@ class SinkTaskRunner:
             self.errors.connector, self.errors.task_id)
         self._flush_dlq = flush_dlq
         self._on_topics = on_topics
-        self._last_offsets: dict[tuple[str, int], int] = {}
+        self._next_offsets: dict[tuple[str, int], int] = {}  # of the batch so far
         self.batches = 0
         self.records = 0
         task.context = SinkTaskContext(task_config, partitions)
@@ -151,10 +151,14 @@ class SinkTaskRunner:
         :param reader: a :class:`~connectd.runtime.kafka_io.RangeReader`.
         :param chunk: the most records one ``put`` gets (the consumer's ``max.poll.records``).
         """
+        ranges = [r for r in ranges if r[3] > r[2]]
         if not ranges:
             return {}
+        # The ranges say what the batch consumed: no need to look at each record for it.
+        self._on_topics({topic for topic, _, _, _ in ranges})
         for rows in reader.read(ranges, chunk):
-            self.put_rows(rows)
+            self._put(rows)
+        self._next_offsets.update({(topic, partition): end for topic, partition, _, end in ranges})
         return self.commit_batch()
 
     def put_rows(self, rows: list[Any]) -> None:
@@ -164,12 +168,15 @@ class SinkTaskRunner:
         """
         if not rows:
             return
-        last = self._last_offsets
+        following = self._next_offsets
         for row in rows:
             tp = (row[0], row[1])
-            if row[2] >= last.get(tp, -1):
-                last[tp] = row[2]
-        self._on_topics({topic for topic, _ in last})
+            if row[2] >= following.get(tp, 0):
+                following[tp] = row[2] + 1
+        self._on_topics({topic for topic, _ in following})
+        self._put(rows)
+
+    def _put(self, rows: list[Any]) -> None:
         try:
             origins, records = self._convert_batch(rows)
         except Exception:  # find the failing record(s): converters are pure, running them again is safe
@@ -182,8 +189,8 @@ class SinkTaskRunner:
 
     def commit_batch(self) -> dict[TopicPartition, int]:
         """Flush dead-letter records, let the task flush (``pre_commit``), commit what it allows."""
-        offsets = {TopicPartition(t, p): o + 1 for (t, p), o in self._last_offsets.items()}
-        self._last_offsets = {}
+        offsets = {TopicPartition(t, p): o for (t, p), o in self._next_offsets.items()}
+        self._next_offsets = {}
         self._flush_dlq()
         safe = self.task.pre_commit(offsets)
         if safe:
