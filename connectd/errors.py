@@ -19,8 +19,10 @@ __all__ = [
     "ConnectdError",
     "ConnectorError",
     "NotFoundError",
+    "NotLeaderError",
     "NotYetAvailableError",
     "PluginError",
+    "RebalanceInProgressError",
 ]
 
 
@@ -61,6 +63,21 @@ class NotFoundError(ConnectorError):
 class BadRequestError(ConnectorError):
     """A request the herder refuses as asked: malformed arguments, or the connector's
     state forbids it, as altering offsets of a connector that is not STOPPED (REST answers 400)."""
+
+
+class NotLeaderError(ConnectdError):
+    """A write only the cluster's leader may make was asked of a follower; the REST API forwards it.
+
+    :param leader_url: the leader's REST URL, ``None`` while no leader is known.
+    """
+
+    def __init__(self, message: str, leader_url: str | None) -> None:
+        super().__init__(message)
+        self.leader_url = leader_url
+
+
+class RebalanceInProgressError(ConnectorError):
+    """The cluster is rebalancing and did not settle within the bound a write waits (REST answers 409)."""
 
 
 class NotYetAvailableError(ConnectdError):

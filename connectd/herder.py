@@ -47,21 +47,16 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from connectd.config.connector import SINK_DEF, SOURCE_DEF, connector_problems
 from connectd.config.definitions import ConfigProblem, ValidationContext
 from connectd.config.properties import Origin, load_properties
 from connectd.config.worker import WorkerConfig
-from connectd.connector import (
-    ConnectorContext,
-    SinkConnector,
-    SparkSinkTask,
-    SparkSourceTask,
-    TopicPartition,
-)
+from connectd.connector import ConnectorContext, SinkConnector, TopicPartition
 from connectd.errors import BadRequestError, ConfigError, ConnectorError, NotFoundError, PluginError
 from connectd.logging import bind_context, get_logger
+from connectd.runtime.assembly import TaskAssembler, TaskHandle
 from connectd.status import (
     FAILED,
     PAUSED,
@@ -76,7 +71,7 @@ from connectd.status import (
     StatusStore,
 )
 
-__all__ = ["RestartPlan", "StandaloneHerder", "load_connector_file", "validate_connector"]
+__all__ = ["Herder", "HerderBase", "RestartPlan", "StandaloneHerder", "load_connector_file", "validate_connector"]
 
 log = get_logger(__name__)
 
@@ -167,13 +162,13 @@ def validate_connector(
 class _TaskRun:
     id: int
     config: dict[str, str]
-    query: Any = None
-    runner: Any = None
-    consumer: Any = None
-    dlq_producer: Any = None
-    spark_task: Any = None
+    handle: TaskHandle | None = None
     restarts: int = 0
     restart_at: float | None = None
+
+    @property
+    def query(self) -> Any:
+        return None if self.handle is None else self.handle.query
 
 
 @dataclass
@@ -190,6 +185,17 @@ class _ConnectorRun:
     def kind(self) -> str:
         return "sink" if issubclass(self.cls, SinkConnector) else "source"
 
+    def task_class(self, task_config: Mapping[str, str]) -> type:
+        """The class of a task: ``task.class`` of its config (as Kafka Connect writes it), else the
+        connector's answer — from the running instance, or a new one where this worker runs only tasks."""
+        name = task_config.get("task.class")
+        if name:
+            try:
+                return _load_class(name)
+            except (ImportError, AttributeError, ValueError):
+                pass  # a Java class name written by Kafka Connect: the connector knows its Python class
+        return (self.instance or self.cls()).task_class()
+
 
 @dataclass(frozen=True)
 class RestartPlan:
@@ -200,8 +206,56 @@ class RestartPlan:
     tasks: dict[int, Status]
 
 
-class StandaloneHerder:
-    """Runs connectors on this worker alone.
+class Herder(Protocol):
+    """What the REST API, the worker and the CLI ask of a herder, in either mode.
+
+    Reads (``connectors``, ``config``, ``task_configs``, ``status``) answer
+    from this worker's view at once; writes are coroutines that raise
+    :class:`~connectd.errors.NotFoundError`, :class:`~connectd.errors.BadRequestError`,
+    :class:`~connectd.errors.ConfigError` or :class:`~connectd.errors.ConnectorError`.
+    In a cluster a write made on a follower raises
+    :class:`~connectd.errors.NotLeaderError` naming the leader, to which the
+    REST API forwards the request.
+    """
+
+    worker: WorkerConfig
+    worker_id: str
+    registry: Any
+    status: StatusStore
+
+    @property
+    def ready(self) -> bool: ...
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def health_check(self) -> str | None: ...
+    def connectors(self) -> list[str]: ...
+    def config(self, name: str) -> dict[str, str]: ...
+    def task_configs(self, name: str) -> list[dict[str, str]]: ...
+    async def put(self, config: Mapping[str, str], origin: Callable[[str], Origin | None] = ...,
+                  initial_state: str | None = None) -> bool: ...
+    async def delete(self, name: str) -> None: ...
+    async def pause(self, name: str) -> None: ...
+    async def resume(self, name: str) -> None: ...
+    async def stop_connector(self, name: str) -> None: ...
+    async def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> RestartPlan: ...
+    async def restart_task(self, name: str, task_id: int) -> None: ...
+    async def connector_offsets(self, name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]: ...
+    async def alter_offsets(self, name: str, entries: Iterable[tuple[Any, Any]]) -> bool: ...
+    async def reset_offsets(self, name: str) -> bool: ...
+    async def connector_active_topics(self, name: str) -> list[str]: ...
+    async def reset_active_topics(self, name: str) -> None: ...
+
+
+class HerderBase:
+    """What both herders share: running the connectors and tasks this worker was given.
+
+    It starts a connector's instance and its tasks' queries, watches them
+    (failures, automatic restarts, a sink's topics changing), reports their
+    statuses, reads and changes offsets and active topics. Where configs come
+    from and who decides what runs here is the subclass's: every connector of
+    the worker's files and REST calls (:class:`StandaloneHerder`), or the
+    config topic and the group's assignment
+    (:class:`connectd.cluster.herder.DistributedHerder`).
 
     :param worker: the worker's configuration.
     :param worker_id: shown in statuses.
@@ -214,17 +268,19 @@ class StandaloneHerder:
     health_check_timeout_s = _HEALTH_CHECK_TIMEOUT_S
 
     def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, status: StatusStore | None = None,
-                 active_topics: ActiveTopicsStore | None = None) -> None:
-        from connectd.plugins import get_registry
-
+                 active_topics: ActiveTopicsStore | None = None, registry: Any = None) -> None:
         self.worker = worker
         self.worker_id = worker_id
         self.spark = spark
         self.status = status or MemoryStatusStore()
         self.active_topics = active_topics or MemoryActiveTopicsStore()
         self.topic_tracking = bool(worker.get("topic.tracking.enable"))
-        self.registry = get_registry()
-        self.offsets_path = str(worker.get("offset.storage.file.filename"))
+        if registry is None:
+            from connectd.plugins import get_registry
+
+            registry = get_registry()
+        self.registry = registry
+        self.offsets_path = str(worker.get("offset.storage.file.filename")) if worker.mode == "standalone" else None
         self.graceful_timeout_s = worker.get("task.shutdown.graceful.timeout.ms") / 1000
         self._connectors: dict[str, _ConnectorRun] = {}
         self._lock = asyncio.Lock()
@@ -233,6 +289,8 @@ class StandaloneHerder:
         self._started = False
         self._pass_waiters: list[asyncio.Future[None]] = []
         self._wake = asyncio.Event()  # a health check starts the next pass now
+        self.assembler = TaskAssembler(worker, spark, self.registry, self._admin, self._source_offsets_spec,
+                                       self.record_active_topics, self._spark_checkpoints())
 
     # --- lifecycle ---
 
@@ -306,6 +364,425 @@ class StandaloneHerder:
     def task_queries(self, name: str) -> list[Any]:
         return [task.query for task in self._connectors[name].tasks]
 
+    def _run(self, name: str) -> _ConnectorRun:
+        run = self._connectors.get(name)
+        if run is None:
+            raise NotFoundError(f"connector {name} not found")
+        return run
+
+    # --- offsets (KIP-875) ---
+
+    async def connector_offsets(self, name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The connector's offsets as ``(partition, offset)`` pairs, whatever its state.
+
+        A source connector's are its stored source offsets; a sink connector's
+        the committed offsets of its consumer group, as
+        ``({"kafka_topic", "kafka_partition"}, {"kafka_offset"})``.
+
+        :raises NotFoundError: for an unknown connector.
+        :raises ConnectorError: when they cannot be read.
+        """
+        from connectd.runtime.offsets import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, canonical, group_offsets
+
+        run = self._run(name)
+        if run.kind == "source":
+            pairs = await asyncio.to_thread(self._source_offsets(run).connector_offsets, name)
+            return sorted(((dict(p), dict(o)) for p, o in pairs), key=lambda pair: canonical(pair[0]))
+        from connectd.runtime.sink_task import group_id
+
+        admin = self._admin()  # held here until the future has resolved
+        try:
+            offsets = await asyncio.to_thread(group_offsets, admin, group_id(name), _ADMIN_TIMEOUT_S)
+        except Exception as exc:
+            log.error("sink_offsets_unreadable", connector=name, error=str(exc))
+            raise ConnectorError(f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}") from exc
+        return [({KAFKA_TOPIC: tp.topic, KAFKA_PARTITION: tp.partition}, {KAFKA_OFFSET: offset})
+                for tp, offset in sorted(offsets.items())]
+
+    async def alter_offsets(self, name: str, entries: Iterable[tuple[Any, Any]]) -> bool:
+        """Write a STOPPED connector's offsets: ``(partition, offset)`` pairs in the offsets API's
+        form, an offset of ``None`` removing the partition's.
+
+        :returns: whether the connector's ``alter_offsets`` said it changed offsets it keeps itself.
+        :raises NotFoundError: for an unknown connector.
+        :raises BadRequestError: when the connector is not STOPPED, or an entry is malformed.
+        :raises ConnectorError: when the connector refuses them or they cannot be written.
+        """
+        return await self._modify_offsets(name, list(entries))
+
+    async def reset_offsets(self, name: str) -> bool:
+        """Remove every offset of a STOPPED connector: it starts from scratch when resumed.
+
+        :returns: and raises as :meth:`alter_offsets`.
+        """
+        return await self._modify_offsets(name, None)
+
+    async def _modify_offsets(self, name: str, entries: list[tuple[Any, Any]] | None) -> bool:
+        async with self._lock:  # so the connector cannot be resumed meanwhile
+            run = self._run(name)
+            if run.target != "STOPPED" or run.tasks:
+                raise BadRequestError(
+                    "Connectors must be in the STOPPED state before their offsets can be modified. This can be done "
+                    f"for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint")
+            with bind_context(connector=name):
+                modify = self._modify_sink_offsets if run.kind == "sink" else self._modify_source_offsets
+                confirmed = await asyncio.to_thread(modify, run, entries)
+                log.info("offsets_reset" if entries is None else "offsets_altered", confirmed=confirmed)
+                return confirmed
+
+    def _source_offsets(self, run: _ConnectorRun) -> Any:
+        """Where a source connector's offsets are kept: the offsets file in standalone mode."""
+        from connectd.runtime.offsets import FileOffsetStore
+
+        return FileOffsetStore(self.offsets_path)
+
+    def _modify_source_offsets(self, run: _ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
+        from connectd.runtime.offsets import canonical, parse_source_offsets
+
+        store = self._source_offsets(run)
+        if entries is None:
+            offsets: dict[str, Any] = {canonical(p): None for p, _ in store.connector_offsets(run.name)}
+        else:
+            offsets = parse_source_offsets(entries)
+        confirmed = self._connector_confirms(run, offsets)
+        try:
+            store.put(run.name, offsets)
+        except OSError as exc:
+            raise ConnectorError(f"Failed to modify offsets for source connector {run.name}: {exc}") from exc
+        return confirmed
+
+    def _modify_sink_offsets(self, run: _ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
+        from connectd.runtime.offsets import alter_group_offsets, delete_group, group_offsets, parse_sink_offsets
+        from connectd.runtime.sink_task import group_id
+
+        admin, group = self._admin(), group_id(run.name)
+        if entries is None:
+            try:
+                offsets: dict[Any, int | None] = dict.fromkeys(group_offsets(admin, group, _ADMIN_TIMEOUT_S))
+            except Exception as exc:
+                raise ConnectorError(f"Failed to list offsets prior to resetting offsets for sink connector "
+                                     f"{run.name}: {exc}") from exc
+        else:
+            offsets = parse_sink_offsets(entries)
+        confirmed = self._connector_confirms(run, offsets)
+        if entries is None:
+            delete_group(admin, group, run.name, _ADMIN_TIMEOUT_S)
+        else:
+            alter_group_offsets(admin, self.assembler.client("consumer", run.config), group, run.name, offsets, _ADMIN_TIMEOUT_S)
+        return confirmed
+
+    def _connector_confirms(self, run: _ConnectorRun, offsets: Mapping[Any, Any]) -> bool:
+        """The connector's own ``alter_offsets``, on a new instance as in Kafka Connect."""
+        resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+        try:
+            return bool(run.cls().alter_offsets(resolved, offsets))
+        except BadRequestError:
+            raise
+        except NotImplementedError as exc:
+            raise ConnectorError(f"Failed to modify offsets for connector {run.name} because it doesn't support "
+                                 "external modification of offsets") from exc
+        except Exception as exc:
+            raise ConnectorError(f"Failed to modify offsets for {run.kind} connector {run.name}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+
+    # --- active topics (KIP-558) ---
+
+    def record_active_topics(self, connector: str, topics: Iterable[str]) -> None:
+        """A task of *connector* consumed from (or produced to) *topics*.
+
+        Sink tasks call this once per batch, from whichever thread runs it;
+        cheap when no topic is new. Does nothing with ``topic.tracking.enable=false``.
+        """
+        if self.topic_tracking and connector in self._connectors:
+            self.active_topics.add(connector, topics)
+
+    async def connector_active_topics(self, name: str) -> list[str]:
+        """The topics *name* has used since it was created or its topics were last reset.
+
+        :raises NotFoundError: for an unknown connector.
+        """
+        from connectd.runtime.source_task import read_active_topics
+
+        run = self._run(name)
+        topics = self.active_topics.topics(name)
+        running = [workdir for task in run.tasks if (workdir := getattr(task.query, "workdir", None)) is not None]
+        if run.kind == "source" and running:  # their files; folded into the store when they stop
+
+            def listed() -> set[str]:
+                return set().union(*(read_active_topics(workdir) for workdir in running))
+
+            topics |= await asyncio.to_thread(listed)
+        return sorted(topics)
+
+    async def reset_active_topics(self, name: str) -> None:
+        """Forget the topics *name* has used; those it uses again are recorded again.
+
+        :raises NotFoundError: for an unknown connector.
+        """
+        from connectd.runtime.source_task import reset_active_topics
+
+        async with self._lock:  # no task stops (and folds its topics into the store) meanwhile
+            run = self._run(name)
+            running = [workdir for task in run.tasks if (workdir := getattr(task.query, "workdir", None)) is not None]
+            if run.kind == "source" and running:
+                await asyncio.to_thread(lambda: [reset_active_topics(workdir) for workdir in running])
+            self.active_topics.reset(name)
+            log.info("active_topics_reset", connector=name)
+
+    # --- internals ---
+
+    def _set(self, name: str, task: int | None, state: str, trace: str | None = None) -> None:
+        status = Status(state, self.worker_id, trace, self._generation())
+        if task is None:
+            self.status.put_connector(name, status)
+        else:
+            self.status.put_task(name, task, status)
+        log.info("status_changed", connector=name, task=task, state=state)
+
+    def _context_for(self, run: _ConnectorRun) -> ConnectorContext:
+        loop = asyncio.get_running_loop()
+
+        def reconfigure() -> None:  # may be called from any thread the connector runs
+            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._reconfigure(run)))
+
+        def failed(exc: BaseException) -> None:
+            loop.call_soon_threadsafe(self._set, run.name, None, FAILED, _trace(exc))
+
+        return ConnectorContext(on_reconfigure=reconfigure, on_error=failed)
+
+    def _written_task_configs(self, run: _ConnectorRun, resolved: Mapping[str, str],
+                              configs: list[dict[str, str]]) -> list[dict[str, str]]:
+        # A task config value the connector passed on unchanged goes back to
+        # its placeholder, so no resolved secret is stored or handed to Spark;
+        # the task resolves it again where it runs.
+        return [{k: run.config[k] if k in run.config and resolved.get(k) == v else v for k, v in tc.items()}
+                for tc in configs]
+
+    async def _start_connector(self, run: _ConnectorRun) -> None:
+        """Start the connector and every task it asks for (a standalone worker runs them all)."""
+        written = await self._start_connector_instance(run)
+        if written is None:
+            return
+        run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
+        for task in run.tasks:
+            await self._start_task(run, task, len(run.tasks))
+
+    async def _start_connector_instance(self, run: _ConnectorRun) -> list[dict[str, str]] | None:
+        """Start the connector's instance; its task configs as written, or ``None`` if it failed."""
+        with bind_context(connector=run.name):
+            self._set(run.name, None, UNASSIGNED)
+            resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+            try:
+                instance = run.cls()
+                instance.context = self._context_for(run)
+                await asyncio.to_thread(instance.start, resolved)
+                task_configs = await self._generate_task_configs(run, instance, resolved)
+            except Exception as exc:
+                self._set(run.name, None, FAILED, _trace(exc))
+                log.error("connector_failed", connector=run.name, error=str(exc))
+                return None
+            run.instance = instance
+            self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
+            return task_configs
+
+    async def _generate_task_configs(self, run: _ConnectorRun, instance: Any,
+                                     resolved: Mapping[str, str]) -> list[dict[str, str]]:
+        """The connector's task configs as written (placeholders back), ``tasks.max`` enforced."""
+        max_tasks = int(resolved.get("tasks.max", "1"))
+        task_configs = await asyncio.to_thread(instance.task_configs, max_tasks)
+        if len(task_configs) > max_tasks:
+            if resolved.get("tasks.max.enforce", "true").lower() == "true":
+                raise ConnectorError(f"{run.cls.__name__} returned {len(task_configs)} task configs for "
+                                     f"tasks.max={max_tasks}")
+        return self._written_task_configs(run, resolved, task_configs)
+
+    def _task_count(self, run: _ConnectorRun) -> int:
+        """How many tasks the connector has in all (a sink task's share of partitions depends on it)."""
+        return len(run.tasks)
+
+    def _generation(self) -> int:
+        """The generation statuses are written with (the group's in a cluster)."""
+        return 0
+
+    async def _start_task(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
+        with bind_context(connector=run.name, task=task.id):
+            try:
+                task_class = run.task_class(task.config)
+                task.handle = await asyncio.to_thread(
+                    self.assembler.start, connector=run.name, connector_config=run.config, kind=run.kind,
+                    task_class=task_class, task_id=task.id, task_config=task.config, tasks=tasks,
+                    paused=run.target == "PAUSED")
+                run.partitions = task.handle.partitions or run.partitions
+            except Exception as exc:
+                self._set(run.name, task.id, FAILED, _trace(exc))
+                log.error("task_failed", error=str(exc))
+                self._schedule_restart(run, task, asyncio.get_running_loop().time())
+                return
+            self._set(run.name, task.id, PAUSED if run.target == "PAUSED" else RUNNING)
+
+    def _admin(self) -> Any:
+        """One admin client for the herder's metadata look-ups (thread-safe), made on first use."""
+        if self._admin_client is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin_client = AdminClient(self.worker.client_config("admin", "confluent"))
+        return self._admin_client
+
+    def _spark_checkpoints(self) -> Path | None:
+        """Spark-level source tasks' progress: their Spark checkpoints, kept beside the offsets file."""
+        return Path(f"{self.offsets_path}.checkpoints")
+
+    def _source_offsets_spec(self, connector_config: Mapping[str, str]) -> dict[str, Any]:
+        """Where a source connector's tasks keep their offsets: the offsets file in standalone mode."""
+        return {"kind": "file", "path": self.offsets_path}
+
+    async def _stop_connector(self, run: _ConnectorRun) -> None:
+        with bind_context(connector=run.name):
+            for task in run.tasks:
+                await asyncio.to_thread(self._stop_task, run, task)
+            if run.instance is not None:
+                await asyncio.to_thread(run.instance.stop)
+            log.info("connector_stopped")
+
+    def _stop_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
+        handle, task.handle = task.handle, None
+        if handle is None:
+            return
+        self.assembler.stop(handle, self.graceful_timeout_s)
+        workdir = getattr(handle.query, "workdir", None)
+        if workdir is not None:  # a source task's topics, now final, go to the store
+            from connectd.runtime.source_task import read_active_topics, remove_active_topics
+
+            if self.topic_tracking:
+                self.active_topics.add(run.name, read_active_topics(workdir))
+            remove_active_topics(workdir)
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), _WATCH_INTERVAL_S)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            async with self._lock:
+                for run in list(self._connectors.values()):
+                    for task in run.tasks:
+                        await self._check_task(run, task, loop.time())
+                if loop.time() >= next_discovery:
+                    next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
+                    for run in [r for r in self._connectors.values() if r.kind == "sink" and any(t.handle for t in r.tasks)]:
+                        await self._rediscover(run)
+            waiters, self._pass_waiters = self._pass_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def _check_task(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
+        if task.restart_at is not None:
+            if now >= task.restart_at:
+                task.restart_at = None
+                with bind_context(connector=run.name, task=task.id):
+                    log.info("task_restarting", attempt=task.restarts)
+                    await asyncio.to_thread(self._stop_task, run, task)
+                    await self._start_task(run, task, self._task_count(run))
+            return
+        query = task.query
+        if query is None or await asyncio.to_thread(query.is_active):  # py4j: never on the loop
+            return
+        failure = await asyncio.to_thread(query.failure)
+        current = self.status.task(run.name, task.id)
+        if not failure or (current is not None and current.state == FAILED):
+            return
+        self._set(run.name, task.id, FAILED, failure)
+        log.error("task_failed", connector=run.name, task=task.id, error=failure.splitlines()[0])
+        self._schedule_restart(run, task, now)
+
+    def _schedule_restart(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
+        config = run.config
+        if config.get("errors.restart.enable", "false").strip().lower() != "true":
+            return
+        attempts = int(config.get("errors.restart.max.attempts", "10"))
+        if 0 <= attempts <= task.restarts:
+            log.error("task_restarts_exhausted", connector=run.name, task=task.id, attempts=task.restarts)
+            return
+        cap = int(config.get("errors.restart.backoff.max.ms", "300000")) / 1000
+        delay = min(_FIRST_RESTART_DELAY_S * 2**task.restarts, cap)
+        task.restarts += 1
+        task.restart_at = now + delay
+        self._set(run.name, task.id, RESTARTING, self.status.task(run.name, task.id).trace)
+        log.warning("task_restart_scheduled", connector=run.name, task=task.id, attempt=task.restarts, delay_s=delay)
+
+    async def _rediscover(self, run: _ConnectorRun) -> None:
+        current = functools.partial(self.assembler.sink_partitions, run.config)
+        try:
+            partitions = await asyncio.to_thread(current)
+        except Exception as exc:  # the cluster is briefly unreachable: look again next time
+            log.warning("topic_discovery_failed", connector=run.name, error=str(exc))
+            return
+        if partitions == run.partitions:
+            return
+        with bind_context(connector=run.name):
+            log.info("sink_topics_changed", before=len(run.partitions), after=len(partitions))
+            for task in run.tasks:
+                await asyncio.to_thread(self._stop_task, run, task)
+            for task in run.tasks:
+                await self._start_task(run, task, self._task_count(run))
+
+    async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
+        self._set(run.name, task.id, RESTARTING)
+        task.restart_at, task.restarts = None, 0
+        await asyncio.to_thread(self._stop_task, run, task)
+        await self._start_task(run, task, len(run.tasks))
+
+    async def _start_connector_only(self, run: _ConnectorRun) -> None:
+        resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+        try:
+            instance = run.cls()
+            instance.context = self._context_for(run)
+            await asyncio.to_thread(instance.start, resolved)
+        except Exception as exc:
+            self._set(run.name, None, FAILED, _trace(exc))
+            return
+        run.instance = instance
+        self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
+
+    async def _reconfigure(self, run: _ConnectorRun) -> None:
+        """The connector asked for new task configs (``context.request_task_reconfiguration``)."""
+        raise NotImplementedError
+
+    async def _validated(self, config: Mapping[str, str], origin: Callable[[str], Origin | None],
+                         initial_state: str | None) -> tuple[str, type, str]:
+        """A connector config checked for :meth:`put`: its name, class and initial target state.
+
+        :raises ConfigError: listing every problem of the config.
+        """
+        name = (config.get("name") or "").strip()
+        initial = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED", None: "STARTED"}
+        if (initial_state or None) not in initial:
+            raise ConfigError([f"initial_state: {initial_state!r}: expected RUNNING, PAUSED or STOPPED"])
+        problems, cls = await asyncio.to_thread(validate_connector, config, self.registry, origin,
+                                                self.worker.providers.resolve)
+        if not name:
+            problems.insert(0, ConfigProblem(origin("name"), "name", "is required"))
+        errors = [p for p in problems if p.is_error]
+        if errors:
+            raise ConfigError(errors)
+        assert cls is not None
+        return name, cls, initial[initial_state or None]
+
+
+class StandaloneHerder(HerderBase):
+    """Runs every connector on this worker alone; configs live in memory (and the files given).
+
+    :param worker: the worker's configuration.
+    :param worker_id: shown in statuses.
+    :param spark: the worker's SparkSession (already started).
+    :param status: where statuses go; in memory by default.
+    :param active_topics: where the topics connectors use go; in memory by default.
+    """
+
     async def put(
         self,
         config: Mapping[str, str],
@@ -321,24 +798,14 @@ class StandaloneHerder:
             ``STOPPED`` — reached without running first. An existing connector keeps its state.
         :raises ConfigError: listing every problem of the config.
         """
-        name = (config.get("name") or "").strip()
-        initial = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED", None: "STARTED"}
-        if (initial_state or None) not in initial:
-            raise ConfigError([f"initial_state: {initial_state!r}: expected RUNNING, PAUSED or STOPPED"])
-        problems, cls = await asyncio.to_thread(validate_connector, config, self.registry, origin, self.worker.providers.resolve)
-        if not name:
-            problems.insert(0, ConfigProblem(origin("name"), "name", "is required"))
-        errors = [p for p in problems if p.is_error]
-        if errors:
-            raise ConfigError(errors)
-        assert cls is not None
+        name, cls, initial = await self._validated(config, origin, initial_state)
         async with self._lock:
             current = self._connectors.get(name)
             if current is not None and current.config == dict(config):
                 return False
             if current is not None:
                 await self._stop_connector(current)
-            target = current.target if current else initial[initial_state or None]
+            target = current.target if current else initial
             run = _ConnectorRun(name, dict(config), cls, target=target)
             self._connectors[name] = run
             if run.target == "STOPPED":  # a new config for a stopped connector is kept, not run
@@ -346,12 +813,6 @@ class StandaloneHerder:
                 return True
             await self._start_connector(run)
             return True
-
-    def _run(self, name: str) -> _ConnectorRun:
-        run = self._connectors.get(name)
-        if run is None:
-            raise NotFoundError(f"connector {name} not found")
-        return run
 
     async def pause(self, name: str) -> None:
         """PAUSED: tasks stay up but read nothing new; the batch in flight completes.
@@ -433,24 +894,6 @@ class StandaloneHerder:
                 raise NotFoundError(f"task {task_id} of connector {name} not found")
             await self._restart_task(run, task)
 
-    async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
-        self._set(run.name, task.id, RESTARTING)
-        task.restart_at, task.restarts = None, 0
-        await asyncio.to_thread(self._stop_task, run, task)
-        await self._start_task(run, task, len(run.tasks))
-
-    async def _start_connector_only(self, run: _ConnectorRun) -> None:
-        resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
-        try:
-            instance = run.cls()
-            instance.context = self._context_for(run)
-            await asyncio.to_thread(instance.start, resolved)
-        except Exception as exc:
-            self._set(run.name, None, FAILED, _trace(exc))
-            return
-        run.instance = instance
-        self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
-
     async def delete(self, name: str) -> None:
         async with self._lock:
             run = self._connectors.pop(name, None)
@@ -459,186 +902,6 @@ class StandaloneHerder:
             await self._stop_connector(run)
             self.status.forget(name)
             self.active_topics.reset(name)
-
-    # --- offsets (KIP-875) ---
-
-    async def connector_offsets(self, name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """The connector's offsets as ``(partition, offset)`` pairs, whatever its state.
-
-        A source connector's are its stored source offsets; a sink connector's
-        the committed offsets of its consumer group, as
-        ``({"kafka_topic", "kafka_partition"}, {"kafka_offset"})``.
-
-        :raises NotFoundError: for an unknown connector.
-        :raises ConnectorError: when they cannot be read.
-        """
-        from connectd.runtime.offsets import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, canonical, group_offsets
-
-        run = self._run(name)
-        if run.kind == "source":
-            pairs = await asyncio.to_thread(self._source_offsets().connector_offsets, name)
-            return sorted(((dict(p), dict(o)) for p, o in pairs), key=lambda pair: canonical(pair[0]))
-        from connectd.runtime.sink_task import group_id
-
-        admin = self._admin()  # held here until the future has resolved
-        try:
-            offsets = await asyncio.to_thread(group_offsets, admin, group_id(name), _ADMIN_TIMEOUT_S)
-        except Exception as exc:
-            log.error("sink_offsets_unreadable", connector=name, error=str(exc))
-            raise ConnectorError(f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}") from exc
-        return [({KAFKA_TOPIC: tp.topic, KAFKA_PARTITION: tp.partition}, {KAFKA_OFFSET: offset})
-                for tp, offset in sorted(offsets.items())]
-
-    async def alter_offsets(self, name: str, entries: Iterable[tuple[Any, Any]]) -> bool:
-        """Write a STOPPED connector's offsets: ``(partition, offset)`` pairs in the offsets API's
-        form, an offset of ``None`` removing the partition's.
-
-        :returns: whether the connector's ``alter_offsets`` said it changed offsets it keeps itself.
-        :raises NotFoundError: for an unknown connector.
-        :raises BadRequestError: when the connector is not STOPPED, or an entry is malformed.
-        :raises ConnectorError: when the connector refuses them or they cannot be written.
-        """
-        return await self._modify_offsets(name, list(entries))
-
-    async def reset_offsets(self, name: str) -> bool:
-        """Remove every offset of a STOPPED connector: it starts from scratch when resumed.
-
-        :returns: and raises as :meth:`alter_offsets`.
-        """
-        return await self._modify_offsets(name, None)
-
-    async def _modify_offsets(self, name: str, entries: list[tuple[Any, Any]] | None) -> bool:
-        async with self._lock:  # so the connector cannot be resumed meanwhile
-            run = self._run(name)
-            if run.target != "STOPPED" or run.tasks:
-                raise BadRequestError(
-                    "Connectors must be in the STOPPED state before their offsets can be modified. This can be done "
-                    f"for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint")
-            with bind_context(connector=name):
-                modify = self._modify_sink_offsets if run.kind == "sink" else self._modify_source_offsets
-                confirmed = await asyncio.to_thread(modify, run, entries)
-                log.info("offsets_reset" if entries is None else "offsets_altered", confirmed=confirmed)
-                return confirmed
-
-    def _source_offsets(self) -> Any:
-        """Where source offsets are kept: the offsets file in standalone mode."""
-        from connectd.runtime.offsets import FileOffsetStore
-
-        return FileOffsetStore(self.offsets_path)
-
-    def _modify_source_offsets(self, run: _ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
-        from connectd.runtime.offsets import canonical, parse_source_offsets
-
-        store = self._source_offsets()
-        if entries is None:
-            offsets: dict[str, Any] = {canonical(p): None for p, _ in store.connector_offsets(run.name)}
-        else:
-            offsets = parse_source_offsets(entries)
-        confirmed = self._connector_confirms(run, offsets)
-        try:
-            store.put(run.name, offsets)
-        except OSError as exc:
-            raise ConnectorError(f"Failed to modify offsets for source connector {run.name}: {exc}") from exc
-        return confirmed
-
-    def _modify_sink_offsets(self, run: _ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
-        from connectd.runtime.offsets import alter_group_offsets, delete_group, group_offsets, parse_sink_offsets
-        from connectd.runtime.sink_task import group_id
-
-        admin, group = self._admin(), group_id(run.name)
-        if entries is None:
-            try:
-                offsets: dict[Any, int | None] = dict.fromkeys(group_offsets(admin, group, _ADMIN_TIMEOUT_S))
-            except Exception as exc:
-                raise ConnectorError(f"Failed to list offsets prior to resetting offsets for sink connector "
-                                     f"{run.name}: {exc}") from exc
-        else:
-            offsets = parse_sink_offsets(entries)
-        confirmed = self._connector_confirms(run, offsets)
-        if entries is None:
-            delete_group(admin, group, run.name, _ADMIN_TIMEOUT_S)
-        else:
-            alter_group_offsets(admin, self._client("consumer", run), group, run.name, offsets, _ADMIN_TIMEOUT_S)
-        return confirmed
-
-    def _connector_confirms(self, run: _ConnectorRun, offsets: Mapping[Any, Any]) -> bool:
-        """The connector's own ``alter_offsets``, on a new instance as in Kafka Connect."""
-        resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
-        try:
-            return bool(run.cls().alter_offsets(resolved, offsets))
-        except BadRequestError:
-            raise
-        except NotImplementedError as exc:
-            raise ConnectorError(f"Failed to modify offsets for connector {run.name} because it doesn't support "
-                                 "external modification of offsets") from exc
-        except Exception as exc:
-            raise ConnectorError(f"Failed to modify offsets for {run.kind} connector {run.name}: "
-                                 f"{type(exc).__name__}: {exc}") from exc
-
-    # --- active topics (KIP-558) ---
-
-    def record_active_topics(self, connector: str, topics: Iterable[str]) -> None:
-        """A task of *connector* consumed from (or produced to) *topics*.
-
-        Sink tasks call this once per batch, from whichever thread runs it;
-        cheap when no topic is new. Does nothing with ``topic.tracking.enable=false``.
-        """
-        if self.topic_tracking and connector in self._connectors:
-            self.active_topics.add(connector, topics)
-
-    async def connector_active_topics(self, name: str) -> list[str]:
-        """The topics *name* has used since it was created or its topics were last reset.
-
-        :raises NotFoundError: for an unknown connector.
-        """
-        from connectd.runtime.source_task import read_active_topics
-
-        run = self._run(name)
-        topics = self.active_topics.topics(name)
-        running = [workdir for task in run.tasks if (workdir := getattr(task.query, "workdir", None)) is not None]
-        if run.kind == "source" and running:  # their files; folded into the store when they stop
-
-            def listed() -> set[str]:
-                return set().union(*(read_active_topics(workdir) for workdir in running))
-
-            topics |= await asyncio.to_thread(listed)
-        return sorted(topics)
-
-    async def reset_active_topics(self, name: str) -> None:
-        """Forget the topics *name* has used; those it uses again are recorded again.
-
-        :raises NotFoundError: for an unknown connector.
-        """
-        from connectd.runtime.source_task import reset_active_topics
-
-        async with self._lock:  # no task stops (and folds its topics into the store) meanwhile
-            run = self._run(name)
-            running = [workdir for task in run.tasks if (workdir := getattr(task.query, "workdir", None)) is not None]
-            if run.kind == "source" and running:
-                await asyncio.to_thread(lambda: [reset_active_topics(workdir) for workdir in running])
-            self.active_topics.reset(name)
-            log.info("active_topics_reset", connector=name)
-
-    # --- internals ---
-
-    def _set(self, name: str, task: int | None, state: str, trace: str | None = None) -> None:
-        status = Status(state, self.worker_id, trace)
-        if task is None:
-            self.status.put_connector(name, status)
-        else:
-            self.status.put_task(name, task, status)
-        log.info("status_changed", connector=name, task=task, state=state)
-
-    def _context_for(self, run: _ConnectorRun) -> ConnectorContext:
-        loop = asyncio.get_running_loop()
-
-        def reconfigure() -> None:  # may be called from any thread the connector runs
-            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._reconfigure(run)))
-
-        def failed(exc: BaseException) -> None:
-            loop.call_soon_threadsafe(self._set, run.name, None, FAILED, _trace(exc))
-
-        return ConnectorContext(on_reconfigure=reconfigure, on_error=failed)
 
     async def _reconfigure(self, run: _ConnectorRun) -> None:
         """The connector asked: new task configs replace the tasks only if they differ."""
@@ -665,331 +928,6 @@ class StandaloneHerder:
                 for task in run.tasks:
                     await self._start_task(run, task, len(run.tasks))
 
-    def _written_task_configs(self, run: _ConnectorRun, resolved: Mapping[str, str],
-                              configs: list[dict[str, str]]) -> list[dict[str, str]]:
-        # A task config value the connector passed on unchanged goes back to
-        # its placeholder, so no resolved secret is stored or handed to Spark;
-        # the task resolves it again where it runs.
-        return [{k: run.config[k] if k in run.config and resolved.get(k) == v else v for k, v in tc.items()}
-                for tc in configs]
-
-    async def _start_connector(self, run: _ConnectorRun) -> None:
-        with bind_context(connector=run.name):
-            self._set(run.name, None, UNASSIGNED)
-            resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
-            try:
-                instance = run.cls()
-                instance.context = self._context_for(run)
-                await asyncio.to_thread(instance.start, resolved)
-                task_configs = await asyncio.to_thread(instance.task_configs, int(resolved.get("tasks.max", "1")))
-                max_tasks = int(resolved.get("tasks.max", "1"))
-                if len(task_configs) > max_tasks and resolved.get("tasks.max.enforce", "true").lower() == "true":
-                    raise ConnectorError(f"{run.cls.__name__} returned {len(task_configs)} task configs for tasks.max={max_tasks}")
-            except Exception as exc:
-                self._set(run.name, None, FAILED, _trace(exc))
-                log.error("connector_failed", connector=run.name, error=str(exc))
-                return
-            run.instance = instance
-            self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
-            written = self._written_task_configs(run, resolved, task_configs)
-            run.tasks = [_TaskRun(i, written[i]) for i in range(len(task_configs))]
-            for task in run.tasks:
-                await self._start_task(run, task, len(run.tasks))
-
-    async def _start_task(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
-        with bind_context(connector=run.name, task=task.id):
-            try:
-                task_class = run.instance.task_class()
-                if issubclass(task_class, SparkSourceTask):
-                    task.query = await asyncio.to_thread(self._start_spark_source, run, task, task_class)
-                elif run.kind == "source":
-                    task.query = await asyncio.to_thread(self._start_source, run, task)
-                else:
-                    await asyncio.to_thread(self._start_sink, run, task, tasks)
-            except Exception as exc:
-                self._set(run.name, task.id, FAILED, _trace(exc))
-                log.error("task_failed", error=str(exc))
-                self._schedule_restart(run, task, asyncio.get_running_loop().time())
-                return
-            self._set(run.name, task.id, PAUSED if run.target == "PAUSED" else RUNNING)
-
-    def _client(self, client: str, run: _ConnectorRun) -> dict[str, Any]:
-        overrides = {k[len(f"{client}.override."):]: v for k, v in run.config.items() if k.startswith(f"{client}.override.")}
-        return self.worker.client_config(client, "confluent", overrides=overrides)
-
-    def _admin(self) -> Any:
-        """One admin client for the herder's metadata look-ups (thread-safe), made on first use."""
-        if self._admin_client is None:
-            from confluent_kafka.admin import AdminClient
-
-            self._admin_client = AdminClient(self.worker.client_config("admin", "confluent"))
-        return self._admin_client
-
-    def _client_option(self, client: str, run: _ConnectorRun) -> str:
-        """Client settings for Spark's processes, as written: they resolve placeholders themselves."""
-        from connectd.runtime.kafka_io import client_option
-
-        prefix = f"{client}.override."
-        overrides = {k[len(prefix):]: v for k, v in run.config.items() if k.startswith(prefix)}
-        return client_option(self.worker.originals(), client, overrides)
-
-    def _start_source(self, run: _ConnectorRun, task: _TaskRun) -> Any:
-        from connectd.runtime.queries import start_source_query
-
-        task_class = run.instance.task_class()
-        return start_source_query(
-            self.spark,
-            connector=run.name,
-            task_id=task.id,
-            task_class=f"{task_class.__module__}.{task_class.__qualname__}",
-            task_config=task.config,
-            connector_config=run.config,
-            worker_config=self.worker.originals(),
-            producer_config=self._client_option("producer", run),
-            offsets_path=self.offsets_path,
-            paused=run.target == "PAUSED",
-        )
-
-    def _start_spark_source(self, run: _ConnectorRun, task: _TaskRun, task_class: type) -> Any:
-        from connectd.connector import OffsetStorageReader, SourceTaskContext
-        from connectd.runtime.queries import start_spark_source_query
-
-        resolve = self.worker.providers.resolve
-        config = {k: resolve(v) for k, v in task.config.items()}
-        instance = task_class()
-        instance.context = SourceTaskContext(config, OffsetStorageReader(lambda parts: {}))
-        instance.start(config)
-        task.spark_task = instance
-        # The source's progress is its Spark checkpoint, kept between runs beside the offsets file.
-        checkpoint = Path(f"{self.offsets_path}.checkpoints") / f"{run.name}-{task.id}"
-        return start_spark_source_query(
-            self.spark, connector=run.name, task_id=task.id, task=instance, default_topic=config.get("topic"),
-            producer_config=self._client_option("producer", run), checkpoint=str(checkpoint),
-            paused=run.target == "PAUSED",
-        )
-
-    def _start_sink(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
-        from confluent_kafka import Consumer
-        from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-        from connectd.runtime.converters import configure_converters
-        from connectd.runtime.kafka_io import RangeReader, consumer_settings
-        from connectd.runtime.queries import start_sink_query
-        from connectd.runtime.sink_task import SinkTaskRunner, assign_partitions, group_id, matching_topics, start_offsets
-        from connectd.transforms.chain import TransformationChain
-
-        resolve = self.worker.providers.resolve
-        config = {k: resolve(v) for k, v in task.config.items()}
-        consumer_config = self._client("consumer", run)
-        admin = self._admin()
-        metadata = admin.list_topics(timeout=30)
-        topics = matching_topics(metadata.topics, [t.strip() for t in config.get("topics", "").split(",") if t.strip()],
-                                 config.get("topics.regex", ""))
-        partitions = [TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions]
-        run.partitions = frozenset(partitions)
-        assigned = assign_partitions(partitions, task.id, tasks)
-        group = Consumer({**consumer_settings(consumer_config), "group.id": group_id(run.name), "enable.auto.commit": False})
-
-        def commit(offsets: Mapping[TopicPartition, int]) -> None:
-            group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
-                         asynchronous=False)
-
-        registry = self.registry
-        task_class = run.instance.task_class()
-        if issubclass(task_class, SparkSinkTask):
-            from connectd.connector import SinkTaskContext
-            from connectd.runtime.queries import start_spark_sink_query
-
-            instance = task_class()
-            instance.context = SinkTaskContext(config, assigned)
-            instance.start(config)
-            task.spark_task, task.consumer = instance, group
-            start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
-
-            def commit_batch(offsets: Mapping[TopicPartition, int]) -> None:
-                # Called with the partitions the batch read: its topics are the ones consumed.
-                self.record_active_topics(run.name, {tp.topic for tp in offsets})
-                commit(offsets)
-
-            task.query = start_spark_sink_query(
-                self.spark, connector=run.name, task_id=task.id, task=instance,
-                consumer_config=self._client_option("consumer", run), start=start, commit=commit_batch,
-                paused=run.target == "PAUSED")
-            return
-        resolved_connector = {k: resolve(v) for k, v in run.config.items()}
-        errors, flush_dlq = self._error_handling(run, task, resolved_connector, admin, metadata)
-        runner = SinkTaskRunner(
-            task_class(), config, assigned,
-            configure_converters(self.worker.originals(), run.config, lambda n: registry.find_class("converter", n), resolve),
-            TransformationChain(resolved_connector, registry.find_class), commit, errors, flush_dlq,
-            on_topics=functools.partial(self.record_active_topics, run.name),
-        )
-        start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
-        task.runner, task.consumer = runner, group
-        # As in Kafka Connect, max.poll.records bounds what one put() gets.
-        put_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "500"))
-        task.query = start_sink_query(self.spark, connector=run.name, task_id=task.id, runner=runner,
-                                      consumer_config=self._client_option("consumer", run), start=start,
-                                      reader=RangeReader(group), put_records=put_records,
-                                      paused=run.target == "PAUSED")
-
-    def _error_handling(self, run: _ConnectorRun, task: _TaskRun, config: Mapping[str, str], admin: Any,
-                        metadata: Any) -> tuple[Any, Callable[[], None]]:
-        """The task's error handler and a function making dead-letter records durable."""
-        from confluent_kafka import Producer
-        from confluent_kafka.admin import NewTopic
-
-        from connectd.runtime.errors import ErrorHandler, ErrorPolicy
-
-        policy = ErrorPolicy.from_config(config)
-        if not policy.dlq_topic:
-            return ErrorHandler(policy, run.name, task.id), lambda: None
-        if policy.dlq_topic not in metadata.topics:
-            wanted = int(config.get("errors.deadletterqueue.topic.replication.factor", "3"))
-            brokers = len(metadata.brokers)
-            factor = -1 if wanted == -1 else min(wanted, brokers)
-            if factor != wanted:
-                log.warning("dlq_replication_reduced", topic=policy.dlq_topic, wanted=wanted, brokers=brokers)
-            result = admin.create_topics([NewTopic(policy.dlq_topic, 1, factor)])[policy.dlq_topic]
-            try:
-                result.result(timeout=30)
-            except Exception as exc:  # created meanwhile by another task: fine
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise
-        producer = Producer({**self._client("producer", run), "enable.idempotence": True, "acks": "all"})
-        task.dlq_producer = producer
-        failures: list[str] = []
-
-        def send(topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]) -> None:
-            def delivered(error: Any, message: Any) -> None:
-                if error is not None:
-                    failures.append(str(error))
-
-            producer.produce(topic, key=key, value=value, headers=headers, on_delivery=delivered)
-            producer.poll(0)
-
-        def flush() -> None:
-            remaining = producer.flush(30)
-            if remaining or failures:
-                raise ConnectorError(f"dead-letter records not written to {policy.dlq_topic}: "
-                                     f"{remaining} unacknowledged, errors: {failures[:3]}", retriable=True)
-
-        return ErrorHandler(policy, run.name, task.id, send), flush
-
-    async def _stop_connector(self, run: _ConnectorRun) -> None:
-        with bind_context(connector=run.name):
-            for task in run.tasks:
-                await asyncio.to_thread(self._stop_task, run, task)
-            if run.instance is not None:
-                await asyncio.to_thread(run.instance.stop)
-            log.info("connector_stopped")
-
-    def _stop_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
-        try:
-            if task.query is not None and task.query.is_active():
-                if not task.query.stop(self.graceful_timeout_s):
-                    log.warning("task_stop_not_graceful", task=task.id,
-                                message="the batch in flight was cancelled and will be replayed")
-        finally:
-            if task.runner is not None:
-                task.runner.close()
-            if task.consumer is not None:
-                task.consumer.close()
-            if task.dlq_producer is not None:
-                task.dlq_producer.flush(30)
-            if task.spark_task is not None:
-                task.spark_task.stop()
-            # Drop the clients so they are destroyed now, not whenever the task is collected.
-            task.runner = task.consumer = task.dlq_producer = task.spark_task = None
-            workdir = getattr(task.query, "workdir", None)
-            if workdir is not None:  # a source task's topics, now final, go to the store
-                from connectd.runtime.source_task import read_active_topics, remove_active_topics
-
-                if self.topic_tracking:
-                    self.active_topics.add(run.name, read_active_topics(workdir))
-                remove_active_topics(workdir)
-
-    async def _watch(self) -> None:
-        loop = asyncio.get_running_loop()
-        next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
-        while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), _WATCH_INTERVAL_S)
-            except TimeoutError:
-                pass
-            self._wake.clear()
-            async with self._lock:
-                for run in list(self._connectors.values()):
-                    for task in run.tasks:
-                        await self._check_task(run, task, loop.time())
-                if loop.time() >= next_discovery:
-                    next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
-                    for run in [r for r in self._connectors.values() if r.kind == "sink" and r.instance is not None]:
-                        await self._rediscover(run)
-            waiters, self._pass_waiters = self._pass_waiters, []
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
-
-    async def _check_task(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
-        if task.restart_at is not None:
-            if now >= task.restart_at:
-                task.restart_at = None
-                with bind_context(connector=run.name, task=task.id):
-                    log.info("task_restarting", attempt=task.restarts)
-                    await asyncio.to_thread(self._stop_task, run, task)
-                    await self._start_task(run, task, len(run.tasks))
-            return
-        query = task.query
-        if query is None or await asyncio.to_thread(query.is_active):  # py4j: never on the loop
-            return
-        failure = await asyncio.to_thread(query.failure)
-        current = self.status.task(run.name, task.id)
-        if not failure or (current is not None and current.state == FAILED):
-            return
-        self._set(run.name, task.id, FAILED, failure)
-        log.error("task_failed", connector=run.name, task=task.id, error=failure.splitlines()[0])
-        self._schedule_restart(run, task, now)
-
-    def _schedule_restart(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
-        config = run.config
-        if config.get("errors.restart.enable", "false").strip().lower() != "true":
-            return
-        attempts = int(config.get("errors.restart.max.attempts", "10"))
-        if 0 <= attempts <= task.restarts:
-            log.error("task_restarts_exhausted", connector=run.name, task=task.id, attempts=task.restarts)
-            return
-        cap = int(config.get("errors.restart.backoff.max.ms", "300000")) / 1000
-        delay = min(_FIRST_RESTART_DELAY_S * 2**task.restarts, cap)
-        task.restarts += 1
-        task.restart_at = now + delay
-        self._set(run.name, task.id, RESTARTING, self.status.task(run.name, task.id).trace)
-        log.warning("task_restart_scheduled", connector=run.name, task=task.id, attempt=task.restarts, delay_s=delay)
-
-    async def _rediscover(self, run: _ConnectorRun) -> None:
-        from connectd.runtime.sink_task import matching_topics
-
-        def current() -> frozenset[TopicPartition]:
-            metadata = self._admin().list_topics(timeout=30)
-            config = run.config
-            topics = matching_topics(metadata.topics, [t.strip() for t in config.get("topics", "").split(",") if t.strip()],
-                                     config.get("topics.regex", ""))
-            return frozenset(TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions)
-
-        try:
-            partitions = await asyncio.to_thread(current)
-        except Exception as exc:  # the cluster is briefly unreachable: look again next time
-            log.warning("topic_discovery_failed", connector=run.name, error=str(exc))
-            return
-        if partitions == run.partitions:
-            return
-        with bind_context(connector=run.name):
-            log.info("sink_topics_changed", before=len(run.partitions), after=len(partitions))
-            for task in run.tasks:
-                await asyncio.to_thread(self._stop_task, run, task)
-            for task in run.tasks:
-                await self._start_task(run, task, len(run.tasks))
-
 
 def _restarting(status: Status) -> Status:
     return Status(RESTARTING, status.worker_id, status.trace, status.generation)
@@ -997,6 +935,13 @@ def _restarting(status: Status) -> Status:
 
 def _trace(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))
+
+
+def _load_class(path: str) -> type:
+    import importlib
+
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
 
 
 def _log_watch_end(task: asyncio.Task[None]) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from connectd.config.worker import WorkerConfig
 from connectd.errors import ConnectdError
+from connectd.herder import Herder, StandaloneHerder
 from connectd.logging import bind_context, get_logger
 
 __all__ = ["Worker"]
@@ -44,8 +45,9 @@ class Worker:
         self.state = "NEW"
         self.cluster_id: str | None = None
         self.converters: dict[str, type] = {}
+        self.registry: Any = None
         self.spark: Any = None
-        self.herder: Any = None
+        self.herder: Herder | None = None
         self.rest: Any = None
         self.rest_url: str | None = None
         self.rest_urls: list[str] = []
@@ -80,7 +82,7 @@ class Worker:
                 self._rest_middlewares = await asyncio.to_thread(rest_middlewares, self.config)
                 from connectd.plugins import get_registry
 
-                registry = await asyncio.to_thread(get_registry)
+                registry = self.registry = await asyncio.to_thread(get_registry)
                 for key in ("key.converter", "value.converter", "header.converter"):
                     self.converters[key] = registry.find_class("converter", self.config.get(key))
                 admin = await self._connect(stack)
@@ -116,8 +118,12 @@ class Worker:
         stack.push_async_callback(admin.close)
         return admin
 
-    async def start_herder(self, spark: Any = None) -> Any:
-        """Start Spark and the herder that runs connectors (standalone mode); stopped with the worker.
+    async def start_herder(self, spark: Any = None) -> Herder:
+        """Start Spark, the herder that runs connectors and the REST API; stopped with the worker.
+
+        A standalone worker starts its herder, then serves REST. A distributed one serves REST
+        first (``/health`` says "starting" until it has joined), since the other workers reach it
+        at its advertised URL as soon as it is in the group.
 
         :param spark: a SparkSession to use instead of starting one; the worker
             does not stop a session it did not start.
@@ -126,7 +132,6 @@ class Worker:
             raise ConnectdError("start the worker before its herder")
         if self.herder is not None:
             return self.herder
-        from connectd.herder import StandaloneHerder
         from connectd.runtime.spark import start_session
 
         with bind_context(worker=self.worker_id):
@@ -136,7 +141,21 @@ class Worker:
                 self._stack.push_async_callback(asyncio.to_thread, self.spark.stop)
             else:
                 self.spark = spark
-            herder = StandaloneHerder(self.config, self.worker_id, self.spark)
+            if self.config.mode == "distributed":
+                from connectd.cluster.herder import DistributedHerder
+
+                herder: Herder = DistributedHerder(self.config, self.worker_id, self.spark, rest_url="",
+                                                          registry=self.registry)
+                await self._start_rest(herder)
+                herder.rest_url = self.advertised_url()
+                await herder.start()
+                # Stopped before the REST API (entered after it): followers' forwarded requests
+                # keep reaching this worker while it hands its work over.
+                self._stack.push_async_callback(herder.stop)
+                self.herder = herder
+                log.info("herder_started", mode="distributed", url=herder.rest_url)
+                return herder
+            herder = StandaloneHerder(self.config, self.worker_id, self.spark, registry=self.registry)
             await herder.start()
             self._stack.push_async_callback(herder.stop)
             self.herder = herder
@@ -144,7 +163,16 @@ class Worker:
             await self._start_rest(herder)
         return herder
 
-    async def _start_rest(self, herder: Any) -> None:
+    def advertised_url(self) -> str:
+        """The REST URL other workers reach this one at: ``rest.advertised.*`` over the bound listener."""
+        assert self.rest_url is not None
+        scheme, _, bound = self.rest_url.partition("://")
+        bound_host, _, bound_port = bound.rstrip("/").rpartition(":")
+        host = self.config.raw("rest.advertised.host.name") or bound_host
+        port = self.config.raw("rest.advertised.port") or bound_port
+        return f"{scheme}://{host}:{port}"
+
+    async def _start_rest(self, herder: Herder) -> None:
         """Serve Kafka Connect's REST API on every listener; stopped before the herder.
 
         :attr:`rest_urls` lists them all; :attr:`rest_url` is the one

@@ -271,21 +271,16 @@ class SourceTaskReader(DataSourceStreamReader):
         self._task = task
 
     def _error_handler(self, connector_config: dict[str, str]) -> Any:
+        from connectd.runtime.dead_letters import DeadLetterQueue
         from connectd.runtime.errors import ErrorHandler, ErrorPolicy
 
         policy = ErrorPolicy.from_config(connector_config)
         send = None
         if policy.dlq_topic and self.spec.get("producer"):
-            from confluent_kafka import Producer
-
             from connectd.runtime.kafka_io import client_settings
 
-            self._dlq = Producer({**client_settings(self.spec["producer"]), "enable.idempotence": True, "acks": "all"})
-
-            def send(topic: str, key: Any, value: Any, headers: list) -> None:
-                self._dlq.produce(topic, key=key, value=value, headers=headers)
-                self._dlq.poll(0)
-
+            self._dlq = DeadLetterQueue(client_settings(self.spec["producer"]), policy.dlq_topic)
+            send = self._dlq.send
         return ErrorHandler(policy, self.spec["connector"], int(self.spec["task_id"]), send)
 
     def _rows(self, records: list[Any]) -> list[tuple]:
@@ -308,8 +303,8 @@ class SourceTaskReader(DataSourceStreamReader):
             row = self._convert(record)
             if row is not None:
                 rows.append(row)
-        if self._dlq is not None and self._dlq.flush(60):
-            raise RuntimeError(f"dead-letter records of {self._name()} were not acknowledged within 60 s")
+        if self._dlq is not None:
+            self._dlq.flush()
         # Offsets last: the writer records them, and its commit stores them
         # only after every row above was acknowledged.
         rows.extend((None, None, None, None, None, None, p, o) for p, o in last_offsets.items())

@@ -1,0 +1,280 @@
+"""Task assembly: from a task's config to its running Spark query, and back to nothing.
+
+Both herders (standalone and distributed) start and stop tasks here, so a
+source or sink task is built the same way whoever decided it runs on this
+worker::
+
+    start(task) ── record-level source ─► start_source_query      (poll in Spark's reader process)
+                ├─ Spark-level source  ─► start_spark_source_query (the plugin's own DataFrame)
+                ├─ record-level sink   ─► SinkTaskRunner + start_sink_query (offset ranges, group commits)
+                └─ Spark-level sink    ─► start_spark_sink_query   (write_batch per micro-batch)
+    stop(handle) ── the query stops gracefully (bounded), then the task's clients close:
+                    runner (close/stop the plugin), group consumer, dead-letter queue, Spark-level task
+
+Configs reach Spark as written (``${provider:…}`` unresolved); what runs in
+this process resolves them itself. Where a source task's offsets live is
+the herder's choice (:attr:`TaskAssembler.source_offsets`): the offsets
+file in standalone mode, the offsets topic in distributed mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connectd.config.worker import WorkerConfig
+from connectd.connector import SparkSinkTask, SparkSourceTask, TopicPartition
+from connectd.errors import ConnectorError
+from connectd.logging import get_logger
+
+__all__ = ["TaskAssembler", "TaskHandle", "task_class_name"]
+
+log = get_logger(__name__)
+
+
+def task_class_name(cls: type) -> str:
+    """The dotted path a task class is loaded by."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@dataclass
+class TaskHandle:
+    """What one running task holds; :meth:`TaskAssembler.stop` releases it all."""
+
+    query: Any = None
+    runner: Any = None
+    consumer: Any = None
+    dead_letters: Any = None
+    spark_task: Any = None
+    #: A sink task's partitions of all its topics when it started (for rediscovery).
+    partitions: frozenset[TopicPartition] = frozenset()
+
+
+class TaskAssembler:
+    """Builds and stops task queries for one worker.
+
+    :param worker: the worker's configuration.
+    :param spark: the worker's SparkSession.
+    :param registry: the plugin registry.
+    :param admin: the herder's confluent-kafka ``AdminClient`` (made on first use).
+    :param source_offsets: the offsets spec of a source connector's tasks, given its config
+        (``{"kind": "file", "path": …}`` or ``{"kind": "topic", …}``).
+    :param on_topics: ``on_topics(connector, topics)``: a sink task's batch used *topics*.
+    :param checkpoints: where Spark-level source tasks keep their Spark checkpoints between runs;
+        ``None`` where a task may move between workers (a cluster), which refuses such tasks.
+    """
+
+    def __init__(self, worker: WorkerConfig, spark: Any, registry: Any, admin: Callable[[], Any],
+                 source_offsets: Callable[[Mapping[str, str]], dict[str, Any]],
+                 on_topics: Callable[[str, Iterable[str]], None], checkpoints: Path | None = None) -> None:
+        self.worker = worker
+        self.spark = spark
+        self.registry = registry
+        self._admin = admin
+        self.source_offsets = source_offsets
+        self._on_topics = on_topics
+        self.checkpoints = checkpoints
+
+    # --- clients ---
+
+    def client(self, client: str, connector_config: Mapping[str, str]) -> dict[str, Any]:
+        """confluent-kafka settings for this worker's *client* with the connector's overrides."""
+        return self.worker.client_config(client, "confluent", overrides=_overrides(client, connector_config))
+
+    def client_option(self, client: str, connector_config: Mapping[str, str]) -> str:
+        """Client settings for Spark's processes, as written: they resolve placeholders themselves."""
+        from connectd.runtime.kafka_io import client_option
+
+        return client_option(self.worker.originals(), client, _overrides(client, connector_config))
+
+    def sink_partitions(self, connector_config: Mapping[str, str], metadata: Any = None) -> frozenset[TopicPartition]:
+        """Every partition of the topics a sink connector consumes (``topics`` or ``topics.regex``)."""
+        from connectd.runtime.sink_task import matching_topics
+
+        metadata = metadata if metadata is not None else self._admin().list_topics(timeout=30)
+        topics = matching_topics(metadata.topics,
+                                 [t.strip() for t in connector_config.get("topics", "").split(",") if t.strip()],
+                                 connector_config.get("topics.regex", ""))
+        return frozenset(TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions)
+
+    # --- start / stop ---
+
+    def start(self, *, connector: str, connector_config: Mapping[str, str], kind: str, task_class: type,
+              task_id: int, task_config: Mapping[str, str], tasks: int, paused: bool) -> TaskHandle:
+        """Start one task's query (blocking: call it from a thread).
+
+        :param connector_config: the connector's config as written.
+        :param kind: ``source`` or ``sink``.
+        :param tasks: how many tasks the connector has (a sink task's share of partitions).
+        """
+        handle = TaskHandle()
+        try:
+            if issubclass(task_class, SparkSourceTask):
+                self._start_spark_source(handle, connector, connector_config, task_class, task_id, task_config,
+                                         paused)
+            elif kind == "source":
+                self._start_source(handle, connector, connector_config, task_class, task_id, task_config, paused)
+            else:
+                self._start_sink(handle, connector, connector_config, task_class, task_id, task_config, tasks,
+                                 paused)
+        except BaseException:
+            self.release(handle)
+            raise
+        return handle
+
+    def stop(self, handle: TaskHandle, graceful_timeout_s: float) -> None:
+        """Stop the query (the batch in flight finishes, bounded by *graceful_timeout_s*), then release."""
+        try:
+            if handle.query is not None and handle.query.is_active():
+                if not handle.query.stop(graceful_timeout_s):
+                    log.warning("task_stop_not_graceful",
+                                message="the batch in flight was cancelled and will be replayed")
+        finally:
+            self.release(handle)
+
+    def release(self, handle: TaskHandle) -> None:
+        """Close the task's clients and plugin instance; each is dropped so it is destroyed now."""
+        try:
+            if handle.runner is not None:
+                handle.runner.close()
+            if handle.consumer is not None:
+                handle.consumer.close()
+            if handle.dead_letters is not None:
+                handle.dead_letters.close()
+            if handle.spark_task is not None:
+                handle.spark_task.stop()
+        finally:
+            handle.runner = handle.consumer = handle.dead_letters = handle.spark_task = None
+
+    # --- the four kinds ---
+
+    def _start_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
+                      task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:
+        from connectd.runtime.errors import ErrorPolicy
+        from connectd.runtime.queries import start_source_query
+
+        resolved = self._resolved(connector_config)
+        policy = ErrorPolicy.from_config(resolved)
+        if policy.dlq_topic:  # the reader's process sends to it; it must exist first
+            self._ensure_dlq(policy.dlq_topic, resolved)
+        handle.query = start_source_query(
+            self.spark,
+            connector=connector,
+            task_id=task_id,
+            task_class=task_class_name(task_class),
+            task_config=dict(task_config),
+            connector_config=dict(connector_config),
+            worker_config=self.worker.originals(),
+            producer_config=self.client_option("producer", connector_config),
+            offsets_path=self.source_offsets(connector_config)["path"],
+            paused=paused,
+        )
+
+    def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
+                            task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:
+        from connectd.connector import OffsetStorageReader, SourceTaskContext
+        from connectd.runtime.queries import start_spark_source_query
+
+        if self.checkpoints is None:
+            raise ConnectorError(
+                f"{task_class_name(task_class)} is a Spark-level source task: its progress is a Spark checkpoint "
+                "on this machine, which a task moving to another worker would not find. Such tasks run on "
+                "standalone workers only (not supported in distributed mode yet).")
+        config = self._resolved(task_config)
+        instance = task_class()
+        instance.context = SourceTaskContext(config, OffsetStorageReader(lambda parts: {}))
+        instance.start(config)
+        handle.spark_task = instance
+        checkpoint = self.checkpoints / f"{connector}-{task_id}"
+        handle.query = start_spark_source_query(
+            self.spark, connector=connector, task_id=task_id, task=instance, default_topic=config.get("topic"),
+            producer_config=self.client_option("producer", connector_config), checkpoint=str(checkpoint),
+            paused=paused,
+        )
+
+    def _start_sink(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
+                    task_class: type, task_id: int, task_config: Mapping[str, str], tasks: int,
+                    paused: bool) -> None:
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        from connectd.runtime.converters import configure_converters
+        from connectd.runtime.errors import ErrorHandler, ErrorPolicy
+        from connectd.runtime.kafka_io import RangeReader, consumer_settings
+        from connectd.runtime.queries import start_sink_query, start_spark_sink_query
+        from connectd.runtime.sink_task import SinkTaskRunner, assign_partitions, group_id, start_offsets
+        from connectd.transforms.chain import TransformationChain
+
+        config = self._resolved(task_config)
+        consumer_config = self.client("consumer", connector_config)
+        metadata = self._admin().list_topics(timeout=30)
+        handle.partitions = self.sink_partitions(connector_config, metadata)
+        assigned = assign_partitions(handle.partitions, task_id, tasks)
+        group = Consumer({**consumer_settings(consumer_config), "group.id": group_id(connector),
+                          "enable.auto.commit": False})
+        handle.consumer = group
+
+        def commit(offsets: Mapping[TopicPartition, int]) -> None:
+            group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
+                         asynchronous=False)
+
+        start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
+        if issubclass(task_class, SparkSinkTask):
+            from connectd.connector import SinkTaskContext
+
+            instance = task_class()
+            instance.context = SinkTaskContext(config, assigned)
+            instance.start(config)
+            handle.spark_task = instance
+
+            def commit_batch(offsets: Mapping[TopicPartition, int]) -> None:
+                # Called with the partitions the batch read: its topics are the ones consumed.
+                self._on_topics(connector, {tp.topic for tp in offsets})
+                commit(offsets)
+
+            handle.query = start_spark_sink_query(
+                self.spark, connector=connector, task_id=task_id, task=instance,
+                consumer_config=self.client_option("consumer", connector_config), start=start, commit=commit_batch,
+                paused=paused)
+            return
+        resolved = self._resolved(connector_config)
+        policy = ErrorPolicy.from_config(resolved)
+        send = flush = None
+        if policy.dlq_topic:
+            self._ensure_dlq(policy.dlq_topic, resolved, metadata)
+            from connectd.runtime.dead_letters import DeadLetterQueue
+
+            handle.dead_letters = DeadLetterQueue(self.client("producer", connector_config), policy.dlq_topic)
+            send, flush = handle.dead_letters.send, handle.dead_letters.flush
+        registry = self.registry
+        handle.runner = SinkTaskRunner(
+            task_class(), config, assigned,
+            configure_converters(self.worker.originals(), dict(connector_config),
+                                 lambda n: registry.find_class("converter", n), self.worker.providers.resolve),
+            TransformationChain(resolved, registry.find_class), commit,
+            ErrorHandler(policy, connector, task_id, send), flush or (lambda: None),
+            on_topics=lambda topics: self._on_topics(connector, topics),
+        )
+        # As in Kafka Connect, max.poll.records bounds what one put() gets.
+        put_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "500"))
+        handle.query = start_sink_query(self.spark, connector=connector, task_id=task_id, runner=handle.runner,
+                                        consumer_config=self.client_option("consumer", connector_config),
+                                        start=start, reader=RangeReader(group), put_records=put_records,
+                                        paused=paused)
+
+    def _resolved(self, config: Mapping[str, str]) -> dict[str, str]:
+        resolve = self.worker.providers.resolve
+        return {k: resolve(v) for k, v in config.items()}
+
+    def _ensure_dlq(self, topic: str, resolved: Mapping[str, str], metadata: Any = None) -> None:
+        from connectd.runtime.dead_letters import ensure_dlq_topic
+
+        factor = int(resolved.get("errors.deadletterqueue.topic.replication.factor", "3"))
+        ensure_dlq_topic(self._admin(), topic, factor, metadata)
+
+
+def _overrides(client: str, connector_config: Mapping[str, str]) -> dict[str, str]:
+    prefix = f"{client}.override."
+    return {k[len(prefix):]: v for k, v in connector_config.items() if k.startswith(prefix)}

@@ -1,0 +1,99 @@
+"""The dead-letter queue: one producer per task, one delivery check, for sinks and sources alike.
+
+A task that tolerates errors (``errors.tolerance=all``) with
+``errors.deadletterqueue.topic.name`` set sends each failed record here;
+:meth:`DeadLetterQueue.flush` runs before the task's offsets are stored
+(a sink's group commit, a source batch's offsets), so an offset is never
+committed past a dead-letter record that Kafka did not acknowledge. A
+delivery error reported by the producer's callback fails the flush as
+surely as a record still waiting; the flush raises a retriable
+:class:`~connectd.errors.ConnectorError` naming the topic and the first
+errors.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from connectd.errors import ConnectorError
+from connectd.logging import get_logger
+
+__all__ = ["DeadLetterQueue", "ensure_dlq_topic"]
+
+log = get_logger(__name__)
+
+_FLUSH_TIMEOUT_S = 30.0
+
+
+class DeadLetterQueue:
+    """Sends dead-letter records to one topic and checks that each was delivered.
+
+    :param producer_settings: confluent-kafka settings (resolved); made idempotent with ``acks=all``.
+    :param topic: the dead-letter topic.
+    """
+
+    def __init__(self, producer_settings: Mapping[str, Any], topic: str) -> None:
+        from confluent_kafka import Producer
+
+        self.topic = topic
+        self._producer = Producer({**producer_settings, "enable.idempotence": True, "acks": "all"})
+        self._failures: list[str] = []
+        self._lock = threading.Lock()
+        self.produced = 0
+
+    def _delivered(self, error: Any, message: Any) -> None:
+        if error is not None:
+            with self._lock:
+                self._failures.append(str(error))
+
+    def send(self, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]) -> None:
+        """Queue one record (the ``send_to_dlq`` of :class:`~connectd.runtime.errors.ErrorHandler`)."""
+        self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=self._delivered)
+        self._producer.poll(0)
+        self.produced += 1
+
+    def flush(self, timeout_s: float = _FLUSH_TIMEOUT_S) -> None:
+        """Wait until every record sent so far is acknowledged.
+
+        :raises ConnectorError: (retriable) when some are not, or delivery failed.
+        """
+        remaining = self._producer.flush(timeout_s)
+        with self._lock:
+            failures, self._failures = self._failures, []
+        if remaining or failures:
+            raise ConnectorError(f"dead-letter records not written to {self.topic}: {remaining} unacknowledged, "
+                                 f"errors: {failures[:3]}", retriable=True)
+
+    def close(self) -> None:
+        """Flush what is left (logging, not raising, if that fails) and drop the producer."""
+        try:
+            self.flush()
+        except ConnectorError as exc:
+            log.error("dlq_close_incomplete", topic=self.topic, error=str(exc))
+        self._producer = None
+
+
+def ensure_dlq_topic(admin: Any, topic: str, replication_factor: int, metadata: Any = None) -> None:
+    """Create the dead-letter topic (one partition) unless it exists; a topic created meanwhile is fine.
+
+    :param admin: a confluent-kafka ``AdminClient``.
+    :param replication_factor: ``errors.deadletterqueue.topic.replication.factor``; capped at the
+        number of brokers (with a warning), ``-1`` the broker's default.
+    """
+    from confluent_kafka.admin import NewTopic
+
+    metadata = metadata if metadata is not None else admin.list_topics(timeout=30)
+    if topic in metadata.topics:
+        return
+    brokers = len(metadata.brokers)
+    factor = -1 if replication_factor == -1 else min(replication_factor, brokers)
+    if factor != replication_factor:
+        log.warning("dlq_replication_reduced", topic=topic, wanted=replication_factor, brokers=brokers)
+    result = admin.create_topics([NewTopic(topic, 1, factor)])[topic]
+    try:
+        result.result(timeout=30)
+    except Exception as exc:  # created meanwhile by another task: fine
+        if "TOPIC_ALREADY_EXISTS" not in str(exc):
+            raise
