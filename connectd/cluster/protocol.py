@@ -8,12 +8,30 @@ sub-protocols are ``sessioned`` (version 2, KIP-507) and ``compatible``
 
 Work is named as in Kafka Connect: a connector (its ``Connector`` instance
 runs on one worker) or a :class:`ConnectorTaskId`.
+
+Wire format (Kafka's ``IncrementalCooperativeConnectProtocol``, big-endian,
+strings are int16 length + UTF-8, arrays int32 count, nullable bytes int32
+length with -1 for null)::
+
+    metadata   = version:int16 url:string config_offset:int64
+                 allocation:nullable_bytes      # an encoded assignment, or null
+    assignment = version:int16 error:int16 leader:string leader_url:string
+                 config_offset:int64 assignment:[work] revoked:[work] delay:int32
+    work       = connector:string tasks:[int32]  # task -1 is the connector itself
+
+The version is 1 for ``compatible`` and 2 for ``sessioned``; the allocation
+inside a metadata carries the same version. Version 0 (``eager``) bytes are
+decoded (they simply end early: no allocation, no revoked, no delay) but never
+written.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from connectd.errors import ConnectdError
 
 __all__ = [
     "COMPATIBLE",
@@ -22,8 +40,13 @@ __all__ = [
     "SESSIONED",
     "ConnectAssignment",
     "ConnectorTaskId",
+    "ProtocolError",
     "WorkerLoad",
     "WorkerMetadata",
+    "decode_assignment",
+    "decode_metadata",
+    "encode_assignment",
+    "encode_metadata",
 ]
 
 PROTOCOL_TYPE = "connect"
@@ -93,3 +116,213 @@ class ConnectAssignment:
     @property
     def failed(self) -> bool:
         return self.error != NO_ERROR
+
+
+# --- binary form -------------------------------------------------------------
+
+CONNECTOR_TASK = -1  # the task number that stands for the connector itself
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+
+class ProtocolError(ConnectdError):
+    """Bytes from another member that are not a Connect metadata or assignment."""
+
+
+def encode_metadata(metadata: WorkerMetadata, version: int) -> bytes:
+    """A member's JoinGroup metadata for the sub-protocol of ``version`` (1 or 2).
+
+    The allocation (what the member runs now) is written as Kafka writes it, a
+    whole assignment, with error 0, no leader, ``config_offset`` and nothing
+    revoked: the leader reads only its connectors and tasks. ``None`` is
+    written as a null allocation (a member that has run nothing yet).
+
+    :param metadata: what to tell the leader.
+    :param version: 1 (``compatible``) or 2 (``sessioned``).
+    """
+    _check_version(version)
+    out = bytearray()
+    out += _INT16.pack(version)
+    _write_string(out, metadata.url)
+    out += _INT64.pack(metadata.config_offset)
+    if metadata.assignment is None:
+        out += _INT32.pack(-1)
+    else:
+        load = metadata.assignment
+        allocation = encode_assignment(
+            ConnectAssignment(
+                error=NO_ERROR,
+                leader="",
+                leader_url="",
+                config_offset=metadata.config_offset,
+                connectors=load.connectors,
+                tasks=load.tasks,
+            ),
+            version,
+        )
+        out += _INT32.pack(len(allocation))
+        out += allocation
+    return bytes(out)
+
+
+def decode_metadata(data: bytes) -> WorkerMetadata:
+    """Read a member's JoinGroup metadata (any version from 0 on).
+
+    :raises ProtocolError: if the bytes are cut short or the version is negative.
+    """
+    reader = _Reader(data)
+    _read_version(reader)
+    url = reader.string()
+    config_offset = reader.int64()
+    assignment = None
+    if not reader.at_end():
+        allocation = reader.nullable_bytes()
+        if allocation is not None:
+            previous = decode_assignment(allocation)
+            assignment = WorkerLoad.of(previous.connectors, previous.tasks)
+    return WorkerMetadata(url=url, config_offset=config_offset, assignment=assignment)
+
+
+def encode_assignment(assignment: ConnectAssignment, version: int) -> bytes:
+    """The leader's SyncGroup answer to one member, for the sub-protocol of ``version``.
+
+    :param assignment: what the member is given and must give up.
+    :param version: 1 (``compatible``) or 2 (``sessioned``).
+    """
+    _check_version(version)
+    out = bytearray()
+    out += _INT16.pack(version)
+    out += _INT16.pack(assignment.error)
+    _write_string(out, assignment.leader)
+    _write_string(out, assignment.leader_url)
+    out += _INT64.pack(assignment.config_offset)
+    _write_work(out, assignment.connectors, assignment.tasks)
+    _write_work(out, assignment.revoked.connectors, assignment.revoked.tasks)
+    out += _INT32.pack(assignment.delay_ms)
+    return bytes(out)
+
+
+def decode_assignment(data: bytes) -> ConnectAssignment:
+    """Read an assignment (any version from 0 on; missing trailing fields take
+    Kafka's defaults: nothing revoked, no delay). Connectors and tasks come back sorted.
+
+    :raises ProtocolError: if the bytes are cut short or the version is negative.
+    """
+    reader = _Reader(data)
+    _read_version(reader)
+    error = reader.int16()
+    leader = reader.string()
+    leader_url = reader.string()
+    config_offset = reader.int64()
+    connectors, tasks = _read_work(reader)
+    revoked = WorkerLoad()
+    delay_ms = 0
+    if not reader.at_end():
+        revoked = WorkerLoad.of(*_read_work(reader))
+    if not reader.at_end():
+        delay_ms = reader.int32()
+    return ConnectAssignment(
+        error=error,
+        leader=leader,
+        leader_url=leader_url,
+        config_offset=config_offset,
+        connectors=tuple(sorted(set(connectors))),
+        tasks=tuple(sorted(set(tasks))),
+        revoked=revoked,
+        delay_ms=delay_ms,
+    )
+
+
+def _check_version(version: int) -> None:
+    if version not in VERSIONS.values():
+        raise ValueError(f"Connect protocol version {version} cannot be written (1 or 2)")
+
+
+def _read_version(reader: _Reader) -> int:
+    version = reader.int16()
+    if version < 0:
+        raise ProtocolError(f"unsupported Connect protocol version {version}")
+    return version
+
+
+def _write_string(out: bytearray, value: str) -> None:
+    raw = value.encode("utf-8")
+    if len(raw) > 0x7FFF:
+        raise ValueError(f"string too long for the Connect protocol ({len(raw)} bytes)")
+    out += _INT16.pack(len(raw))
+    out += raw
+
+
+def _write_work(out: bytearray, connectors, tasks) -> None:
+    # Grouped by connector as Kafka does: the connector's own entry (-1) first,
+    # then its tasks, connectors in order of first mention.
+    grouped: dict[str, list[int]] = {}
+    for connector in connectors:
+        grouped.setdefault(connector, []).append(CONNECTOR_TASK)
+    for task in tasks:
+        grouped.setdefault(task.connector, []).append(task.task)
+    out += _INT32.pack(len(grouped))
+    for connector, numbers in grouped.items():
+        _write_string(out, connector)
+        out += _INT32.pack(len(numbers))
+        for number in numbers:
+            out += _INT32.pack(number)
+
+
+def _read_work(reader: _Reader) -> tuple[list[str], list[ConnectorTaskId]]:
+    connectors: list[str] = []
+    tasks: list[ConnectorTaskId] = []
+    count = reader.int32()
+    for _ in range(max(count, 0)):  # -1 is a null array: nothing
+        connector = reader.string()
+        for _ in range(max(reader.int32(), 0)):
+            number = reader.int32()
+            if number == CONNECTOR_TASK:
+                connectors.append(connector)
+            else:
+                tasks.append(ConnectorTaskId(connector, number))
+    return connectors, tasks
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self._data = memoryview(bytes(data))
+        self._pos = 0
+
+    def at_end(self) -> bool:
+        return self._pos >= len(self._data)
+
+    def _take(self, size: int) -> memoryview:
+        if size < 0 or self._pos + size > len(self._data):
+            raise ProtocolError(
+                f"Connect protocol bytes end early (need {size} at {self._pos} of {len(self._data)})"
+            )
+        chunk = self._data[self._pos : self._pos + size]
+        self._pos += size
+        return chunk
+
+    def int16(self) -> int:
+        return _INT16.unpack(self._take(2))[0]
+
+    def int32(self) -> int:
+        return _INT32.unpack(self._take(4))[0]
+
+    def int64(self) -> int:
+        return _INT64.unpack(self._take(8))[0]
+
+    def string(self) -> str:
+        size = self.int16()
+        if size < 0:
+            raise ProtocolError("null string where the Connect protocol needs one")
+        try:
+            return bytes(self._take(size)).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(f"string is not UTF-8: {exc}") from exc
+
+    def nullable_bytes(self) -> bytes | None:
+        size = self.int32()
+        if size == -1:
+            return None
+        return bytes(self._take(size))

@@ -1,0 +1,283 @@
+"""WorkerGroupMember against the real (tansu) broker: joins, rebalances, leaves,
+the session deadline and the metadata the leader sees.
+
+tansu holds a JoinGroup about session.timeout/2, so the session timeouts are short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+from aiokafka.client import AIOKafkaClient, CoordinationType
+from aiokafka.protocol.group import LeaveGroupRequest
+
+from connectd.cluster.membership import WorkerGroupMember
+from connectd.cluster.protocol import (
+    CONFIG_MISMATCH,
+    NO_ERROR,
+    ConnectAssignment,
+    ConnectorTaskId,
+    WorkerLoad,
+    WorkerMetadata,
+)
+from connectd.errors import ConfigError
+
+SESSION_MS = 3000
+HEARTBEAT_MS = 300
+CONNECTORS = ("c0", "c1", "c2", "c3")
+
+
+class RoundRobinHandler:
+    """A herder stand-in: runs connectors by name; as leader, deals CONNECTORS round-robin,
+    cooperatively (work held by someone is only revoked, given out in the next round)."""
+
+    def __init__(self, name: str, *, config_offset: int = 0, first_delay_ms: int = 0, first_error: int = NO_ERROR):
+        self.name = name
+        self.url = f"http://{name}:8083/"
+        self.config_offset = config_offset
+        self.running: set[str] = set()
+        self.assigned: list[tuple[float, int, ConnectAssignment]] = []
+        self.revoked_all: list[tuple[float, str]] = []
+        self.rebalance_starts: list[float] = []
+        self.seen_members: list[dict[str, WorkerMetadata]] = []
+        self.joined_before = False
+        self.first_delay_ms = first_delay_ms
+        self.first_error = first_error
+        self.extra_load: WorkerLoad | None = None
+
+    def metadata(self) -> WorkerMetadata:
+        if self.extra_load is not None and self.joined_before:
+            return WorkerMetadata(self.url, self.config_offset, self.extra_load)
+        load = WorkerLoad.of(self.running) if self.joined_before else None
+        return WorkerMetadata(self.url, self.config_offset, load)
+
+    async def assign(self, leader_id, generation, protocol, members):
+        self.seen_members.append(dict(members))
+        ids = sorted(members)
+        target = {m: {c for i, c in enumerate(CONNECTORS) if ids[i % len(ids)] == m} for m in ids}
+        # Unknown connectors (x in the metadata test) are ignored, not revoked.
+        current = {m: set(members[m].assignment.connectors if members[m].assignment else ()) & set(CONNECTORS)
+                   for m in ids}
+        held = set().union(*current.values())
+        result = {}
+        for m in ids:
+            revoked = current[m] - target[m]
+            new = target[m] - held
+            first = members[m].assignment is None
+            result[m] = ConnectAssignment(
+                error=self.first_error if first else NO_ERROR,
+                leader=leader_id,
+                leader_url=self.url,
+                config_offset=max(w.config_offset for w in members.values()),
+                connectors=tuple(sorted(new)),
+                revoked=WorkerLoad.of(revoked),
+                delay_ms=self.first_delay_ms if first else 0,
+            )
+        return result
+
+    async def on_assigned(self, assignment, generation, member_id, protocol):
+        self.joined_before = True
+        self.running -= set(assignment.revoked.connectors)
+        self.running |= set(assignment.connectors)
+        self.assigned.append((time.monotonic(), generation, assignment))
+
+    async def on_revoked_all(self, reason):
+        self.running.clear()
+        self.revoked_all.append((time.monotonic(), reason))
+
+    async def on_rebalance_start(self):
+        self.rebalance_starts.append(time.monotonic())
+
+
+def _member(broker, group, handler, **kw) -> WorkerGroupMember:
+    return WorkerGroupMember(
+        {"bootstrap_servers": broker.bootstrap_servers, "retry_backoff_ms": 100},
+        group,
+        session_timeout_ms=kw.pop("session_timeout_ms", SESSION_MS),
+        rebalance_timeout_ms=kw.pop("rebalance_timeout_ms", 10000),
+        heartbeat_interval_ms=kw.pop("heartbeat_interval_ms", HEARTBEAT_MS),
+        protocols=kw.pop("protocols", ["sessioned", "compatible"]),
+        handler=handler,
+        **kw,
+    )
+
+
+async def _until(condition, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def _settled(*pairs) -> bool:
+    """Every member stable, same generation, and CONNECTORS split between them without overlap."""
+    members = [m for m, _ in pairs]
+    if any(m.rebalancing for m in members) or len({m.generation for m in members}) != 1:
+        return False
+    running = [h.running for _, h in pairs]
+    return set().union(*running) == set(CONNECTORS) and sum(map(len, running)) == len(CONNECTORS)
+
+
+@pytest.fixture
+def group_id() -> str:
+    return f"connect-test-{uuid.uuid4().hex[:12]}"
+
+
+def test_a_lone_member_leads_and_gets_all_the_work(broker, group_id):
+    async def main():
+        handler = RoundRobinHandler("a")
+        member = _member(broker, group_id, handler)
+        async with member:
+            await _until(lambda: _settled((member, handler)), what="the first assignment")
+            assert member.is_leader and member.leader_id == member.member_id
+            assert member.generation >= 0  # Kafka starts at 1, tansu at 0
+            assert member.leader_url == handler.url
+            _, generation, assignment = handler.assigned[-1]
+            assert generation == member.generation and assignment.leader == member.member_id
+            assert handler.running == set(CONNECTORS)
+            assert handler.revoked_all == []
+        assert member.member_id == ""  # left the group
+
+    asyncio.run(main())
+
+
+def test_a_second_member_joins_cooperatively_and_the_leader_sees_its_metadata(broker, group_id):
+    async def main():
+        a, b = RoundRobinHandler("a", config_offset=5), RoundRobinHandler("b", config_offset=9)
+        # What b says it runs reaches the leader byte for byte (and b then runs nothing of CONNECTORS).
+        b.extra_load = WorkerLoad.of(["x"], [ConnectorTaskId("x", 0), ConnectorTaskId("x", 3)])
+        ma = _member(broker, group_id, a)
+        mb = _member(broker, group_id, b, protocols=["sessioned", "compatible"])
+        async with ma:
+            await _until(lambda: _settled((ma, a)), what="a alone")
+            first_generation = ma.generation
+            async with mb:
+                await _until(lambda: _settled((ma, a), (mb, b)), what="a and b sharing the work")
+                assert ma.generation > first_generation
+                assert ma.is_leader and not mb.is_leader and mb.leader_id == ma.member_id
+                assert mb.leader_url == a.url
+                assert a.rebalance_starts, "the first member saw the rebalance in a heartbeat"
+                # Cooperative: a gave up half of its work in one round, and b got it in a later one.
+                revoking = [asg for _, _, asg in a.assigned if len(asg.revoked)]
+                assert revoking and set(revoking[0].revoked.connectors) == set(b.running)
+                assert all(not asg.revoked.connectors for _, _, asg in b.assigned)
+                seen = [members[mb.member_id] for members in a.seen_members if mb.member_id in members]
+                assert seen[0] == WorkerMetadata(b.url, 9, None)  # before b's first assignment
+                # b asks for a rebalance; its next metadata reports what it runs.
+                rounds = len(a.seen_members)
+                mb.request_rejoin()
+                await _until(lambda: len(a.seen_members) > rounds and not ma.rebalancing and not mb.rebalancing,
+                             what="the rebalance b asked for")
+                assert a.seen_members[rounds][mb.member_id] == WorkerMetadata(b.url, 9, b.extra_load)
+                assert a.seen_members[rounds][ma.member_id] == WorkerMetadata(a.url, 5, WorkerLoad.of(a.running))
+                assert a.revoked_all == [] and b.revoked_all == []
+                assert b.assigned[-1][2].config_offset == 9  # the highest offset any member reported
+
+    asyncio.run(main())
+
+
+def test_a_member_that_stops_leaves_and_the_other_rebalances_at_once(broker, group_id):
+    async def main():
+        a, b = RoundRobinHandler("a"), RoundRobinHandler("b")
+        ma, mb = _member(broker, group_id, a), _member(broker, group_id, b)
+        async with ma:
+            async with mb:
+                await _until(lambda: _settled((ma, a), (mb, b)), what="a and b sharing the work")
+                generation = ma.generation
+            left = time.monotonic()
+            await mb.stop()  # idempotent
+            await _until(lambda: ma.generation > generation and _settled((ma, a)), what="a taking all the work")
+            took = time.monotonic() - left
+            assert took < SESSION_MS / 1000 * 0.9, f"rebalance took {took:.2f}s: the leave was not seen"
+            assert a.running == set(CONNECTORS) and a.revoked_all == []
+
+    asyncio.run(main())
+
+
+def test_a_partitioned_member_revokes_all_before_its_work_goes_elsewhere(broker, group_id):
+    async def main():
+        a, b = RoundRobinHandler("a"), RoundRobinHandler("b")
+        ma, mb = _member(broker, group_id, a), _member(broker, group_id, b)
+        async with ma, mb:
+            await _until(lambda: _settled((ma, a), (mb, b)), what="a and b sharing the work")
+            a_work = set(a.running)
+            assert a_work
+            cut = time.monotonic()
+            ma._network_gate.clear()  # nothing leaves a from now on
+            await _until(lambda: b.running == set(CONNECTORS), timeout=20, what="b taking a's work")
+            (revoked_at, reason), = a.revoked_all
+            assert reason == "session_deadline" and a.running == set()
+            given_at = next(t for t, _, asg in b.assigned if a_work & set(asg.connectors))
+            assert cut < revoked_at < given_at, (revoked_at - cut, given_at - cut)
+            assert revoked_at - cut < SESSION_MS / 1000
+            ma._network_gate.set()
+            # a comes back as a new member and gets a share again.
+            await _until(lambda: _settled((ma, a), (mb, b)), timeout=20, what="a back in the group")
+
+    asyncio.run(main())
+
+
+def test_an_assignment_with_a_delay_makes_the_member_rejoin_after_it(broker, group_id):
+    async def main():
+        handler = RoundRobinHandler("a", first_delay_ms=800)
+        member = _member(broker, group_id, handler)
+        async with member:
+            await _until(lambda: len(handler.assigned) >= 2, what="the delayed rejoin")
+            (t1, g1, first), (t2, g2, _) = handler.assigned[:2]
+            assert first.delay_ms == 800 and g2 > g1
+            assert t2 - t1 >= 0.8
+            assert handler.revoked_all == []
+
+    asyncio.run(main())
+
+
+def test_config_mismatch_is_handed_over_and_the_member_rejoins(broker, group_id):
+    async def main():
+        handler = RoundRobinHandler("a", first_error=CONFIG_MISMATCH)
+        member = _member(broker, group_id, handler, protocols=["compatible"])
+        async with member:
+            await _until(lambda: len(handler.assigned) >= 2, what="the rejoin after CONFIG_MISMATCH")
+            (_, g1, first), (_, g2, second) = handler.assigned[:2]
+            assert first.failed and first.error == CONFIG_MISMATCH
+            assert not second.failed and g2 > g1
+
+    asyncio.run(main())
+
+
+def test_a_member_the_coordinator_no_longer_knows_revokes_all_at_once(broker, group_id):
+    async def main():
+        a, b = RoundRobinHandler("a"), RoundRobinHandler("b")
+        ma, mb = _member(broker, group_id, a), _member(broker, group_id, b)
+        async with ma, mb:
+            await _until(lambda: _settled((ma, a), (mb, b)), what="a and b sharing the work")
+            a_work = set(a.running)
+            # An operator removes a from the group (as kafka-consumer-groups --delete-members would).
+            admin = AIOKafkaClient(bootstrap_servers=broker.bootstrap_servers)
+            await admin.bootstrap()
+            try:
+                coordinator = await admin.coordinator_lookup(CoordinationType.GROUP, group_id)
+                response = await admin.send(coordinator, LeaveGroupRequest(group_id, ma.member_id))
+                assert response.error_code == 0
+            finally:
+                await admin.close()
+            await _until(lambda: a.revoked_all, what="a revoking its work")
+            (revoked_at, reason), = a.revoked_all
+            assert reason == "unknown_member_id"
+            await _until(lambda: _settled((ma, a), (mb, b)), timeout=20, what="a back in the group")
+            given_at = [t for t, _, asg in b.assigned if a_work & set(asg.connectors)]
+            assert all(revoked_at < t for t in given_at)
+
+    asyncio.run(main())
+
+
+def test_settings_that_leave_no_time_between_heartbeats_and_the_deadline_are_refused():
+    with pytest.raises(ConfigError, match="heartbeat.interval.ms"):
+        WorkerGroupMember({}, "g", session_timeout_ms=3000, rebalance_timeout_ms=10000, heartbeat_interval_ms=2000,
+                          protocols=["compatible"], handler=RoundRobinHandler("a"))
+    with pytest.raises(ConfigError, match="eager"):
+        WorkerGroupMember({}, "g", session_timeout_ms=3000, rebalance_timeout_ms=10000, heartbeat_interval_ms=300,
+                          protocols=["eager"], handler=RoundRobinHandler("a"))

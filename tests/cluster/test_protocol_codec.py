@@ -1,0 +1,143 @@
+"""The Connect group protocol's bytes: round trips, and golden bytes written by hand from
+Kafka's IncrementalCooperativeConnectProtocol schema."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from connectd.cluster.protocol import (
+    CONFIG_MISMATCH,
+    ConnectAssignment,
+    ConnectorTaskId,
+    ProtocolError,
+    WorkerLoad,
+    WorkerMetadata,
+    decode_assignment,
+    decode_metadata,
+    encode_assignment,
+    encode_metadata,
+)
+
+
+def i16(v):
+    return struct.pack(">h", v)
+
+
+def i32(v):
+    return struct.pack(">i", v)
+
+
+def i64(v):
+    return struct.pack(">q", v)
+
+
+def s(v):
+    raw = v.encode()
+    return i16(len(raw)) + raw
+
+
+T = ConnectorTaskId
+
+ASSIGNMENT = ConnectAssignment(
+    error=0,
+    leader="leader-1",
+    leader_url="http://l:8083/",
+    config_offset=17,
+    connectors=("a",),
+    tasks=(T("a", 0), T("b", 2)),
+    revoked=WorkerLoad.of(["c"], [T("c", 1)]),
+    delay_ms=2500,
+)
+
+ASSIGNMENT_V2_BYTES = b"".join([
+    i16(2),                      # version
+    i16(0),                      # error
+    s("leader-1"),
+    s("http://l:8083/"),
+    i64(17),                     # config offset
+    i32(2),                      # assignment: 2 connectors
+    s("a"), i32(2), i32(-1), i32(0),   # the connector itself, then task 0
+    s("b"), i32(1), i32(2),
+    i32(1),                      # revoked
+    s("c"), i32(2), i32(-1), i32(1),
+    i32(2500),                   # delay
+])
+
+
+def test_assignment_golden_bytes():
+    assert encode_assignment(ASSIGNMENT, 2) == ASSIGNMENT_V2_BYTES
+    assert decode_assignment(ASSIGNMENT_V2_BYTES) == ASSIGNMENT
+
+
+def test_metadata_golden_bytes_embed_the_allocation_as_an_assignment():
+    metadata = WorkerMetadata("http://w:8083", 42, WorkerLoad.of(["x"], [T("x", 0), T("x", 3)]))
+    allocation = b"".join([
+        i16(1), i16(0), s(""), s(""), i64(42),
+        i32(1), s("x"), i32(3), i32(-1), i32(0), i32(3),
+        i32(0),                  # nothing revoked
+        i32(0),                  # no delay
+    ])
+    expected = i16(1) + s("http://w:8083") + i64(42) + i32(len(allocation)) + allocation
+    assert encode_metadata(metadata, 1) == expected
+    assert decode_metadata(expected) == metadata
+
+
+def test_metadata_without_an_assignment_has_a_null_allocation():
+    metadata = WorkerMetadata("http://w:8083", -1, None)
+    raw = encode_metadata(metadata, 2)
+    assert raw == i16(2) + s("http://w:8083") + i64(-1) + i32(-1)
+    assert decode_metadata(raw) == metadata
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize(
+    "assignment",
+    [
+        ASSIGNMENT,
+        ConnectAssignment(CONFIG_MISMATCH, "l", "http://l", 99),
+        ConnectAssignment(0, "", "", 0, revoked=WorkerLoad.of(tasks=[T("z", 5)])),
+        ConnectAssignment(0, "lé", "http://ü", 2**40, connectors=("a", "b"), tasks=(T("b", 0),)),
+    ],
+)
+def test_assignment_round_trip(assignment, version):
+    raw = encode_assignment(assignment, version)
+    assert struct.unpack(">h", raw[:2])[0] == version
+    assert decode_assignment(raw) == assignment
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        WorkerMetadata("http://a:8083/", 0),
+        WorkerMetadata("http://a:8083/", 12, WorkerLoad()),
+        WorkerMetadata("https://b", 7, WorkerLoad.of(["a", "b"], [T("a", 0), T("c", 9)])),
+    ],
+)
+def test_metadata_round_trip(metadata, version):
+    assert decode_metadata(encode_metadata(metadata, version)) == metadata
+
+
+def test_eager_version_0_bytes_are_read():
+    # ConnectProtocol v0: no allocation in the metadata, no revoked/delay in the assignment.
+    assert decode_metadata(i16(0) + s("http://e") + i64(3)) == WorkerMetadata("http://e", 3, None)
+    raw = i16(0) + i16(0) + s("l") + s("http://l") + i64(3) + i32(1) + s("a") + i32(1) + i32(-1)
+    assert decode_assignment(raw) == ConnectAssignment(0, "l", "http://l", 3, connectors=("a",))
+
+
+def test_null_arrays_read_as_empty():
+    raw = i16(1) + i16(0) + s("l") + s("u") + i64(3) + i32(-1) + i32(-1) + i32(0)
+    assert decode_assignment(raw) == ConnectAssignment(0, "l", "u", 3)
+
+
+@pytest.mark.parametrize("raw", [b"", ASSIGNMENT_V2_BYTES[:9], i16(-1) + ASSIGNMENT_V2_BYTES[2:]])
+def test_bad_bytes_raise_protocol_error(raw):
+    with pytest.raises(ProtocolError):
+        decode_assignment(raw)
+
+
+def test_only_versions_1_and_2_are_written():
+    with pytest.raises(ValueError):
+        encode_assignment(ASSIGNMENT, 0)
