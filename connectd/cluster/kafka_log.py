@@ -76,7 +76,15 @@ class _Write:
     timestamp_ms: int | None = None
     result: asyncio.Future[RecordMetadata] | None = None  # None: fire and forget (send_nowait)
     retry_if: Callable[[], bool] | None = None
+    on_result: Callable[[RecordMetadata | None], None] | None = None
     attempts: int = 0
+
+    def finish(self, metadata: RecordMetadata | None) -> None:
+        if self.on_result is not None:
+            try:
+                self.on_result(metadata)
+            except Exception:
+                log.exception("kafka_log_write_callback_failed", key=_shown(self.key))
 
 
 class KafkaLog:
@@ -346,18 +354,23 @@ class KafkaLog:
         *,
         timestamp_ms: int | None = None,
         retry_if: Callable[[], bool] | None = None,
+        on_result: Callable[[RecordMetadata | None], None] | None = None,
     ) -> None:
         """Queue one record for writing; callable from any thread.
 
         A failed write is logged and tried again up to ``send_retries`` times
         while *retry_if* (if given) answers true. Writes queued from one
         thread keep their order unless one of them has to be retried.
+        *on_result* is called once at the end with the record's metadata, or
+        ``None`` if the write was given up or dropped (on the event loop,
+        except for a write dropped at once because the log is not running).
         """
         loop = self._loop
+        write = _Write(key, value, timestamp_ms, retry_if=retry_if, on_result=on_result)
         if loop is None or self._state != _RUNNING:
             log.warning("kafka_log_write_dropped", topic=self.topic, key=_shown(key), reason=f"log is {self._state}")
+            write.finish(None)
             return
-        write = _Write(key, value, timestamp_ms, retry_if=retry_if)
         if _on_loop(loop):
             self._enqueue(write)
             return
@@ -365,6 +378,7 @@ class KafkaLog:
             loop.call_soon_threadsafe(self._enqueue, write)
         except RuntimeError:  # the loop is closed
             log.warning("kafka_log_write_dropped", topic=self.topic, key=_shown(key), reason="event loop closed")
+            write.finish(None)
 
     def _enqueue(self, write: _Write) -> None:
         if self._state != _RUNNING or self._queue is None:
@@ -402,6 +416,7 @@ class KafkaLog:
         if error is None:
             if write.result is not None and not write.result.done():
                 write.result.set_result(metadata)  # type: ignore[arg-type]
+            write.finish(metadata)
         elif write.result is not None:
             if not write.result.done():
                 write.result.set_exception(ConnectdError(
@@ -414,6 +429,7 @@ class KafkaLog:
             self._loop.call_later(_SEND_BACKOFF_S * write.attempts, self._requeue, write)
         else:
             log.error("kafka_log_write_failed", topic=self.topic, key=_shown(write.key), attempts=write.attempts + 1, error=str(error))
+            write.finish(None)
         if self._unacked == 0 and self._drained is not None:
             self._drained.set()
 
@@ -428,6 +444,7 @@ class KafkaLog:
             write.result.set_exception(ConnectdError(f"the log of topic {self.topic} stopped before the write was made"))
         else:
             log.warning("kafka_log_write_dropped", topic=self.topic, key=_shown(write.key), reason="log stopped")
+            write.finish(None)
 
     def _check_running(self) -> None:
         if self._state != _RUNNING:
