@@ -424,9 +424,9 @@ class KafkaConfigStore:
     # and raises ConnectdError if the write or the read-back fails ---
 
     async def _write(self, records: Sequence[tuple[str, Any]]) -> None:
-        offsets = [await self._log.send(key.encode("utf-8"), None if value is None else _dumps(value))
-                   for key, value in records]
-        await self._log.read_past(0, offsets[-1], self.timeout_s)
+        for key, value in records:
+            partition, offset = await self._log.send_with_partition(key.encode("utf-8"), None if value is None else _dumps(value))
+        await self._log.read_past(partition, offset, self.timeout_s)
 
     async def put_connector_config(self, connector: str, properties: Mapping[str, str | None],
                                    target_state: str | None = None) -> None:

@@ -45,7 +45,9 @@ if TYPE_CHECKING:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.structs import ConsumerRecord, RecordMetadata, TopicPartition
 
-__all__ = ["KafkaLog", "ensure_topic"]
+    from connectd.config.worker import WorkerConfig
+
+__all__ = ["INTERNAL_TOPICS", "KafkaLog", "ensure_internal_topics", "ensure_topic"]
 
 log = get_logger(__name__)
 
@@ -275,6 +277,7 @@ class KafkaLog:
         ends: dict[TopicPartition, int] = {}
         pending = set(self._partitions)
         while True:
+            self._check_running()  # stop() while waiting
             for tp in list(pending):
                 if tp not in ends:
                     stamp = self._consumer.last_poll_timestamp(tp)
@@ -313,7 +316,10 @@ class KafkaLog:
 
         tp = TopicPartition(self.topic, partition)
         deadline = self._loop.time() + timeout_s
-        while await self._consumer.position(tp) <= offset:
+        while True:
+            self._check_running()
+            if await self._consumer.position(tp) > offset:
+                return
             if self._reader is not None and self._reader.done():
                 raise ConnectdError(f"stopped reading topic {self.topic} from the Kafka cluster at {self.bootstrap_servers}")
             if self._loop.time() >= deadline:
@@ -568,3 +574,42 @@ async def _check_existing(admin: Any, name: str, servers: str, *, compact: bool,
             f"lost as they age (Kafka Connect refuses it too)")
         ])
 
+
+
+# Worker setting prefix of each internal topic, in the order Kafka Connect creates them.
+INTERNAL_TOPICS = ("offset.storage", "status.storage", "config.storage")
+_NOT_TOPIC_SETTINGS = ("topic", "replication.factor", "partitions")
+
+
+def internal_topic_settings(config: WorkerConfig, prefix: str) -> dict[str, str]:
+    """The topic configs a worker file gives an internal topic (``config.storage.min.insync.replicas=2``
+    → ``min.insync.replicas``), as Kafka's ``DistributedConfig.topicSettings``: compaction is not
+    negotiable and the config topic has one partition, whatever is written."""
+    settings = config.with_prefix(prefix + ".")
+    for ignored in ("cleanup.policy",) + (("partitions",) if prefix == "config.storage" else ()):
+        if ignored in settings:
+            log.warning("internal_topic_setting_ignored", key=f"{prefix}.{ignored}", value=settings[ignored],
+                        reason="compaction is always used" if ignored == "cleanup.policy" else "the config topic has 1 partition")
+    settings.pop("cleanup.policy", None)
+    for name in _NOT_TOPIC_SETTINGS:
+        settings.pop(name, None)
+    return settings
+
+
+async def ensure_internal_topics(config: WorkerConfig) -> None:
+    """Create or check the offset, status and config topics of a distributed worker.
+
+    :raises ConfigError: as :func:`ensure_topic`.
+    """
+    admin = config.client_config("admin", "aiokafka")
+    for prefix in INTERNAL_TOPICS:
+        single = prefix == "config.storage"
+        await ensure_topic(
+            admin,
+            config.get(f"{prefix}.topic"),
+            partitions=1 if single else config.get(f"{prefix}.partitions"),
+            replication_factor=config.get(f"{prefix}.replication.factor"),
+            configs=internal_topic_settings(config, prefix),
+            single_partition=single,
+            topic_key=f"{prefix}.topic",
+        )

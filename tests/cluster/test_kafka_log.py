@@ -12,14 +12,16 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectd.cluster.kafka_log import KafkaLog, ensure_topic
+from connectd.cluster.config_store import KafkaConfigStore
+from connectd.cluster.kafka_log import KafkaLog, ensure_internal_topics, ensure_topic
+from connectd.cluster.status_store import KafkaStatusStore
 from connectd.config.worker import WorkerConfig
 from connectd.errors import ConfigError, ConnectdError
 
 pytestmark = pytest.mark.integration
 
 
-def clients(broker) -> WorkerConfig:
+def clients(broker, **more: str) -> WorkerConfig:
     return WorkerConfig(
         {
             "bootstrap.servers": broker.bootstrap_servers,
@@ -29,6 +31,7 @@ def clients(broker) -> WorkerConfig:
             "status.storage.topic": "s",
             "key.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            **more,
         },
         "distributed",
         source="tests",
@@ -216,3 +219,50 @@ def test_replication_factor_above_the_broker_count_names_the_key(broker, topic_n
         asyncio.run(ensure_topic(admin, topic_name, partitions=5, replication_factor=3, topic_key="status.storage.topic"))
     listed = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=10).topics
     assert topic_name not in listed
+
+
+def test_a_workers_internal_topics_and_its_stores(broker, topic_name):
+    names = {kind: f"{topic_name}-{kind}" for kind in ("configs", "offsets", "statuses")}
+    config = clients(broker, **{
+        "config.storage.topic": names["configs"], "offset.storage.topic": names["offsets"],
+        "status.storage.topic": names["statuses"],
+        "config.storage.replication.factor": "1", "offset.storage.replication.factor": "-1",
+        "status.storage.replication.factor": "1", "offset.storage.partitions": "3", "status.storage.partitions": "2",
+        "config.storage.partitions": "4", "config.storage.cleanup.policy": "delete",
+        "status.storage.min.insync.replicas": "1",
+    })
+
+    async def scenario() -> None:
+        await ensure_internal_topics(config)
+        await ensure_internal_topics(config)  # a second worker finds them fine
+        async with KafkaConfigStore.from_worker_config(config, "worker-1") as configs, \
+                KafkaStatusStore.from_worker_config(config, "worker-1") as statuses:
+            assert configs.snapshot().offset == -1
+            assert statuses.connectors() == set()
+
+    asyncio.run(scenario())
+    listed = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=10).topics
+    assert {kind: len(listed[name].partitions) for kind, name in names.items()} == {"configs": 1, "offsets": 3, "statuses": 2}
+    assert {kind: topic_configs(broker, name)["cleanup.policy"] for kind, name in names.items()} == dict.fromkeys(names, "compact")
+    assert topic_configs(broker, names["statuses"])["min.insync.replicas"] == "1"
+
+
+def test_the_default_replication_factor_needs_three_brokers(broker, topic_name):
+    config = clients(broker, **{"offset.storage.topic": f"{topic_name}-o"})
+    with pytest.raises(ConfigError, match="offset.storage.replication.factor is 3"):
+        asyncio.run(ensure_internal_topics(config))
+
+
+def test_stop_ends_a_waiting_read_to_end(broker, topic_name):
+    create_topic(broker, topic_name)
+
+    async def scenario() -> None:
+        log = log_for(broker, topic_name, [])
+        await log.start()
+        waiting = asyncio.create_task(log.read_to_end(10))
+        await asyncio.sleep(0)  # let it begin waiting
+        await log.stop()
+        await waiting
+
+    with pytest.raises(ConnectdError, match="is STOPPED"):
+        asyncio.run(scenario())
