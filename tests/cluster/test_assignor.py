@@ -264,6 +264,68 @@ def test_worker_leaves_for_good_then_its_work_is_spread_after_the_delay():
     nothing(group.rebalance())
 
 
+def test_lost_work_is_dealt_round_robin_to_several_candidates():
+    group = three_workers()
+    group.leave("w2", "w3")
+    nothing(group.rebalance(), delay_ms=MAX_DELAY)
+    group.wait(1000)
+    group.join("w5", "w6")
+    nothing(group.rebalance(), delay_ms=MAX_DELAY - 1000)
+    assert group.state.candidates == ("w5", "w6")
+
+    group.wait(MAX_DELAY - 1000)
+    expired = group.rebalance()
+    gave(expired, "w5", ["c2"], T("c1", 1) + T("c2", 0, 3) + T("c3", 2))
+    gave(expired, "w6", ["c3"], T("c1", 2) + T("c2", 1) + T("c3", 0, 3))
+    gave(expired, "w1")
+    group.assert_balanced_and_complete()
+    nothing(group.rebalance())
+
+
+def test_candidate_given_too_much_is_told_to_revoke_work_it_never_started():
+    group = three_workers()
+    group.leave("w2", "w3")
+    nothing(group.rebalance(), delay_ms=MAX_DELAY)
+    group.join("w4")
+    nothing(group.rebalance(), delay_ms=MAX_DELAY)
+
+    group.wait(MAX_DELAY)
+    expired = group.rebalance()
+    # w4 is dealt all 8 lost tasks, 2 more than its share; as in Kafka, the
+    # surplus is revoked at once, although w4 never ran it (stopping it is a no-op)...
+    gave(
+        expired,
+        "w4",
+        ["c2", "c3"],
+        T("c2", 0, 1, 3) + T("c3", 0, 2, 3),
+        revoked=load([], T("c1", 1, 2)),
+    )
+    gave(expired, "w1")
+    # ...and the next round finds it missing and gives it out at once.
+    after = group.rebalance()
+    gave(after, "w1", [], T("c1", 1, 2))
+    gave(after, "w4")
+    group.assert_balanced_and_complete()
+
+
+def test_candidate_that_leaves_again_gets_nothing():
+    group = three_workers()
+    group.leave("w3")
+    nothing(group.rebalance(), delay_ms=MAX_DELAY)
+    group.wait(1000)
+    group.join("w3-again")
+    nothing(group.rebalance(), delay_ms=MAX_DELAY - 1000)
+    group.wait(1000)
+    group.leave("w3-again")
+    nothing(group.rebalance(), delay_ms=MAX_DELAY - 2000)
+
+    group.wait(MAX_DELAY - 2000)
+    expired = group.rebalance()  # no candidate left: the lost work is spread like new work
+    gave(expired, "w1", ["c3"], T("c1", 2) + T("c3", 0))
+    gave(expired, "w2", [], T("c2", 1) + T("c3", 3))
+    group.assert_balanced_and_complete()
+
+
 def test_leader_leaves_new_leader_works_from_reported_assignments():
     group = three_workers()
     group.leave("w1")
