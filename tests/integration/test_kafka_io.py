@@ -52,7 +52,7 @@ def reader_options(broker, start: dict[str, int], **extra: str) -> dict[str, str
             "start": json.dumps(start), **extra}
 
 
-def test_reader_offers_only_what_it_read_and_bounds_batches(broker, topic_name):
+def test_reader_offers_only_what_it_read_and_bounds_batches(broker, topic_name, wait_until):
     create_topic(broker, topic_name, 2)
     produce(broker, topic_name, 50, 2)
     start = {encode_tp(topic_name, 0): 0, encode_tp(topic_name, 1): 10}
@@ -60,8 +60,9 @@ def test_reader_offers_only_what_it_read_and_bounds_batches(broker, topic_name):
     assert reader.initialOffset() == start
     seen = []
     begin = reader.initialOffset()
-    deadline = time.monotonic() + 30
-    while sum(len(r) for r in seen) < 40 and time.monotonic() < deadline:
+
+    def next_batch() -> int:
+        nonlocal begin
         end = reader.latestOffset(begin, None)
         parts = reader.partitions(begin, end)
         rows = [row for part in parts for row in reader.read(part)]
@@ -70,6 +71,9 @@ def test_reader_offers_only_what_it_read_and_bounds_batches(broker, topic_name):
             assert part.rows is not None  # served from what latestOffset read
         seen.append(rows)
         begin = end
+        return sum(len(r) for r in seen)
+
+    wait_until(next_batch, "40 rows offered by the reader", until=lambda rows: rows >= 40, timeout=30)
     rows = [row for batch in seen for row in batch]
     assert len(rows) == 40  # 25 from partition 0, 15 from partition 1 (offsets 10..24)
     assert sorted(r[2] for r in rows if r[1] == 1) == list(range(10, 25))
@@ -101,7 +105,8 @@ def test_stop_file_offers_nothing_new(broker, topic_name, tmp_path):
     assert reader.latestOffset({key: 0}, None) == {key: 0}
 
 
-def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, broker, topic_name, tmp_path):
+def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, broker, topic_name, tmp_path,
+                                                                      wait_until):
     from pyspark.sql import functions as F
 
     source, sink, partitions, count = topic_name, f"{topic_name}-out", 3, 3000
@@ -145,15 +150,17 @@ def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, bro
         assert got[0].headers() and got[0].headers()[0][0] == "n"
         # graceful stop: no new data offered, the batch in flight commits, then the query stops
         stop.touch()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+
+        def committed() -> tuple[dict[str, str], list[str]]:
             lines = commits.read_text().splitlines() if commits.exists() else []
-            last = {}
+            last: dict[str, str] = {}
             for line in lines:
                 last.update(json.loads(line)["offsets"])
-            if last == {f"{source}:{p}": str(count // partitions - 1) for p in range(partitions)}:
-                break
-            time.sleep(0.2)
+            return last, lines
+
+        final = {f"{source}:{p}": str(count // partitions - 1) for p in range(partitions)}
+        last, lines = wait_until(committed, "the last offset of every partition committed",
+                                 until=lambda seen: seen[0] == final, timeout=60)
         assert last == {f"{source}:{p}": str(count // partitions - 1) for p in range(partitions)}
         assert sum(json.loads(line)["records"] for line in lines) == count
     finally:

@@ -36,14 +36,6 @@ def herder_for(broker, tmp_path, spark) -> StandaloneHerder:
     return StandaloneHerder(worker, "test-worker", spark)
 
 
-async def wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.2)
-
-
 def read_all(broker, topic: str, expected: int, timeout: float = 30) -> list:
     consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify", "fetch.wait.max.ms": 10})
     consumer.assign([TopicPartition(topic, 0, 0)])
@@ -56,7 +48,8 @@ def read_all(broker, topic: str, expected: int, timeout: float = 30) -> list:
     return got
 
 
-def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path):
+def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path,
+                                                                   wait_until_async):
     prepare(broker, topic_name)
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
 
@@ -70,7 +63,8 @@ def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker,
                 "errors.deadletterqueue.topic.replication.factor": "1",
                 "errors.deadletterqueue.context.headers.enable": "true", "errors.log.enable": "true",
             })
-            await wait_for(lambda: out.exists() and len(out.read_text().splitlines()) == 3, 90, "three good lines")
+            await wait_until_async(lambda: out.exists() and len(out.read_text().splitlines()) == 3, "three good lines",
+                                   timeout=90)
             assert herder.status.task("tolerant", 0).state == RUNNING
         finally:
             await herder.stop()
@@ -89,7 +83,8 @@ def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker,
     assert b"DataError" in headers["__connect.errors.exception.class.name"]
 
 
-def test_untolerated_malformed_record_fails_the_task_naming_where(spark, broker, topic_name, tmp_path):
+def test_untolerated_malformed_record_fails_the_task_naming_where(spark, broker, topic_name, tmp_path,
+                                                                  wait_until_async):
     prepare(broker, topic_name)
 
     async def scenario():
@@ -98,7 +93,8 @@ def test_untolerated_malformed_record_fails_the_task_naming_where(spark, broker,
         try:
             await herder.put({"name": "strict", "connector.class": "FileStreamSink", "topics": topic_name,
                               "file": str(tmp_path / "out.txt")})
-            await wait_for(lambda: herder.status.task("strict", 0).state == FAILED, 90, "the task to fail")
+            await wait_until_async(lambda: herder.status.task("strict", 0).state == FAILED, "the task to fail",
+                                   timeout=90)
             return herder.status.task("strict", 0).trace
         finally:
             await herder.stop()

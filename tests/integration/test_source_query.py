@@ -52,19 +52,19 @@ def run(spark, broker, tmp_path, path, topic, connector_extra=None):
     )
 
 
-def wait_for_offset(tmp_path, path, position: int, timeout: float = 60) -> dict | None:
+def offset_reaching(wait_until, tmp_path, path, position: int) -> dict:
+    """The offset stored for *path* once it reaches *position*."""
     store = FileOffsetStore(tmp_path / "offsets.json")
-    deadline = time.monotonic() + timeout
-    stored = None
-    while time.monotonic() < deadline:
-        stored = store.get("lines", [{"filename": str(path)}])
-        if stored and next(iter(stored.values()))["position"] == position:
-            return next(iter(stored.values()))
-        time.sleep(0.1)
-    return stored
+
+    def stored() -> dict | None:
+        offsets = store.get("lines", [{"filename": str(path)}])
+        return next(iter(offsets.values())) if offsets else None
+
+    return wait_until(stored, f"the stored offset of {path.name} to reach position {position}",
+                      until=lambda offset: offset is not None and offset["position"] == position)
 
 
-def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic_name, tmp_path):
+def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic_name, tmp_path, wait_until):
     create_topic(broker, topic_name)
     path = tmp_path / "in.txt"
     path.write_text("".join(f"line {i}\n" for i in range(2000)))
@@ -72,7 +72,7 @@ def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic
     try:
         got = read_topic(broker, topic_name, 2000)
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2000)]
-        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
+        assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
     finally:
         assert first.stop(graceful_timeout_s=30) is True
     assert not first.workdir.exists()
@@ -87,7 +87,7 @@ def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic
         second.stop(graceful_timeout_s=30)
 
 
-def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, topic_name, tmp_path):
+def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, topic_name, tmp_path, wait_until):
     create_topic(broker, topic_name)
     path = tmp_path / "in.txt"
     path.write_text("keep 1\ndrop 2\nkeep 3\ndrop 4\n")
@@ -102,13 +102,14 @@ def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, top
     })
     try:
         # negate=true on a predicate that never matches: Filter drops every record
-        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
+        assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
         assert read_topic(broker, topic_name, 0, timeout=2) == []
     finally:
         query.stop(graceful_timeout_s=30)
 
 
-def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path):
+def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path,
+                                                                       wait_until):
     create_topic(broker, topic_name)
     dlq = f"{topic_name}-dlq"
     create_topic(broker, dlq)
@@ -124,7 +125,7 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
     })
     try:
         dead = read_topic(broker, dlq, 2)
-        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
+        assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
         assert query.is_active()  # tolerated: the task goes on
     finally:
         query.stop(graceful_timeout_s=30)
@@ -137,7 +138,7 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
     assert read_topic(broker, topic_name, 0, timeout=2) == []
 
 
-def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_name, tmp_path):
+def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_name, tmp_path, wait_until):
     path = tmp_path / "in.txt"
     path.write_text("a\nb\n")
     query = run(spark, broker, tmp_path, path, topic_name, {
@@ -146,11 +147,8 @@ def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_na
     })
     try:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-        deadline = time.monotonic() + 60
-        while topic_name not in admin.list_topics(timeout=10).topics:
-            assert time.monotonic() < deadline, "topic was not created"
-            time.sleep(0.2)
+        wait_until(lambda: topic_name in admin.list_topics(timeout=10).topics, f"topic {topic_name} to be created")
         assert len(admin.list_topics(timeout=10).topics[topic_name].partitions) == 4
-        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": 4}
+        assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": 4}
     finally:
         query.stop(graceful_timeout_s=30)

@@ -69,7 +69,7 @@ def test_spark_level_source_writes_its_stream_and_resumes_from_its_checkpoint(sp
     assert new and min(new) > 0, "the second run started over instead of resuming from its checkpoint"
 
 
-def test_spark_level_sink_writes_batches_then_commits_offsets(spark, broker, topic_name, tmp_path):
+def test_spark_level_sink_writes_batches_then_commits_offsets(spark, broker, topic_name, tmp_path, wait_until):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
@@ -96,10 +96,7 @@ def test_spark_level_sink_writes_batches_then_commits_offsets(spark, broker, top
         return [line for f in out.glob("part-*") for line in f.read_text().splitlines()] if out.exists() else []
 
     try:
-        deadline = time.monotonic() + 90
-        while len(lines()) < 500:
-            assert time.monotonic() < deadline, f"only {len(lines())} of 500 lines written"
-            time.sleep(0.2)
+        wait_until(lines, "500 lines written", until=lambda written: len(written) >= 500, timeout=90)
         assert query.stop(graceful_timeout_s=30) is True
     finally:
         if query.is_active():

@@ -77,14 +77,6 @@ def count_lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.25)
-
-
 def partition_of_each_line(broker, topic: str, expected: int) -> dict[str, int]:
     consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify",
                          "enable.auto.commit": False, "fetch.wait.max.ms": 10})
@@ -106,11 +98,13 @@ def partition_of_each_line(broker, topic: str, expected: int) -> dict[str, int]:
     return where
 
 
-def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic_name, tmp_path):
+def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic_name, tmp_path, wait_until):
     lines, files = setup(broker, tmp_path, topic_name, LINES)
     worker = start_worker(files, tmp_path / "worker.log")
     try:
-        wait_until(lambda: count_lines(tmp_path / "out.txt") >= LINES, 600, f"{LINES} lines in out.txt")
+        # reading a file of a million lines costs: poll it less often
+        wait_until(lambda: count_lines(tmp_path / "out.txt"), f"{LINES} lines in out.txt", until=lambda n: n >= LINES,
+                   timeout=600, interval=0.25)
         assert terminate(worker) == 0
     finally:
         if worker.poll() is None:
@@ -126,17 +120,18 @@ def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic
                        "value": {"position": (tmp_path / "in.txt").stat().st_size}}]
 
 
-def test_sigkill_mid_stream_loses_no_line(broker, topic_name, tmp_path):
+def test_sigkill_mid_stream_loses_no_line(broker, topic_name, tmp_path, wait_until):
     count = max(LINES // 4, 50_000)
     lines, files = setup(broker, tmp_path, topic_name, count)
     worker = start_worker(files, tmp_path / "worker.log")
     try:
-        wait_until(lambda: count_lines(tmp_path / "out.txt") >= count // 5, 300, "the first lines")
+        wait_until(lambda: count_lines(tmp_path / "out.txt"), "the first lines", until=lambda n: n >= count // 5,
+                   timeout=300, interval=0.25)
         assert count_lines(tmp_path / "out.txt") < count, "too fast to kill mid-stream; raise the line count"
         stop_group(worker, signal.SIGKILL)  # no chance to commit anything in flight
         worker = start_worker(files, tmp_path / "worker.log")
-        wait_until(lambda: set(lines) <= set((tmp_path / "out.txt").read_text().splitlines()), 600,
-                   "every line after the restart")
+        wait_until(lambda: set(lines) <= set((tmp_path / "out.txt").read_text().splitlines()),
+                   "every line after the restart", timeout=600, interval=0.25)
         assert terminate(worker) == 0
     finally:
         if worker.poll() is None:
