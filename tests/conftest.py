@@ -11,20 +11,26 @@ cannot import this file (``--import-mode=importlib``):
 - ``wait_until`` / ``wait_until_async``: poll a condition until it holds or a
   deadline passes, then fail saying what was awaited and the last value seen.
   The only place in the suite that sleeps to wait for something.
+- ``consume_records``: read a topic of the session broker from the beginning,
+  N records or up to its end, with a deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sized
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
 from connectd.broker import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from confluent_kafka import Message
 
 T = TypeVar("T")
 
@@ -144,3 +150,82 @@ def wait_until_async() -> Callable[..., Awaitable[Any]]:
     ``asyncio.sleep``, and *condition* may be a coroutine function.
     """
     return _wait_until_async
+
+
+# --- reading topics ------------------------------------------------------------
+
+
+def _consume_records(bootstrap_servers: str, topic: str, count: int | None = None, *, partitions: int | None = None,
+                     timeout: float = 60.0, linger: float = 0.0) -> list[Message]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    deadline = time.monotonic() + timeout
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": f"test-reader-{uuid.uuid4().hex[:12]}",  # assign() only: the group is never joined
+        "enable.auto.commit": False,
+        "fetch.wait.max.ms": 10,
+        # The end of a partition is where a fetch response's high watermark says
+        # it is; ListOffsets LATEST is wrong on tansu.
+        "enable.partition.eof": True,
+    })
+    try:
+        if partitions is None:
+            metadata = _wait_until(lambda: consumer.list_topics(topic, timeout=10).topics[topic],
+                                   f"topic {topic} to exist", until=lambda found: found.error is None,
+                                   timeout=max(deadline - time.monotonic(), 0))
+            partitions = len(metadata.partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        records: list[Message] = []
+        at_end: set[int] = set()
+        last_error = None
+
+        def done() -> bool:
+            return len(records) >= count if count is not None else len(at_end) == partitions
+
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if count is not None:
+                    expected = f"expected {count}"
+                else:
+                    missing = sorted(set(range(partitions)) - at_end)
+                    expected = f"expected all of them, but the end of partitions {missing} was not reached"
+                error = f"; last error: {last_error}" if last_error is not None else ""
+                raise AssertionError(f"topic {topic}: {len(records)} records arrived within {timeout:g}s, "
+                                     f"{expected}{error}")
+            for message in consumer.consume(10_000, timeout=min(left, 0.5)):
+                error = message.error()
+                if error is None:
+                    records.append(message)
+                    at_end.discard(message.partition())
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(message.partition())
+                elif error.fatal():
+                    raise AssertionError(f"{topic}: reading failed: {error}")
+                else:
+                    last_error = error
+        # Records past the goal (duplicates, stragglers) show up in what is returned.
+        linger_end = time.monotonic() + linger
+        while (left := linger_end - time.monotonic()) > 0:
+            records += [m for m in consumer.consume(10_000, timeout=left) if m.error() is None]
+        return records
+    finally:
+        consumer.close()
+
+
+@pytest.fixture(scope="session")
+def consume_records(broker: EmbeddedBroker) -> Callable[..., list[Message]]:
+    """``consume_records(topic, count=None, *, partitions=None, timeout=60.0, linger=0.0)``.
+
+    Reads *topic* of the session broker from the beginning of each of its
+    partitions (the first *partitions*, or all of them) with a consumer that
+    joins no group, and returns the confluent-kafka messages in the order
+    they arrived (offset order within a partition). It reads until *count*
+    records have arrived, or with no *count* until the end of every partition
+    as of the reading; then *linger* seconds more. It fails after *timeout*
+    seconds naming the topic, how many records arrived and how many were
+    expected. It may return more than *count*: what else was there, or
+    arrived while lingering.
+    """
+    return functools.partial(_consume_records, broker.bootstrap_servers)

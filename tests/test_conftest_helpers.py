@@ -48,3 +48,59 @@ def test_wait_until_async_fails_like_the_sync_form(wait_until_async):
 
     with pytest.raises(AssertionError, match=r"^timed out after 0.1s waiting for nothing; last value seen: False$"):
         asyncio.run(scenario())
+
+
+@pytest.fixture
+def two_partitions(broker, topic_name):
+    """*topic_name* with two partitions: values 0..4 in partition 0, none in partition 1."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for i in range(5):
+        producer.produce(topic_name, value=str(i).encode(), partition=0)
+    assert producer.flush(30) == 0
+    return topic_name
+
+
+@pytest.mark.integration
+def test_consume_records_reads_count_records_from_the_beginning(consume_records, two_partitions):
+    records = consume_records(two_partitions, 3, timeout=30)
+    assert len(records) >= 3
+    assert [m.value() for m in records] == [str(i).encode() for i in range(len(records))]
+
+
+@pytest.mark.integration
+def test_consume_records_without_a_count_reads_to_the_end_of_every_partition(consume_records, two_partitions):
+    assert [m.value() for m in consume_records(two_partitions, timeout=30)] == [b"0", b"1", b"2", b"3", b"4"]
+    assert [m.value() for m in consume_records(two_partitions, partitions=1, timeout=30)] == [
+        b"0", b"1", b"2", b"3", b"4"]
+
+
+@pytest.mark.integration
+def test_consume_records_fails_naming_topic_arrived_and_expected(consume_records, two_partitions):
+    with pytest.raises(AssertionError) as failure:
+        consume_records(two_partitions, 6, timeout=1)
+    assert str(failure.value) == f"topic {two_partitions}: 5 records arrived within 1s, expected 6"
+
+
+@pytest.mark.integration
+def test_consume_records_lingers_for_late_records(consume_records, two_partitions, broker):
+    import threading
+
+    from confluent_kafka import Producer
+
+    def late() -> None:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        producer.produce(two_partitions, value=b"late", partition=1)
+        producer.flush(30)
+
+    timer = threading.Timer(0.3, late)
+    timer.start()
+    try:
+        records = consume_records(two_partitions, 5, timeout=30, linger=3)
+    finally:
+        timer.join()
+    assert sorted(m.value() for m in records) == [b"0", b"1", b"2", b"3", b"4", b"late"]

@@ -167,21 +167,7 @@ def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name,
     assert sorted(out.read_text().splitlines()) == ["from a", "from b"]  # nothing twice after the task restart
 
 
-def count_records(broker, topic: str) -> int:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "count", "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    seen = 0
-    try:
-        while batch := consumer.consume(1000, timeout=1.0):
-            seen += sum(1 for m in batch if m.error() is None)
-    finally:
-        consumer.close()
-    return seen
-
-
-def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait_until_async):
+def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait_until_async, consume_records):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
@@ -189,12 +175,15 @@ def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait
     path = tmp_path / "in.txt"
     path.write_text("1\n2\n")
 
+    def count_records(topic: str) -> int:
+        return len(consume_records(topic, partitions=1))
+
     async def scenario():
         herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
         await herder.start()
         try:
             await herder.put(source("s", path, topic_name))
-            await wait_until_async(lambda: count_records(broker, topic_name) == 2, "the first lines")
+            await wait_until_async(lambda: count_records(topic_name) == 2, "the first lines")
 
             await herder.pause("s")
             assert herder.status.connector("s").state == PAUSED
@@ -205,11 +194,11 @@ def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait
             with open(path, "a") as f:
                 f.write("3\n")
             await asyncio.sleep(3)  # while paused nothing moves (a bounded look)
-            assert count_records(broker, topic_name) == 2
+            assert count_records(topic_name) == 2
 
             await herder.resume("s")
             assert herder.status.task("s", 0).state == RUNNING
-            await wait_until_async(lambda: count_records(broker, topic_name) == 3, "the line written while paused")
+            await wait_until_async(lambda: count_records(topic_name) == 3, "the line written while paused")
 
             await herder.stop_connector("s")
             assert herder.status.connector("s").state == STOPPED
@@ -230,7 +219,7 @@ def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait
             assert herder.status.task("s", 0).state == RUNNING
         finally:
             await herder.stop()
-        assert count_records(broker, topic_name) == 3  # resumed from stored offsets: no line twice
+        assert count_records(topic_name) == 3  # resumed from stored offsets: no line twice
 
     asyncio.run(scenario())
 

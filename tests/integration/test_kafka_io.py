@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectd.runtime.kafka_io import CLIENT_OPTION, FORMAT, KafkaDataSource, KafkaStreamReader, encode_tp
@@ -29,22 +28,6 @@ def produce(broker, topic: str, count: int, partitions: int) -> list[tuple[int, 
         sent.append((partition, key, value))
     assert producer.flush(30) == 0
     return sent
-
-
-def consume_all(broker, topic: str, partitions: int, expected: int, timeout: float = 120) -> list:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got = []
-    deadline = time.monotonic() + timeout
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            for message in consumer.consume(1000, timeout=0.5):
-                assert message.error() is None, message.error()
-                got.append(message)
-    finally:
-        consumer.close()
-    return got
 
 
 def reader_options(broker, start: dict[str, int], **extra: str) -> dict[str, str]:
@@ -106,7 +89,7 @@ def test_stop_file_offers_nothing_new(broker, topic_name, tmp_path):
 
 
 def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, broker, topic_name, tmp_path,
-                                                                      wait_until):
+                                                                      wait_until, consume_records):
     from pyspark.sql import functions as F
 
     source, sink, partitions, count = topic_name, f"{topic_name}-out", 3, 3000
@@ -141,7 +124,7 @@ def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, bro
         .start()
     )
     try:
-        got = consume_all(broker, sink, partitions, count)
+        got = consume_records(sink, count, partitions=partitions, timeout=120)
         assert len(got) == count
         assert sorted((m.partition(), m.key(), m.value()) for m in got) == sorted(sent)
         for p in range(partitions):  # one partition keeps its source order

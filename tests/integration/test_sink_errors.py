@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectd.config.worker import WorkerConfig
@@ -36,20 +35,8 @@ def herder_for(broker, tmp_path, spark) -> StandaloneHerder:
     return StandaloneHerder(worker, "test-worker", spark)
 
 
-def read_all(broker, topic: str, expected: int, timeout: float = 30) -> list:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify", "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got, deadline = [], time.monotonic() + timeout
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            got += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
-    finally:
-        consumer.close()
-    return got
-
-
 def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path,
-                                                                   wait_until_async):
+                                                                   wait_until_async, consume_records):
     prepare(broker, topic_name)
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
 
@@ -71,7 +58,7 @@ def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker,
 
     asyncio.run(scenario())
     assert out.read_text().splitlines() == ["{'n': 1}", "{'n': 2}", "{'n': 4}"]
-    (dead,) = read_all(broker, dlq, 1)
+    (dead,) = consume_records(dlq, 1, partitions=1, timeout=30)
     assert dead.value() == b"{not json"
     headers = dict(dead.headers())
     assert headers["origin"] == b"test"

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectd.runtime.offsets import FileOffsetStore
@@ -20,19 +18,9 @@ def create_topic(broker, name: str, partitions: int = 1) -> None:
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
 
 
-def read_topic(broker, topic: str, expected: int, timeout: float = 90) -> list:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got, deadline = [], time.monotonic() + timeout
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            got += [m for m in consumer.consume(1000, timeout=0.5) if m.error() is None]
-        # anything beyond what is expected would be a duplicate: look a little longer
-        got += [m for m in consumer.consume(1000, timeout=1.0) if m.error() is None]
-    finally:
-        consumer.close()
-    return got
+def read_topic(consume_records, topic: str, expected: int) -> list:
+    # anything beyond what is expected would be a duplicate: look a little longer
+    return consume_records(topic, expected, partitions=1, timeout=90, linger=1.0)
 
 
 def run(spark, broker, tmp_path, path, topic, connector_extra=None):
@@ -64,13 +52,14 @@ def offset_reaching(wait_until, tmp_path, path, position: int) -> dict:
                       until=lambda offset: offset is not None and offset["position"] == position)
 
 
-def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic_name, tmp_path, wait_until):
+def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic_name, tmp_path, wait_until,
+                                                            consume_records):
     create_topic(broker, topic_name)
     path = tmp_path / "in.txt"
     path.write_text("".join(f"line {i}\n" for i in range(2000)))
     first = run(spark, broker, tmp_path, path, topic_name)
     try:
-        got = read_topic(broker, topic_name, 2000)
+        got = read_topic(consume_records, topic_name, 2000)
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2000)]
         assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
     finally:
@@ -81,13 +70,14 @@ def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic
         f.write("".join(f"line {i}\n" for i in range(2000, 2300)))
     second = run(spark, broker, tmp_path, path, topic_name)
     try:
-        got = read_topic(broker, topic_name, 2300)
+        got = read_topic(consume_records, topic_name, 2300)
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2300)]  # no duplicates, no gap
     finally:
         second.stop(graceful_timeout_s=30)
 
 
-def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, topic_name, tmp_path, wait_until):
+def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, topic_name, tmp_path, wait_until,
+                                                              consume_records):
     create_topic(broker, topic_name)
     path = tmp_path / "in.txt"
     path.write_text("keep 1\ndrop 2\nkeep 3\ndrop 4\n")
@@ -103,13 +93,13 @@ def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, top
     try:
         # negate=true on a predicate that never matches: Filter drops every record
         assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
-        assert read_topic(broker, topic_name, 0, timeout=2) == []
+        assert read_topic(consume_records, topic_name, 0) == []
     finally:
         query.stop(graceful_timeout_s=30)
 
 
 def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path,
-                                                                       wait_until):
+                                                                       wait_until, consume_records):
     create_topic(broker, topic_name)
     dlq = f"{topic_name}-dlq"
     create_topic(broker, dlq)
@@ -124,7 +114,7 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
         "errors.deadletterqueue.context.headers.enable": "true",
     })
     try:
-        dead = read_topic(broker, dlq, 2)
+        dead = read_topic(consume_records, dlq, 2)
         assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
         assert query.is_active()  # tolerated: the task goes on
     finally:
@@ -135,7 +125,7 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
     assert headers["__connect.errors.topic"] == topic_name.encode()
     assert json.loads(headers["__connect.errors.source.partition"]) == {"filename": str(path)}
     assert json.loads(headers["__connect.errors.source.offset"]) == {"position": 4}
-    assert read_topic(broker, topic_name, 0, timeout=2) == []
+    assert read_topic(consume_records, topic_name, 0) == []
 
 
 def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_name, tmp_path, wait_until):

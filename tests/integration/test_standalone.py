@@ -13,12 +13,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 pytestmark = pytest.mark.integration
@@ -77,28 +75,21 @@ def count_lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
-def partition_of_each_line(broker, topic: str, expected: int) -> dict[str, int]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
+def partition_of_each_line(consume_records, topic: str) -> dict[str, int]:
     where: dict[str, int] = {}
     order: dict[int, list[int]] = {0: [], 1: [], 2: []}
-    deadline = time.monotonic() + 120
-    try:
-        while len(where) < expected and time.monotonic() < deadline:
-            for m in consumer.consume(10000, timeout=0.5):
-                line = m.value().decode()
-                where.setdefault(line, m.partition())
-                order[m.partition()].append(int(line.split()[1]))
-    finally:
-        consumer.close()
+    for m in consume_records(topic, partitions=3, timeout=120):  # the whole topic
+        line = m.value().decode()
+        where.setdefault(line, m.partition())
+        order[m.partition()].append(int(line.split()[1]))
     for p, numbers in order.items():  # the topic keeps the file's order within each partition
         firsts = list(dict.fromkeys(numbers))
         assert firsts == sorted(firsts), f"partition {p} out of order"
     return where
 
 
-def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic_name, tmp_path, wait_until):
+def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic_name, tmp_path, wait_until,
+                                                                   consume_records):
     lines, files = setup(broker, tmp_path, topic_name, LINES)
     worker = start_worker(files, tmp_path / "worker.log")
     try:
@@ -111,7 +102,7 @@ def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic
             stop_group(worker, signal.SIGKILL)
     out = (tmp_path / "out.txt").read_text().splitlines()
     assert Counter(out) == Counter(lines)  # every line, exactly once, after a clean run and stop
-    where = partition_of_each_line(broker, topic_name, LINES)
+    where = partition_of_each_line(consume_records, topic_name)
     for p in range(3):  # lines that went through one partition keep their source order in the file
         numbers = [int(line.split()[1]) for line in out if where[line] == p]
         assert numbers == sorted(numbers), f"partition {p}: file order differs from source order"

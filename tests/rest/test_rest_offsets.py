@@ -216,25 +216,14 @@ def test_sink_offsets_in_the_consumer_group_with_kafkas_messages(rest, broker, t
     rest(scenario, broker=broker)
 
 
-def _values(broker, topic):
+def _values(consume_records, topic):
     """Every value in partition 0 of *topic*, in order."""
-    from confluent_kafka import Consumer
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "rest-offsets-reader",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-    consumer.assign([KafkaTopicPartition(topic, 0, 0)])
-    values = []
-    try:
-        while batch := consumer.consume(1000, timeout=0.5):
-            values += [m.value().decode() for m in batch if m.error() is None]
-    finally:
-        consumer.close()
-    return values
+    return [m.value().decode() for m in consume_records(topic, partitions=1)]
 
 
 @pytest.mark.integration
-def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tmp_path, wait_until_async):
+def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tmp_path, wait_until_async,
+                                             consume_records):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})  # kept until its future resolves
@@ -245,7 +234,7 @@ def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tm
     config = {"connector.class": "FileStreamSource", "file": str(lines), "topic": topic_name}
 
     async def produced(count):
-        return len(await asyncio.to_thread(_values, broker, topic_name)) >= count
+        return len(await asyncio.to_thread(_values, consume_records, topic_name)) >= count
 
     async def scenario(http, herder):
         assert (await _call(http, "POST", "/connectors", {"name": "src", "config": config}))[0] == 201
@@ -278,7 +267,7 @@ def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tm
         assert await _offsets(http, "src") == (200, {"offsets": []})
 
     rest(scenario, spark=spark, broker=broker)
-    assert _values(broker, topic_name) == ["l1", "l2", "l3", "l4", "l5", "l4", "l5"]
+    assert _values(consume_records, topic_name) == ["l1", "l2", "l3", "l4", "l5", "l4", "l5"]
 
 
 @pytest.mark.integration
