@@ -13,6 +13,9 @@ cannot import this file (``--import-mode=importlib``):
   The only place in the suite that sleeps to wait for something.
 - ``consume_records``: read a topic of the session broker from the beginning,
   N records or up to its end, with a deadline.
+- ``worker_config``: a minimal worker config (standalone or distributed) in
+  the test's ``tmp_path``, pointing at the session broker when the test uses
+  it; each test adds or overrides its own settings.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ import inspect
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sized
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from connectd.broker import EmbeddedBroker
+from connectd.broker import EmbeddedBroker, free_port
+from connectd.config.worker import WorkerConfig
 
 if TYPE_CHECKING:
     from confluent_kafka import Message
@@ -62,24 +67,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     Built from a worker config's ``spark_conf()``, as the worker builds its
     own: local master bound to 127.0.0.1, FAIR scheduler, no web UI.
     """
-    from connectd.config.worker import WorkerConfig
     from connectd.runtime.spark import start_session
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    config = WorkerConfig(
-        {
-            "bootstrap.servers": "127.0.0.1:9",
-            "key.converter": "x",
-            "value.converter": "x",
-            "offset.storage.file.filename": str(warehouse / "offsets"),
-            "spark.master": "local[2]",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.sql.warehouse.dir": str(warehouse),
-        },
-        "standalone",
-        source="tests",
-    )
-    session = start_session(config)
+    session = start_session(WorkerConfigs(warehouse)(**{"spark.sql.warehouse.dir": str(warehouse)}))
     try:
         yield session
     finally:
@@ -229,3 +220,95 @@ def consume_records(broker: EmbeddedBroker) -> Callable[..., list[Message]]:
     arrived while lingering.
     """
     return functools.partial(_consume_records, broker.bootstrap_servers)
+
+
+# --- worker configs ------------------------------------------------------------
+
+UNREACHABLE_BOOTSTRAP = "127.0.0.1:9"  # the discard port: no Kafka answers there
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+
+
+class WorkerConfigs:
+    """Minimal worker configs whose files live in *directory*.
+
+    The settings start with what a worker of the mode needs (bootstrap,
+    converters, then the offsets file or the group and its internal topics),
+    then the overrides in their order, then the defaults no override replaced:
+    a REST listener on a free loopback port and a small local Spark. An
+    override of ``None`` drops the key. Written to a file, the first override
+    is on line 5 in standalone mode, as tests that check line numbers expect.
+    """
+
+    def __init__(self, directory: Path, bootstrap_servers: str = UNREACHABLE_BOOTSTRAP) -> None:
+        self.directory = directory
+        self.bootstrap_servers = bootstrap_servers
+
+    def settings(self, mode: str = "standalone", **overrides: str | None) -> dict[str, str]:
+        """The settings as a dict of strings."""
+        settings: dict[str, str | None] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER,
+        }
+        if mode == "standalone":
+            settings["offset.storage.file.filename"] = str(self.directory / "offsets.json")
+        elif mode == "distributed":
+            group = f"test-cluster-{uuid.uuid4().hex[:12]}"
+            settings.update({
+                "group.id": group,
+                "config.storage.topic": f"{group}-configs",
+                "offset.storage.topic": f"{group}-offsets",
+                "status.storage.topic": f"{group}-status",
+                # one broker
+                "config.storage.replication.factor": "1",
+                "offset.storage.replication.factor": "1",
+                "status.storage.replication.factor": "1",
+                # tansu holds a JoinGroup for half the session timeout
+                "session.timeout.ms": "2000",
+                "heartbeat.interval.ms": "500",
+            })
+        else:
+            raise ValueError(f"unknown worker mode {mode!r}")
+        settings.update(overrides)
+        defaults = {
+            "listeners": f"http://127.0.0.1:{free_port()}",
+            "spark.master": "local[2]",
+            "spark.sql.shuffle.partitions": "2",
+        }
+        for key, value in defaults.items():
+            settings.setdefault(key, value)
+        return {key: value for key, value in settings.items() if value is not None}
+
+    def __call__(self, mode: str = "standalone", *, source: str = "test", **overrides: str | None) -> WorkerConfig:
+        """The settings as a :class:`WorkerConfig` read from *source*."""
+        return WorkerConfig(self.settings(mode, **overrides), mode, source=source)
+
+    def file(self, mode: str = "standalone", *, name: str = "worker.properties", **overrides: str | None) -> Path:
+        """The settings written to ``directory/name``, one ``key=value`` a line; its path."""
+        path = self.directory / name
+        path.write_text("".join(f"{key}={value}\n" for key, value in self.settings(mode, **overrides).items()),
+                        encoding="utf-8")
+        return path
+
+
+@pytest.fixture
+def worker_config(request: pytest.FixtureRequest, tmp_path: Path) -> WorkerConfigs:
+    """``worker_config(mode="standalone", *, source="test", **overrides) -> WorkerConfig``.
+
+    Also ``worker_config.settings(mode, **overrides)`` for the dict and
+    ``worker_config.file(mode, *, name="worker.properties", **overrides)`` for
+    a properties file; see :class:`WorkerConfigs`. The offsets file is
+    ``tmp_path / "offsets.json"``; ``bootstrap.servers`` is the session broker
+    when the test asks for ``broker``, else an address where nothing answers.
+    """
+    return _worker_configs_in(tmp_path, request.getfixturevalue("broker") if "broker" in request.fixturenames else None)
+
+
+def _worker_configs_in(directory: Path, broker: EmbeddedBroker | None = None) -> WorkerConfigs:
+    return WorkerConfigs(directory, broker.bootstrap_servers if broker is not None else UNREACHABLE_BOOTSTRAP)
+
+
+@pytest.fixture(scope="session")
+def worker_config_in() -> Callable[..., WorkerConfigs]:
+    """``worker_config_in(directory, broker=None)``: :func:`worker_config` for a fixture wider than a test."""
+    return _worker_configs_in

@@ -35,17 +35,8 @@ CONNECTD = [sys.executable, "-m", "connectd.cli"]
 class _Served:
     """A herder and its REST server on an event loop of their own, in a thread."""
 
-    def __init__(self, tmp_path: Path, settings: dict[str, str], spark: Any = None, broker: Any = None) -> None:
-        self.config = WorkerConfig({
-            "bootstrap.servers": broker.bootstrap_servers if broker is not None else "127.0.0.1:9",
-            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-            "offset.flush.interval.ms": "500",
-            "task.shutdown.graceful.timeout.ms": "10000",
-            "listeners": "http://127.0.0.1:0",
-            **settings,
-        }, "standalone", source="test")
+    def __init__(self, config: WorkerConfig, spark: Any = None) -> None:
+        self.config = config
         self.spark = spark
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="cli-rest", daemon=True)
@@ -82,12 +73,18 @@ class _Served:
 
 
 @pytest.fixture
-def serve(tmp_path):
+def serve(worker_config):
     """``serve(settings=…, spark=…, broker=…)``: a running server; stopped after the test."""
     started: list[_Served] = []
 
-    def start(settings: dict[str, str] | None = None, **kwargs: Any) -> _Served:
-        served = _Served(tmp_path, settings or {}, **kwargs)
+    def start(settings: dict[str, str] | None = None, *, spark: Any = None, broker: Any = None) -> _Served:
+        served = _Served(worker_config(**{
+            **({"bootstrap.servers": broker.bootstrap_servers} if broker is not None else {}),
+            "offset.flush.interval.ms": "500",
+            "task.shutdown.graceful.timeout.ms": "10000",
+            "listeners": "http://127.0.0.1:0",
+            **(settings or {}),
+        }), spark)
         served.start()
         started.append(served)
         return served

@@ -104,3 +104,38 @@ def test_consume_records_lingers_for_late_records(consume_records, two_partition
     finally:
         timer.join()
     assert sorted(m.value() for m in records) == [b"0", b"1", b"2", b"3", b"4", b"late"]
+
+
+@pytest.mark.parametrize("mode", ["standalone", "distributed"])
+def test_worker_config_is_complete_for_its_mode(worker_config, mode):
+    config = worker_config(mode)
+    assert config.mode == mode
+    assert [str(p) for p in config.problems()] == []
+    assert config.raw("bootstrap.servers") == "127.0.0.1:9"  # this test has no broker
+    assert config.raw("listeners").startswith("http://127.0.0.1:")
+
+
+def test_worker_config_overrides_add_replace_and_drop(worker_config, tmp_path):
+    settings = worker_config.settings(**{"value.converter": "JsonConverter", "errors.tolerance": "all",
+                                         "spark.master": None})
+    assert settings["value.converter"] == "JsonConverter"
+    assert settings["offset.storage.file.filename"] == str(tmp_path / "offsets.json")
+    assert "spark.master" not in settings
+    assert list(settings).index("errors.tolerance") == 4  # right after what a standalone worker needs
+
+
+def test_worker_config_file_puts_the_first_override_on_line_5(worker_config, tmp_path):
+    from connectd.config.worker import WorkerConfig
+
+    path = worker_config.file(**{"admin.listeners": "ftp://127.0.0.1:1"})
+    assert path == tmp_path / "worker.properties"
+    assert path.read_text().splitlines()[4] == "admin.listeners=ftp://127.0.0.1:1"
+    config = WorkerConfig.from_file(path)
+    assert config.mode == "standalone"
+    [problem] = [str(p) for p in config.problems(check_classes=False) if p.is_error]
+    assert problem.startswith(f"{path}:5: admin.listeners='ftp://127.0.0.1:1': expected")
+
+
+@pytest.mark.integration
+def test_worker_config_points_at_the_session_broker_when_the_test_uses_it(worker_config, broker):
+    assert worker_config().raw("bootstrap.servers") == broker.bootstrap_servers

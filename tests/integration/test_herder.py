@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from connectd.config.worker import WorkerConfig
 from connectd.errors import ConfigError
 from connectd.herder import StandaloneHerder
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED
@@ -14,26 +13,19 @@ from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED
 pytestmark = pytest.mark.integration
 
 
-def worker_config(broker, tmp_path) -> WorkerConfig:
-    return WorkerConfig({
-        "bootstrap.servers": broker.bootstrap_servers,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-        "task.shutdown.graceful.timeout.ms": "20000",
-    }, "standalone", source="test")
+GRACEFUL = {"task.shutdown.graceful.timeout.ms": "20000"}
 
 
 def source(name: str, path, topic: str, **extra: str) -> dict[str, str]:
     return {"name": name, "connector.class": "FileStreamSource", "file": str(path), "topic": topic, **extra}
 
 
-def test_changing_one_connector_restarts_only_its_tasks(spark, broker, topic_name, tmp_path):
+def test_changing_one_connector_restarts_only_its_tasks(spark, broker, topic_name, tmp_path, worker_config):
     (tmp_path / "a.txt").write_text("a\n")
     (tmp_path / "b.txt").write_text("b\n")
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             assert await herder.put(source("a", tmp_path / "a.txt", topic_name)) is True
@@ -56,9 +48,9 @@ def test_changing_one_connector_restarts_only_its_tasks(spark, broker, topic_nam
     asyncio.run(scenario())
 
 
-def test_a_bad_config_reports_every_problem_and_changes_nothing(spark, broker, tmp_path):
+def test_a_bad_config_reports_every_problem_and_changes_nothing(spark, broker, tmp_path, worker_config):
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         bad = {"name": "bad", "connector.class": "FileStreamSink", "tasks.max": "zero",
                "topics": "x", "topics.regex": "y.*", "transforms": "t"}
         with pytest.raises(ConfigError) as info:
@@ -74,11 +66,11 @@ def test_a_bad_config_reports_every_problem_and_changes_nothing(spark, broker, t
     asyncio.run(scenario())
 
 
-def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_path, wait_until_async):
+def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_path, wait_until_async, worker_config):
     (tmp_path / "in.txt").write_text("x\n")
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             # a transform that fails at run time on every record: ExtractField on a string value
@@ -99,11 +91,11 @@ def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_
 
 
 def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker, topic_name, tmp_path,
-                                                                  wait_until_async):
+                                                                  wait_until_async, worker_config):
     (tmp_path / "in.txt").write_text("x\n")
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         seen = []
         try:
@@ -135,7 +127,8 @@ def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker,
     assert seen.count(RESTARTING) == 2  # FAILED -> RESTARTING -> RUNNING -> FAILED, twice, then it stays FAILED
 
 
-def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name, tmp_path, wait_until_async):
+def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name, tmp_path, wait_until_async,
+                                                      worker_config):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -148,7 +141,7 @@ def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name,
     out = tmp_path / "out.txt"
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             await herder.put({"name": "regex-sink", "connector.class": "FileStreamSink", "file": str(out),
@@ -167,7 +160,8 @@ def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name,
     assert sorted(out.read_text().splitlines()) == ["from a", "from b"]  # nothing twice after the task restart
 
 
-def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait_until_async, consume_records):
+def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait_until_async, consume_records,
+                                       worker_config):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
@@ -179,7 +173,7 @@ def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait
         return len(consume_records(topic, partitions=1))
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             await herder.put(source("s", path, topic_name))
@@ -249,14 +243,14 @@ def tables_connector():
 
 
 def test_connector_asks_for_new_task_configs(spark, broker, topic_name, tmp_path, tables_connector,
-                                             wait_until_async):
+                                             wait_until_async, worker_config):
     first, second = tmp_path / "a.txt", tmp_path / "b.txt"
     first.write_text("a\n")
     second.write_text("b\n")
     tables_connector.tables = [str(first)]
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             await herder.put({"name": "tables", "connector.class": "TablesForTest", "topic": topic_name,

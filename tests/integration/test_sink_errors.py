@@ -8,7 +8,6 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectd.config.worker import WorkerConfig
 from connectd.herder import StandaloneHerder
 from connectd.status import FAILED, RUNNING
 
@@ -24,24 +23,19 @@ def prepare(broker, topic: str) -> None:
     assert producer.flush(30) == 0
 
 
-def herder_for(broker, tmp_path, spark) -> StandaloneHerder:
-    worker = WorkerConfig({
-        "bootstrap.servers": broker.bootstrap_servers,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "false",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-    }, "standalone", source="test")
+def herder_for(worker_config, spark) -> StandaloneHerder:
+    worker = worker_config(**{"value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                              "value.converter.schemas.enable": "false"})
     return StandaloneHerder(worker, "test-worker", spark)
 
 
 def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path,
-                                                                   wait_until_async, consume_records):
+                                                                   wait_until_async, consume_records, worker_config):
     prepare(broker, topic_name)
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
 
     async def scenario():
-        herder = herder_for(broker, tmp_path, spark)
+        herder = herder_for(worker_config, spark)
         await herder.start()
         try:
             await herder.put({
@@ -71,11 +65,11 @@ def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker,
 
 
 def test_untolerated_malformed_record_fails_the_task_naming_where(spark, broker, topic_name, tmp_path,
-                                                                  wait_until_async):
+                                                                  wait_until_async, worker_config):
     prepare(broker, topic_name)
 
     async def scenario():
-        herder = herder_for(broker, tmp_path, spark)
+        herder = herder_for(worker_config, spark)
         await herder.start()
         try:
             await herder.put({"name": "strict", "connector.class": "FileStreamSink", "topics": topic_name,

@@ -18,12 +18,6 @@ from connectd.transforms.chain import TransformationChain
 
 pytestmark = pytest.mark.integration
 
-WORKER = {
-    "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-    "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-}
-
-
 def produce_lines(broker, topic: str, first: int, count: int, partitions: int) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
     for i in range(first, first + count):
@@ -36,11 +30,11 @@ def lines_in(path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def run_sink(spark, broker, connector: str, topic: str, out, partitions: int, rows: str):
+def run_sink(spark, worker: dict[str, str], connector: str, topic: str, out, partitions: int, rows: str):
     """*rows*: ``records`` (they come through Spark) or ``ranges`` (read in this process)."""
     registry = get_registry()
-    group = Consumer(consumer_settings({"bootstrap.servers": broker.bootstrap_servers, "group.id": group_id(connector),
-                                        "enable.auto.commit": False}))
+    group = Consumer(consumer_settings({"bootstrap.servers": worker["bootstrap.servers"],
+                                        "group.id": group_id(connector), "enable.auto.commit": False}))
 
     def commit(offsets):
         group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
@@ -50,11 +44,11 @@ def run_sink(spark, broker, connector: str, topic: str, out, partitions: int, ro
     config = {"file": str(out), "topics": topic}
     runner = SinkTaskRunner(
         FileStreamSinkTask(), config, assigned,
-        configure_converters(WORKER, {}, lambda n: registry.find_class("converter", n)),
+        configure_converters(worker, {}, lambda n: registry.find_class("converter", n)),
         TransformationChain({}, registry.find_class), commit,
     )
     query = start_sink_query(spark, connector=connector, task_id=0, runner=runner,
-                             consumer_config={"bootstrap.servers": broker.bootstrap_servers},
+                             consumer_config={"bootstrap.servers": worker["bootstrap.servers"]},
                              start=start_offsets(group, assigned), max_records=2000,
                              reader=RangeReader(group) if rows == "ranges" else None, put_records=300)
     return runner, query, group
@@ -67,12 +61,12 @@ def committed(group, topic: str, partitions: int) -> dict[int, int]:
 
 @pytest.mark.parametrize("rows", ["records", "ranges"])
 def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, broker, topic_name, tmp_path, rows,
-                                                                        wait_until):
+                                                                        wait_until, worker_config):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
     out = tmp_path / "out.txt"
     produce_lines(broker, topic_name, 0, 6000, 3)
-    runner, query, group = run_sink(spark, broker, "files-out", topic_name, out, 3, rows)
+    runner, query, group = run_sink(spark, worker_config.settings(), "files-out", topic_name, out, 3, rows)
     try:
         lines = wait_until(lambda: lines_in(out), "6000 lines written", until=lambda lines: len(lines) >= 6000,
                            timeout=90)
@@ -93,7 +87,7 @@ def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, b
 
     # a new run starts from the group's offsets: only new lines, none twice
     produce_lines(broker, topic_name, 6000, 300, 3)
-    runner, query, group = run_sink(spark, broker, "files-out", topic_name, out, 3, rows)
+    runner, query, group = run_sink(spark, worker_config.settings(), "files-out", topic_name, out, 3, rows)
     try:
         wait_until(lambda: lines_in(out), "6300 lines written", until=lambda lines: len(lines) >= 6300, timeout=90)
     finally:

@@ -23,20 +23,14 @@ def read_topic(consume_records, topic: str, expected: int) -> list:
     return consume_records(topic, expected, partitions=1, timeout=90, linger=1.0)
 
 
-def run(spark, broker, tmp_path, path, topic, connector_extra=None):
-    worker = {
-        "bootstrap.servers": broker.bootstrap_servers,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-    }
+def run(spark, worker: dict[str, str], path, topic, connector_extra=None):
     connector = {"name": "lines", "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
                  **(connector_extra or {})}
     return start_source_query(
         spark, connector="lines", task_id=0, task_class="connectd_file.tasks.FileStreamSourceTask",
         task_config=connector, connector_config=connector, worker_config=worker,
-        producer_config={"bootstrap.servers": broker.bootstrap_servers},
-        offsets_path=str(tmp_path / "offsets.json"), max_records=500,
+        producer_config={"bootstrap.servers": worker["bootstrap.servers"]},
+        offsets_path=worker["offset.storage.file.filename"], max_records=500,
     )
 
 
@@ -53,11 +47,11 @@ def offset_reaching(wait_until, tmp_path, path, position: int) -> dict:
 
 
 def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic_name, tmp_path, wait_until,
-                                                            consume_records):
+                                                            consume_records, worker_config):
     create_topic(broker, topic_name)
     path = tmp_path / "in.txt"
     path.write_text("".join(f"line {i}\n" for i in range(2000)))
-    first = run(spark, broker, tmp_path, path, topic_name)
+    first = run(spark, worker_config.settings(), path, topic_name)
     try:
         got = read_topic(consume_records, topic_name, 2000)
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2000)]
@@ -68,7 +62,7 @@ def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic
 
     with open(path, "a") as f:
         f.write("".join(f"line {i}\n" for i in range(2000, 2300)))
-    second = run(spark, broker, tmp_path, path, topic_name)
+    second = run(spark, worker_config.settings(), path, topic_name)
     try:
         got = read_topic(consume_records, topic_name, 2300)
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2300)]  # no duplicates, no gap
@@ -77,11 +71,11 @@ def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic
 
 
 def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, topic_name, tmp_path, wait_until,
-                                                              consume_records):
+                                                              consume_records, worker_config):
     create_topic(broker, topic_name)
     path = tmp_path / "in.txt"
     path.write_text("keep 1\ndrop 2\nkeep 3\ndrop 4\n")
-    query = run(spark, broker, tmp_path, path, topic_name, {
+    query = run(spark, worker_config.settings(), path, topic_name, {
         "transforms": "onlyKeep",
         "transforms.onlyKeep.type": "org.apache.kafka.connect.transforms.Filter",
         "transforms.onlyKeep.predicate": "isDrop",
@@ -99,13 +93,13 @@ def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, top
 
 
 def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path,
-                                                                       wait_until, consume_records):
+                                                                       wait_until, consume_records, worker_config):
     create_topic(broker, topic_name)
     dlq = f"{topic_name}-dlq"
     create_topic(broker, dlq)
     path = tmp_path / "in.txt"
     path.write_text("one\ntwo\n")
-    query = run(spark, broker, tmp_path, path, topic_name, {
+    query = run(spark, worker_config.settings(), path, topic_name, {
         "transforms": "x",
         "transforms.x.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
         "transforms.x.field": "f",  # a string value has no fields: fails on every record
@@ -128,10 +122,11 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
     assert read_topic(consume_records, topic_name, 0) == []
 
 
-def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_name, tmp_path, wait_until):
+def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_name, tmp_path, wait_until,
+                                                         worker_config):
     path = tmp_path / "in.txt"
     path.write_text("a\nb\n")
-    query = run(spark, broker, tmp_path, path, topic_name, {
+    query = run(spark, worker_config.settings(), path, topic_name, {
         "topic.creation.default.partitions": "4",
         "topic.creation.default.replication.factor": "1",
     })

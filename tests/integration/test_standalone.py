@@ -30,25 +30,17 @@ def write_input(path: Path, count: int) -> list[str]:
     return lines
 
 
-def setup(broker, tmp_path: Path, topic: str, count: int) -> tuple[list[str], list[str]]:
+def setup(broker, worker_config, tmp_path: Path, topic: str, count: int) -> tuple[list[str], list[str]]:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(timeout=30)
     lines = write_input(tmp_path / "in.txt", count)
-    (tmp_path / "worker.properties").write_text(
-        f"bootstrap.servers={broker.bootstrap_servers}\n"
-        "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        f"offset.storage.file.filename={tmp_path / 'offsets.json'}\n"
-        "task.shutdown.graceful.timeout.ms=30000\n"
-        "spark.master=local[2]\n"
-        "spark.sql.shuffle.partitions=2\n"
-    )
+    worker = worker_config.file(**{"task.shutdown.graceful.timeout.ms": "30000"})
     (tmp_path / "source.properties").write_text(
         f"name=lines-in\nconnector.class=FileStreamSource\nfile={tmp_path / 'in.txt'}\ntopic={topic}\nbatch.size=5000\n")
     (tmp_path / "sink.json").write_text(json.dumps({"name": "lines-out", "config": {
         "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
         "file": str(tmp_path / "out.txt"), "topics": topic}}))
-    return lines, [str(tmp_path / f) for f in ("worker.properties", "source.properties", "sink.json")]
+    return lines, [str(worker), *(str(tmp_path / f) for f in ("source.properties", "sink.json"))]
 
 
 def start_worker(files: list[str], log: Path) -> subprocess.Popen:
@@ -89,8 +81,8 @@ def partition_of_each_line(consume_records, topic: str) -> dict[str, int]:
 
 
 def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic_name, tmp_path, wait_until,
-                                                                   consume_records):
-    lines, files = setup(broker, tmp_path, topic_name, LINES)
+                                                                   consume_records, worker_config):
+    lines, files = setup(broker, worker_config, tmp_path, topic_name, LINES)
     worker = start_worker(files, tmp_path / "worker.log")
     try:
         # reading a file of a million lines costs: poll it less often
@@ -111,9 +103,9 @@ def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic
                        "value": {"position": (tmp_path / "in.txt").stat().st_size}}]
 
 
-def test_sigkill_mid_stream_loses_no_line(broker, topic_name, tmp_path, wait_until):
+def test_sigkill_mid_stream_loses_no_line(broker, topic_name, tmp_path, wait_until, worker_config):
     count = max(LINES // 4, 50_000)
-    lines, files = setup(broker, tmp_path, topic_name, count)
+    lines, files = setup(broker, worker_config, tmp_path, topic_name, count)
     worker = start_worker(files, tmp_path / "worker.log")
     try:
         wait_until(lambda: count_lines(tmp_path / "out.txt"), "the first lines", until=lambda n: n >= count // 5,

@@ -6,7 +6,6 @@ import asyncio
 
 import aiohttp
 
-from connectd.config.worker import WorkerConfig
 from connectd.herder import StandaloneHerder
 from connectd.rest import RestServer, create_app
 
@@ -19,10 +18,8 @@ async def _health(http):
         return r.status, await r.json()
 
 
-def test_starting_until_the_herder_has_started_then_healthy(tmp_path):
-    config = WorkerConfig({"bootstrap.servers": "127.0.0.1:9", "key.converter": "StringConverter",
-                           "value.converter": "StringConverter",
-                           "offset.storage.file.filename": str(tmp_path / "offsets.json")}, "standalone", source="test")
+def test_starting_until_the_herder_has_started_then_healthy(worker_config):
+    config = worker_config()
 
     async def main():
         herder = StandaloneHerder(config, "test-worker", None)
