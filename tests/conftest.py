@@ -5,8 +5,10 @@ free loopback port the first time a test asks for it, and stops it by PID at
 the end of the session. Tests share it, so each one works in topics of its
 own: ask for ``topic_name``.
 
-The helpers are fixtures that hand back a function, because test modules
-cannot import this file (``--import-mode=importlib``):
+The helpers are fixtures that hand back a function: test modules do not
+import this file (pytest does, under ``--import-mode=importlib`` with a module
+name that depends on the rootdir), and a fixture is at hand in other fixtures
+too:
 
 - ``wait_until`` / ``wait_until_async``: poll a condition until it holds or a
   deadline passes, then fail saying what was awaited and the last value seen.
