@@ -1,19 +1,47 @@
-"""Fixtures shared by the whole suite.
+"""Fixtures and helpers shared by the whole suite.
 
 ``broker`` starts one embedded tansu broker (see :mod:`connectd.broker`) on a
 free loopback port the first time a test asks for it, and stops it by PID at
 the end of the session. Tests share it, so each one works in topics of its
 own: ask for ``topic_name``.
+
+The helpers are fixtures that hand back a function: test modules do not
+import this file (pytest does, under ``--import-mode=importlib`` with a module
+name that depends on the rootdir), and a fixture is at hand in other fixtures
+too:
+
+- ``wait_until`` / ``wait_until_async``: poll a condition until it holds or a
+  deadline passes, then fail saying what was awaited and the last value seen.
+  The only place in the suite that sleeps to wait for something.
+- ``consume_records``: read a topic of the session broker from the beginning,
+  N records or up to its end, with a deadline.
+- ``worker_config``: a minimal worker config (standalone or distributed) in
+  the test's ``tmp_path``, pointing at the session broker when the test uses
+  it; each test adds or overrides its own settings.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sized
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from connectd.broker import EmbeddedBroker
+from connectd.broker import EmbeddedBroker, free_port
+from connectd.config.worker import WorkerConfig
+
+if TYPE_CHECKING:
+    from confluent_kafka import Message
+
+T = TypeVar("T")
+
+WAIT_INTERVAL_S = 0.1
 
 
 @pytest.fixture(scope="session")
@@ -41,25 +69,248 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     Built from a worker config's ``spark_conf()``, as the worker builds its
     own: local master bound to 127.0.0.1, FAIR scheduler, no web UI.
     """
-    from connectd.config.worker import WorkerConfig
     from connectd.runtime.spark import start_session
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    config = WorkerConfig(
-        {
-            "bootstrap.servers": "127.0.0.1:9",
-            "key.converter": "x",
-            "value.converter": "x",
-            "offset.storage.file.filename": str(warehouse / "offsets"),
-            "spark.master": "local[2]",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.sql.warehouse.dir": str(warehouse),
-        },
-        "standalone",
-        source="tests",
-    )
-    session = start_session(config)
+    session = start_session(WorkerConfigs(warehouse)(**{"spark.sql.warehouse.dir": str(warehouse)}))
     try:
         yield session
     finally:
         session.stop()
+
+
+# --- waiting -------------------------------------------------------------------
+
+
+def _shown(value: Any, limit: int = 500) -> str:
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f"{len(value)} items" if isinstance(value, Sized) and not isinstance(value, (str, bytes)) else \
+        f"{len(text)} characters"
+    return f"{text[:limit]}… ({size})"
+
+
+def _timed_out(what: str, timeout: float, value: Any) -> AssertionError:
+    return AssertionError(f"timed out after {timeout:g}s waiting for {what}; last value seen: {_shown(value)}")
+
+
+def _wait_until(condition: Callable[[], T], what: str, *, until: Callable[[T], Any] | None = None,
+                timeout: float = 60.0, interval: float = WAIT_INTERVAL_S) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if until(value) if until is not None else value:
+            return value
+        if time.monotonic() >= deadline:
+            raise _timed_out(what, timeout, value)
+        time.sleep(interval)
+
+
+async def _wait_until_async(condition: Callable[[], T | Awaitable[T]], what: str, *,
+                            until: Callable[[T], Any] | None = None, timeout: float = 60.0,
+                            interval: float = WAIT_INTERVAL_S) -> T:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = condition()
+        if inspect.isawaitable(value):
+            value = await value
+        if until(value) if until is not None else value:
+            return value
+        if loop.time() >= deadline:
+            raise _timed_out(what, timeout, value)
+        await asyncio.sleep(interval)
+
+
+@pytest.fixture(scope="session")
+def wait_until() -> Callable[..., Any]:
+    """``wait_until(condition, what, *, until=None, timeout=60.0, interval=0.1)``.
+
+    Calls ``condition()`` every *interval* seconds until its value is true (or,
+    with *until*, until ``until(value)`` is) and returns that value; after
+    *timeout* seconds fails with an AssertionError naming *what* was awaited and
+    the last value seen. Exceptions from *condition* are not swallowed.
+    """
+    return _wait_until
+
+
+@pytest.fixture(scope="session")
+def wait_until_async() -> Callable[..., Awaitable[Any]]:
+    """``await wait_until_async(condition, what, *, until=None, timeout=60.0, interval=0.1)``.
+
+    :func:`wait_until` for a scenario running on an event loop: it sleeps with
+    ``asyncio.sleep``, and *condition* may be a coroutine function.
+    """
+    return _wait_until_async
+
+
+# --- reading topics ------------------------------------------------------------
+
+
+def _consume_records(bootstrap_servers: str, topic: str, count: int | None = None, *, partitions: int | None = None,
+                     timeout: float = 60.0, linger: float = 0.0) -> list[Message]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    deadline = time.monotonic() + timeout
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": f"test-reader-{uuid.uuid4().hex[:12]}",  # assign() only: the group is never joined
+        "enable.auto.commit": False,
+        "fetch.wait.max.ms": 10,
+        # The end of a partition is where a fetch response's high watermark says
+        # it is; ListOffsets LATEST is wrong on tansu.
+        "enable.partition.eof": True,
+    })
+    try:
+        if partitions is None:
+            metadata = _wait_until(lambda: consumer.list_topics(topic, timeout=10).topics[topic],
+                                   f"topic {topic} to exist", until=lambda found: found.error is None,
+                                   timeout=max(deadline - time.monotonic(), 0))
+            partitions = len(metadata.partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        records: list[Message] = []
+        at_end: set[int] = set()
+        last_error = None
+
+        def done() -> bool:
+            return len(records) >= count if count is not None else len(at_end) == partitions
+
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if count is not None:
+                    expected = f"expected {count}"
+                else:
+                    missing = sorted(set(range(partitions)) - at_end)
+                    expected = f"expected all of them, but the end of partitions {missing} was not reached"
+                error = f"; last error: {last_error}" if last_error is not None else ""
+                raise AssertionError(f"topic {topic}: {len(records)} records arrived within {timeout:g}s, "
+                                     f"{expected}{error}")
+            for message in consumer.consume(10_000, timeout=min(left, 0.5)):
+                error = message.error()
+                if error is None:
+                    records.append(message)
+                    at_end.discard(message.partition())
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(message.partition())
+                elif error.fatal():
+                    raise AssertionError(f"{topic}: reading failed: {error}")
+                else:
+                    last_error = error
+        # Records past the goal (duplicates, stragglers) show up in what is returned.
+        linger_end = time.monotonic() + linger
+        while (left := linger_end - time.monotonic()) > 0:
+            records += [m for m in consumer.consume(10_000, timeout=left) if m.error() is None]
+        return records
+    finally:
+        consumer.close()
+
+
+@pytest.fixture(scope="session")
+def consume_records(broker: EmbeddedBroker) -> Callable[..., list[Message]]:
+    """``consume_records(topic, count=None, *, partitions=None, timeout=60.0, linger=0.0)``.
+
+    Reads *topic* of the session broker from the beginning of each of its
+    partitions (the first *partitions*, or all of them) with a consumer that
+    joins no group, and returns the confluent-kafka messages in the order
+    they arrived (offset order within a partition). It reads until *count*
+    records have arrived, or with no *count* until the end of every partition
+    as of the reading; then *linger* seconds more. It fails after *timeout*
+    seconds naming the topic, how many records arrived and how many were
+    expected. It may return more than *count*: what else was there, or
+    arrived while lingering.
+    """
+    return functools.partial(_consume_records, broker.bootstrap_servers)
+
+
+# --- worker configs ------------------------------------------------------------
+
+UNREACHABLE_BOOTSTRAP = "127.0.0.1:9"  # the discard port: no Kafka answers there
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+
+
+class WorkerConfigs:
+    """Minimal worker configs whose files live in *directory*.
+
+    The settings start with what a worker of the mode needs (bootstrap,
+    converters, then the offsets file or the group and its internal topics),
+    then the overrides in their order, then the defaults no override replaced:
+    a REST listener on a free loopback port and a small local Spark. An
+    override of ``None`` drops the key. Written to a file, the first override
+    is on line 5 in standalone mode, as tests that check line numbers expect.
+    """
+
+    def __init__(self, directory: Path, bootstrap_servers: str = UNREACHABLE_BOOTSTRAP) -> None:
+        self.directory = directory
+        self.bootstrap_servers = bootstrap_servers
+
+    def settings(self, mode: str = "standalone", **overrides: str | None) -> dict[str, str]:
+        """The settings as a dict of strings."""
+        settings: dict[str, str | None] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER,
+        }
+        if mode == "standalone":
+            settings["offset.storage.file.filename"] = str(self.directory / "offsets.json")
+        elif mode == "distributed":
+            group = f"test-cluster-{uuid.uuid4().hex[:12]}"
+            settings.update({
+                "group.id": group,
+                "config.storage.topic": f"{group}-configs",
+                "offset.storage.topic": f"{group}-offsets",
+                "status.storage.topic": f"{group}-status",
+                # one broker
+                "config.storage.replication.factor": "1",
+                "offset.storage.replication.factor": "1",
+                "status.storage.replication.factor": "1",
+                # tansu holds a JoinGroup for half the session timeout
+                "session.timeout.ms": "2000",
+                "heartbeat.interval.ms": "500",
+            })
+        else:
+            raise ValueError(f"unknown worker mode {mode!r}")
+        settings.update(overrides)
+        defaults = {
+            "listeners": f"http://127.0.0.1:{free_port()}",
+            "spark.master": "local[2]",
+            "spark.sql.shuffle.partitions": "2",
+        }
+        for key, value in defaults.items():
+            settings.setdefault(key, value)
+        return {key: value for key, value in settings.items() if value is not None}
+
+    def __call__(self, mode: str = "standalone", *, source: str = "test", **overrides: str | None) -> WorkerConfig:
+        """The settings as a :class:`WorkerConfig` read from *source*."""
+        return WorkerConfig(self.settings(mode, **overrides), mode, source=source)
+
+    def file(self, mode: str = "standalone", *, name: str = "worker.properties", **overrides: str | None) -> Path:
+        """The settings written to ``directory/name``, one ``key=value`` a line; its path."""
+        path = self.directory / name
+        path.write_text("".join(f"{key}={value}\n" for key, value in self.settings(mode, **overrides).items()),
+                        encoding="utf-8")
+        return path
+
+
+@pytest.fixture
+def worker_config(request: pytest.FixtureRequest, tmp_path: Path) -> WorkerConfigs:
+    """``worker_config(mode="standalone", *, source="test", **overrides) -> WorkerConfig``.
+
+    Also ``worker_config.settings(mode, **overrides)`` for the dict and
+    ``worker_config.file(mode, *, name="worker.properties", **overrides)`` for
+    a properties file; see :class:`WorkerConfigs`. The offsets file is
+    ``tmp_path / "offsets.json"``; ``bootstrap.servers`` is the session broker
+    when the test asks for ``broker``, else an address where nothing answers.
+    """
+    return _worker_configs_in(tmp_path, request.getfixturevalue("broker") if "broker" in request.fixturenames else None)
+
+
+def _worker_configs_in(directory: Path, broker: EmbeddedBroker | None = None) -> WorkerConfigs:
+    return WorkerConfigs(directory, broker.bootstrap_servers if broker is not None else UNREACHABLE_BOOTSTRAP)
+
+
+@pytest.fixture(scope="session")
+def worker_config_in() -> Callable[..., WorkerConfigs]:
+    """``worker_config_in(directory, broker=None)``: :func:`worker_config` for a fixture wider than a test."""
+    return _worker_configs_in

@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +35,8 @@ CONNECTD = [sys.executable, "-m", "connectd.cli"]
 class _Served:
     """A herder and its REST server on an event loop of their own, in a thread."""
 
-    def __init__(self, tmp_path: Path, settings: dict[str, str], spark: Any = None, broker: Any = None) -> None:
-        self.config = WorkerConfig({
-            "bootstrap.servers": broker.bootstrap_servers if broker is not None else "127.0.0.1:9",
-            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-            "offset.flush.interval.ms": "500",
-            "task.shutdown.graceful.timeout.ms": "10000",
-            "listeners": "http://127.0.0.1:0",
-            **settings,
-        }, "standalone", source="test")
+    def __init__(self, config: WorkerConfig, spark: Any = None) -> None:
+        self.config = config
         self.spark = spark
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="cli-rest", daemon=True)
@@ -83,12 +73,18 @@ class _Served:
 
 
 @pytest.fixture
-def serve(tmp_path):
+def serve(worker_config):
     """``serve(settings=…, spark=…, broker=…)``: a running server; stopped after the test."""
     started: list[_Served] = []
 
-    def start(settings: dict[str, str] | None = None, **kwargs: Any) -> _Served:
-        served = _Served(tmp_path, settings or {}, **kwargs)
+    def start(settings: dict[str, str] | None = None, *, spark: Any = None, broker: Any = None) -> _Served:
+        served = _Served(worker_config(**{
+            **({"bootstrap.servers": broker.bootstrap_servers} if broker is not None else {}),
+            "offset.flush.interval.ms": "500",
+            "task.shutdown.graceful.timeout.ms": "10000",
+            "listeners": "http://127.0.0.1:0",
+            **(settings or {}),
+        }), spark)
         served.start()
         started.append(served)
         return served
@@ -261,18 +257,18 @@ def test_https_needs_the_ca_or_insecure(serve, certificate, tmp_path):
     assert missing.returncode == EXIT_CONFIG and "nope.pem: cannot load the CA certificates" in missing.stderr
 
 
-def _wait_for_state(url: str, name: str, state: str, timeout: float = 90.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        status = answer(connectd("connectors", "status", name, url=url))
+def _in_state(wait_until: Any, url: str, name: str, state: str) -> dict:
+    """The status of *name* once the connector and its tasks (one at least) are all in *state*."""
+    def all_in_state(status: dict) -> bool:
         states = [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
-        if set(states) == {state} and len(states) > 1 or time.monotonic() > deadline:
-            return status
-        time.sleep(0.2)
+        return set(states) == {state} and len(states) > 1
+
+    return wait_until(lambda: answer(connectd("connectors", "status", name, url=url)), f"{name} and its tasks {state}",
+                      until=all_in_state, timeout=90)
 
 
 @pytest.mark.integration
-def test_running_connector_pause_resume_restart_stop(serve, spark, broker, topic_name, tmp_path):
+def test_running_connector_pause_resume_restart_stop(serve, spark, broker, topic_name, tmp_path, wait_until):
     url = serve(spark=spark, broker=broker).url
     (tmp_path / "in.txt").write_text("a\nb\n", encoding="utf-8")
     properties = tmp_path / "src.properties"
@@ -280,23 +276,22 @@ def test_running_connector_pause_resume_restart_stop(serve, spark, broker, topic
                           f"topic={topic_name}\n")
     assert answer(connectd("connectors", "create", str(properties), url=url))["tasks"] == [{"connector": "src",
                                                                                           "task": 0}]
-    assert _wait_for_state(url, "src", "RUNNING")["connector"]["state"] == "RUNNING"
+    assert _in_state(wait_until, url, "src", "RUNNING")["connector"]["state"] == "RUNNING"
 
     for verb, state in (("pause", "PAUSED"), ("resume", "RUNNING")):
         result = connectd("connectors", verb, "src", url=url)
         assert (result.returncode, result.stdout) == (EXIT_OK, "")
-        assert _wait_for_state(url, "src", state)["connector"]["state"] == state
+        assert _in_state(wait_until, url, "src", state)["connector"]["state"] == state
 
     restarted = answer(connectd("connectors", "restart", "src", "--include-tasks", url=url))
     assert restarted["name"] == "src" and len(restarted["tasks"]) == 1
     alone = connectd("connectors", "restart", "src", url=url)
     assert (alone.returncode, alone.stdout) == (EXIT_OK, "")
-    _wait_for_state(url, "src", "RUNNING")
+    _in_state(wait_until, url, "src", "RUNNING")
 
     read = {"offsets": [{"partition": {"filename": str(tmp_path / "in.txt")}, "offset": {"position": 4}}]}
-    deadline = time.monotonic() + 60
-    while answer(connectd("connectors", "offsets", "src", url=url)) != read and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: answer(connectd("connectors", "offsets", "src", url=url)), "src's offset after the last line",
+               until=lambda offsets: offsets == read, timeout=60)
     busy = connectd("connectors", "offsets", "src", "--reset", url=url)  # only while STOPPED
     assert busy.returncode == EXIT_FAILURE and busy.stderr.startswith("connectd: HTTP 400: Connectors must be in")
     assert connectd("connectors", "stop", "src", url=url).returncode == EXIT_OK

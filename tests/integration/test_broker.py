@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import connectd.broker
@@ -29,30 +29,6 @@ def create_topic(bootstrap_servers: str, name: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
     futures[name].result(timeout=10)
-
-
-def consume_all(bootstrap_servers: str, topic: str, partitions: int, count: int) -> list:
-    """Read ``count`` records from the start of every partition, without a group join."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": f"unused-{topic}",
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        records = []
-        deadline = time.monotonic() + 15
-        while len(records) < count and time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            assert msg.error() is None, msg.error()
-            records.append(msg)
-        return records
-    finally:
-        consumer.close()
 
 
 def gone(pid: int) -> bool:
@@ -75,7 +51,7 @@ def test_session_broker_answers_metadata(broker: EmbeddedBroker) -> None:
 
 
 def test_confluent_kafka_round_trip_with_keys_headers_and_tombstone(
-    broker: EmbeddedBroker, topic_name: str
+    broker: EmbeddedBroker, topic_name: str, consume_records
 ) -> None:
     create_topic(broker.bootstrap_servers, topic_name, partitions=3)
     described = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(
@@ -97,7 +73,7 @@ def test_confluent_kafka_round_trip_with_keys_headers_and_tombstone(
     assert producer.flush(10) == 0
     assert errors == []
 
-    records = consume_all(broker.bootstrap_servers, topic_name, partitions=3, count=13)
+    records = consume_records(topic_name, 13, partitions=3, timeout=15)
 
     assert len(records) == 13
     assert len({r.partition() for r in records}) > 1, "keys should spread over partitions"

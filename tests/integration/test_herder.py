@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from connectd.config.worker import WorkerConfig
 from connectd.errors import ConfigError
 from connectd.herder import StandaloneHerder
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED
@@ -14,26 +13,19 @@ from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED
 pytestmark = pytest.mark.integration
 
 
-def worker_config(broker, tmp_path) -> WorkerConfig:
-    return WorkerConfig({
-        "bootstrap.servers": broker.bootstrap_servers,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-        "task.shutdown.graceful.timeout.ms": "20000",
-    }, "standalone", source="test")
+GRACEFUL = {"task.shutdown.graceful.timeout.ms": "20000"}
 
 
 def source(name: str, path, topic: str, **extra: str) -> dict[str, str]:
     return {"name": name, "connector.class": "FileStreamSource", "file": str(path), "topic": topic, **extra}
 
 
-def test_changing_one_connector_restarts_only_its_tasks(spark, broker, topic_name, tmp_path):
+def test_changing_one_connector_restarts_only_its_tasks(spark, broker, topic_name, tmp_path, worker_config):
     (tmp_path / "a.txt").write_text("a\n")
     (tmp_path / "b.txt").write_text("b\n")
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             assert await herder.put(source("a", tmp_path / "a.txt", topic_name)) is True
@@ -56,9 +48,9 @@ def test_changing_one_connector_restarts_only_its_tasks(spark, broker, topic_nam
     asyncio.run(scenario())
 
 
-def test_a_bad_config_reports_every_problem_and_changes_nothing(spark, broker, tmp_path):
+def test_a_bad_config_reports_every_problem_and_changes_nothing(spark, broker, tmp_path, worker_config):
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         bad = {"name": "bad", "connector.class": "FileStreamSink", "tasks.max": "zero",
                "topics": "x", "topics.regex": "y.*", "transforms": "t"}
         with pytest.raises(ConfigError) as info:
@@ -74,11 +66,11 @@ def test_a_bad_config_reports_every_problem_and_changes_nothing(spark, broker, t
     asyncio.run(scenario())
 
 
-def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_path):
+def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_path, wait_until_async, worker_config):
     (tmp_path / "in.txt").write_text("x\n")
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             # a transform that fails at run time on every record: ExtractField on a string value
@@ -87,12 +79,8 @@ def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_
                 "transforms.x.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
                 "transforms.x.field": "f",
             }))
-            deadline = asyncio.get_running_loop().time() + 120
-            while asyncio.get_running_loop().time() < deadline:
-                status = herder.status.task("broken", 0)
-                if status.state == FAILED:
-                    break
-                await asyncio.sleep(0.2)
+            status = await wait_until_async(lambda: herder.status.task("broken", 0), "the task to fail",
+                                            until=lambda status: status.state == FAILED, timeout=120)
             assert status.state == FAILED
             assert "ExtractField" in status.trace or "field extraction" in status.trace
             assert herder.status.connector("broken").state == RUNNING  # the connector itself is fine
@@ -102,11 +90,12 @@ def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_
     asyncio.run(scenario())
 
 
-def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker, topic_name, tmp_path):
+def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker, topic_name, tmp_path,
+                                                                  wait_until_async, worker_config):
     (tmp_path / "in.txt").write_text("x\n")
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         seen = []
         try:
@@ -119,14 +108,15 @@ def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker,
                 "errors.restart.backoff.max.ms": "1500",
             }))
             run = herder._connectors["flaky"]
-            deadline = asyncio.get_running_loop().time() + 240
-            while asyncio.get_running_loop().time() < deadline:
+
+            def observe() -> tuple[str, int, float | None]:
                 state = herder.status.task("flaky", 0).state
                 if not seen or seen[-1] != state:
                     seen.append(state)
-                if run.tasks[0].restarts == 2 and state == FAILED and run.tasks[0].restart_at is None:
-                    break
-                await asyncio.sleep(0.1)
+                return state, run.tasks[0].restarts, run.tasks[0].restart_at
+
+            await wait_until_async(observe, "two restarts, then FAILED with no restart planned", timeout=240,
+                                   until=lambda now: now[0] == FAILED and now[1] == 2 and now[2] is None)
         finally:
             await herder.stop()
         return seen, run.tasks[0].restarts
@@ -137,7 +127,8 @@ def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker,
     assert seen.count(RESTARTING) == 2  # FAILED -> RESTARTING -> RUNNING -> FAILED, twice, then it stays FAILED
 
 
-def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name, tmp_path):
+def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name, tmp_path, wait_until_async,
+                                                      worker_config):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -150,21 +141,17 @@ def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name,
     out = tmp_path / "out.txt"
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             await herder.put({"name": "regex-sink", "connector.class": "FileStreamSink", "file": str(out),
                               "topics.regex": f"{topic_name}-.*"})
-            deadline = asyncio.get_running_loop().time() + 90
-            while not (out.exists() and "from a" in out.read_text()):
-                assert asyncio.get_running_loop().time() < deadline, "first topic's record never arrived"
-                await asyncio.sleep(0.2)
+            await wait_until_async(lambda: out.exists() and "from a" in out.read_text(),
+                                   "the first topic's record", timeout=90)
             admin.create_topics([NewTopic(later, 1, 1)])[later].result(timeout=30)
             producer.produce(later, value=b"from b")
             assert producer.flush(30) == 0
-            while "from b" not in out.read_text():
-                assert asyncio.get_running_loop().time() < deadline, "the new topic was not picked up"
-                await asyncio.sleep(0.2)
+            await wait_until_async(lambda: "from b" in out.read_text(), "the new topic's record", timeout=90)
             assert herder.status.task("regex-sink", 0).state == RUNNING
         finally:
             await herder.stop()
@@ -173,21 +160,8 @@ def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name,
     assert sorted(out.read_text().splitlines()) == ["from a", "from b"]  # nothing twice after the task restart
 
 
-def count_records(broker, topic: str) -> int:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "count", "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    seen = 0
-    try:
-        while batch := consumer.consume(1000, timeout=1.0):
-            seen += sum(1 for m in batch if m.error() is None)
-    finally:
-        consumer.close()
-    return seen
-
-
-def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path):
+def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait_until_async, consume_records,
+                                       worker_config):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
@@ -195,33 +169,30 @@ def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("1\n2\n")
 
-    async def eventually(condition, what: str, timeout: float = 60) -> None:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not condition():
-            assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-            await asyncio.sleep(0.2)
+    def count_records(topic: str) -> int:
+        return len(consume_records(topic, partitions=1))
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             await herder.put(source("s", path, topic_name))
-            await eventually(lambda: count_records(broker, topic_name) == 2, "the first lines")
+            await wait_until_async(lambda: count_records(topic_name) == 2, "the first lines")
 
             await herder.pause("s")
             assert herder.status.connector("s").state == PAUSED
             assert herder.status.task("s", 0).state == PAUSED
             (query,) = herder.task_queries("s")
             assert query.is_active()  # paused, not stopped
-            await eventually(lambda: not query.query.status["isTriggerActive"], "the batch in flight to finish")
+            await wait_until_async(lambda: not query.query.status["isTriggerActive"], "the batch in flight to finish")
             with open(path, "a") as f:
                 f.write("3\n")
             await asyncio.sleep(3)  # while paused nothing moves (a bounded look)
-            assert count_records(broker, topic_name) == 2
+            assert count_records(topic_name) == 2
 
             await herder.resume("s")
             assert herder.status.task("s", 0).state == RUNNING
-            await eventually(lambda: count_records(broker, topic_name) == 3, "the line written while paused")
+            await wait_until_async(lambda: count_records(topic_name) == 3, "the line written while paused")
 
             await herder.stop_connector("s")
             assert herder.status.connector("s").state == STOPPED
@@ -242,7 +213,7 @@ def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path):
             assert herder.status.task("s", 0).state == RUNNING
         finally:
             await herder.stop()
-        assert count_records(broker, topic_name) == 3  # resumed from stored offsets: no line twice
+        assert count_records(topic_name) == 3  # resumed from stored offsets: no line twice
 
     asyncio.run(scenario())
 
@@ -271,14 +242,15 @@ def tables_connector():
     reset_plugins()
 
 
-def test_connector_asks_for_new_task_configs(spark, broker, topic_name, tmp_path, tables_connector):
+def test_connector_asks_for_new_task_configs(spark, broker, topic_name, tmp_path, tables_connector,
+                                             wait_until_async, worker_config):
     first, second = tmp_path / "a.txt", tmp_path / "b.txt"
     first.write_text("a\n")
     second.write_text("b\n")
     tables_connector.tables = [str(first)]
 
     async def scenario():
-        herder = StandaloneHerder(worker_config(broker, tmp_path), "test-worker", spark)
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         try:
             await herder.put({"name": "tables", "connector.class": "TablesForTest", "topic": topic_name,
@@ -290,11 +262,9 @@ def test_connector_asks_for_new_task_configs(spark, broker, topic_name, tmp_path
 
             tables_connector.tables.append(str(second))  # a new table appears
             connector.context.request_task_reconfiguration()
-            deadline = asyncio.get_running_loop().time() + 90
-            while len(herder.status.tasks("tables")) < 2 or any(
-                    s.state != RUNNING for s in herder.status.tasks("tables").values()):
-                assert asyncio.get_running_loop().time() < deadline, "the second task never ran"
-                await asyncio.sleep(0.2)
+            await wait_until_async(lambda: herder.status.tasks("tables"), "the second task to run", timeout=90,
+                                   until=lambda tasks: len(tasks) >= 2 and all(
+                                       s.state == RUNNING for s in tasks.values()))
             assert [t.config["file"] for t in herder._connectors["tables"].tasks] == [str(first), str(second)]
         finally:
             await herder.stop()

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectd.runtime.kafka_io import CLIENT_OPTION, FORMAT, KafkaDataSource, KafkaStreamReader, encode_tp
@@ -31,28 +30,12 @@ def produce(broker, topic: str, count: int, partitions: int) -> list[tuple[int, 
     return sent
 
 
-def consume_all(broker, topic: str, partitions: int, expected: int, timeout: float = 120) -> list:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got = []
-    deadline = time.monotonic() + timeout
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            for message in consumer.consume(1000, timeout=0.5):
-                assert message.error() is None, message.error()
-                got.append(message)
-    finally:
-        consumer.close()
-    return got
-
-
 def reader_options(broker, start: dict[str, int], **extra: str) -> dict[str, str]:
     return {CLIENT_OPTION: json.dumps({"bootstrap.servers": broker.bootstrap_servers}),
             "start": json.dumps(start), **extra}
 
 
-def test_reader_offers_only_what_it_read_and_bounds_batches(broker, topic_name):
+def test_reader_offers_only_what_it_read_and_bounds_batches(broker, topic_name, wait_until):
     create_topic(broker, topic_name, 2)
     produce(broker, topic_name, 50, 2)
     start = {encode_tp(topic_name, 0): 0, encode_tp(topic_name, 1): 10}
@@ -60,8 +43,9 @@ def test_reader_offers_only_what_it_read_and_bounds_batches(broker, topic_name):
     assert reader.initialOffset() == start
     seen = []
     begin = reader.initialOffset()
-    deadline = time.monotonic() + 30
-    while sum(len(r) for r in seen) < 40 and time.monotonic() < deadline:
+
+    def next_batch() -> int:
+        nonlocal begin
         end = reader.latestOffset(begin, None)
         parts = reader.partitions(begin, end)
         rows = [row for part in parts for row in reader.read(part)]
@@ -70,6 +54,9 @@ def test_reader_offers_only_what_it_read_and_bounds_batches(broker, topic_name):
             assert part.rows is not None  # served from what latestOffset read
         seen.append(rows)
         begin = end
+        return sum(len(r) for r in seen)
+
+    wait_until(next_batch, "40 rows offered by the reader", until=lambda rows: rows >= 40, timeout=30)
     rows = [row for batch in seen for row in batch]
     assert len(rows) == 40  # 25 from partition 0, 15 from partition 1 (offsets 10..24)
     assert sorted(r[2] for r in rows if r[1] == 1) == list(range(10, 25))
@@ -101,7 +88,8 @@ def test_stop_file_offers_nothing_new(broker, topic_name, tmp_path):
     assert reader.latestOffset({key: 0}, None) == {key: 0}
 
 
-def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, broker, topic_name, tmp_path):
+def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, broker, topic_name, tmp_path,
+                                                                      wait_until, consume_records):
     from pyspark.sql import functions as F
 
     source, sink, partitions, count = topic_name, f"{topic_name}-out", 3, 3000
@@ -136,7 +124,7 @@ def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, bro
         .start()
     )
     try:
-        got = consume_all(broker, sink, partitions, count)
+        got = consume_records(sink, count, partitions=partitions, timeout=120)
         assert len(got) == count
         assert sorted((m.partition(), m.key(), m.value()) for m in got) == sorted(sent)
         for p in range(partitions):  # one partition keeps its source order
@@ -145,15 +133,17 @@ def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, bro
         assert got[0].headers() and got[0].headers()[0][0] == "n"
         # graceful stop: no new data offered, the batch in flight commits, then the query stops
         stop.touch()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+
+        def committed() -> tuple[dict[str, str], list[str]]:
             lines = commits.read_text().splitlines() if commits.exists() else []
-            last = {}
+            last: dict[str, str] = {}
             for line in lines:
                 last.update(json.loads(line)["offsets"])
-            if last == {f"{source}:{p}": str(count // partitions - 1) for p in range(partitions)}:
-                break
-            time.sleep(0.2)
+            return last, lines
+
+        final = {f"{source}:{p}": str(count // partitions - 1) for p in range(partitions)}
+        last, lines = wait_until(committed, "the last offset of every partition committed",
+                                 until=lambda seen: seen[0] == final, timeout=60)
         assert last == {f"{source}:{p}": str(count // partitions - 1) for p in range(partitions)}
         assert sum(json.loads(line)["records"] for line in lines) == count
     finally:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectd.config.worker import WorkerConfig
 from connectd.herder import StandaloneHerder
 from connectd.status import FAILED, RUNNING
 
@@ -25,43 +23,19 @@ def prepare(broker, topic: str) -> None:
     assert producer.flush(30) == 0
 
 
-def herder_for(broker, tmp_path, spark) -> StandaloneHerder:
-    worker = WorkerConfig({
-        "bootstrap.servers": broker.bootstrap_servers,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "false",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-    }, "standalone", source="test")
+def herder_for(worker_config, spark) -> StandaloneHerder:
+    worker = worker_config(**{"value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                              "value.converter.schemas.enable": "false"})
     return StandaloneHerder(worker, "test-worker", spark)
 
 
-async def wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.2)
-
-
-def read_all(broker, topic: str, expected: int, timeout: float = 30) -> list:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify", "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got, deadline = [], time.monotonic() + timeout
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            got += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
-    finally:
-        consumer.close()
-    return got
-
-
-def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path):
+def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path,
+                                                                   wait_until_async, consume_records, worker_config):
     prepare(broker, topic_name)
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
 
     async def scenario():
-        herder = herder_for(broker, tmp_path, spark)
+        herder = herder_for(worker_config, spark)
         await herder.start()
         try:
             await herder.put({
@@ -70,14 +44,15 @@ def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker,
                 "errors.deadletterqueue.topic.replication.factor": "1",
                 "errors.deadletterqueue.context.headers.enable": "true", "errors.log.enable": "true",
             })
-            await wait_for(lambda: out.exists() and len(out.read_text().splitlines()) == 3, 90, "three good lines")
+            await wait_until_async(lambda: out.exists() and len(out.read_text().splitlines()) == 3, "three good lines",
+                                   timeout=90)
             assert herder.status.task("tolerant", 0).state == RUNNING
         finally:
             await herder.stop()
 
     asyncio.run(scenario())
     assert out.read_text().splitlines() == ["{'n': 1}", "{'n': 2}", "{'n': 4}"]
-    (dead,) = read_all(broker, dlq, 1)
+    (dead,) = consume_records(dlq, 1, partitions=1, timeout=30)
     assert dead.value() == b"{not json"
     headers = dict(dead.headers())
     assert headers["origin"] == b"test"
@@ -89,16 +64,18 @@ def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker,
     assert b"DataError" in headers["__connect.errors.exception.class.name"]
 
 
-def test_untolerated_malformed_record_fails_the_task_naming_where(spark, broker, topic_name, tmp_path):
+def test_untolerated_malformed_record_fails_the_task_naming_where(spark, broker, topic_name, tmp_path,
+                                                                  wait_until_async, worker_config):
     prepare(broker, topic_name)
 
     async def scenario():
-        herder = herder_for(broker, tmp_path, spark)
+        herder = herder_for(worker_config, spark)
         await herder.start()
         try:
             await herder.put({"name": "strict", "connector.class": "FileStreamSink", "topics": topic_name,
                               "file": str(tmp_path / "out.txt")})
-            await wait_for(lambda: herder.status.task("strict", 0).state == FAILED, 90, "the task to fail")
+            await wait_until_async(lambda: herder.status.task("strict", 0).state == FAILED, "the task to fail",
+                                   timeout=90)
             return herder.status.task("strict", 0).trace
         finally:
             await herder.stop()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -20,12 +18,6 @@ from connectd.transforms.chain import TransformationChain
 
 pytestmark = pytest.mark.integration
 
-WORKER = {
-    "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-    "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-}
-
-
 def produce_lines(broker, topic: str, first: int, count: int, partitions: int) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
     for i in range(first, first + count):
@@ -34,22 +26,15 @@ def produce_lines(broker, topic: str, first: int, count: int, partitions: int) -
     assert producer.flush(30) == 0
 
 
-def wait_for_lines(path, count: int, timeout: float = 90) -> list[str]:
-    deadline = time.monotonic() + timeout
-    lines: list[str] = []
-    while time.monotonic() < deadline:
-        lines = path.read_text().splitlines() if path.exists() else []
-        if len(lines) >= count:
-            break
-        time.sleep(0.1)
-    return lines
+def lines_in(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
 
 
-def run_sink(spark, broker, connector: str, topic: str, out, partitions: int, rows: str):
+def run_sink(spark, worker: dict[str, str], connector: str, topic: str, out, partitions: int, rows: str):
     """*rows*: ``records`` (they come through Spark) or ``ranges`` (read in this process)."""
     registry = get_registry()
-    group = Consumer(consumer_settings({"bootstrap.servers": broker.bootstrap_servers, "group.id": group_id(connector),
-                                        "enable.auto.commit": False}))
+    group = Consumer(consumer_settings({"bootstrap.servers": worker["bootstrap.servers"],
+                                        "group.id": group_id(connector), "enable.auto.commit": False}))
 
     def commit(offsets):
         group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
@@ -59,11 +44,11 @@ def run_sink(spark, broker, connector: str, topic: str, out, partitions: int, ro
     config = {"file": str(out), "topics": topic}
     runner = SinkTaskRunner(
         FileStreamSinkTask(), config, assigned,
-        configure_converters(WORKER, {}, lambda n: registry.find_class("converter", n)),
+        configure_converters(worker, {}, lambda n: registry.find_class("converter", n)),
         TransformationChain({}, registry.find_class), commit,
     )
     query = start_sink_query(spark, connector=connector, task_id=0, runner=runner,
-                             consumer_config={"bootstrap.servers": broker.bootstrap_servers},
+                             consumer_config={"bootstrap.servers": worker["bootstrap.servers"]},
                              start=start_offsets(group, assigned), max_records=2000,
                              reader=RangeReader(group) if rows == "ranges" else None, put_records=300)
     return runner, query, group
@@ -75,14 +60,16 @@ def committed(group, topic: str, partitions: int) -> dict[int, int]:
 
 
 @pytest.mark.parametrize("rows", ["records", "ranges"])
-def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, broker, topic_name, tmp_path, rows):
+def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, broker, topic_name, tmp_path, rows,
+                                                                        wait_until, worker_config):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
     out = tmp_path / "out.txt"
     produce_lines(broker, topic_name, 0, 6000, 3)
-    runner, query, group = run_sink(spark, broker, "files-out", topic_name, out, 3, rows)
+    runner, query, group = run_sink(spark, worker_config.settings(), "files-out", topic_name, out, 3, rows)
     try:
-        lines = wait_for_lines(out, 6000)
+        lines = wait_until(lambda: lines_in(out), "6000 lines written", until=lambda lines: len(lines) >= 6000,
+                           timeout=90)
         assert sorted(lines) == sorted(f"p{i % 3} {i}" for i in range(6000))
         for p in range(3):  # lines of one partition keep their order
             seq = [int(line.split()[1]) for line in lines if line.startswith(f"p{p} ")]
@@ -100,9 +87,9 @@ def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, b
 
     # a new run starts from the group's offsets: only new lines, none twice
     produce_lines(broker, topic_name, 6000, 300, 3)
-    runner, query, group = run_sink(spark, broker, "files-out", topic_name, out, 3, rows)
+    runner, query, group = run_sink(spark, worker_config.settings(), "files-out", topic_name, out, 3, rows)
     try:
-        wait_for_lines(out, 6300)
+        wait_until(lambda: lines_in(out), "6300 lines written", until=lambda lines: len(lines) >= 6300, timeout=90)
     finally:
         query.stop(graceful_timeout_s=30)  # idle: everything read has been written
         runner.close()

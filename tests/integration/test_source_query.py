@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectd.runtime.offsets import FileOffsetStore
@@ -20,78 +18,64 @@ def create_topic(broker, name: str, partitions: int = 1) -> None:
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
 
 
-def read_topic(broker, topic: str, expected: int, timeout: float = 90) -> list:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got, deadline = [], time.monotonic() + timeout
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            got += [m for m in consumer.consume(1000, timeout=0.5) if m.error() is None]
-        # anything beyond what is expected would be a duplicate: look a little longer
-        got += [m for m in consumer.consume(1000, timeout=1.0) if m.error() is None]
-    finally:
-        consumer.close()
-    return got
+def read_topic(consume_records, topic: str, expected: int) -> list:
+    # anything beyond what is expected would be a duplicate: look a little longer
+    return consume_records(topic, expected, partitions=1, timeout=90, linger=1.0)
 
 
-def run(spark, broker, tmp_path, path, topic, connector_extra=None):
-    worker = {
-        "bootstrap.servers": broker.bootstrap_servers,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-    }
+def run(spark, worker: dict[str, str], path, topic, connector_extra=None):
     connector = {"name": "lines", "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
                  **(connector_extra or {})}
     return start_source_query(
         spark, connector="lines", task_id=0, task_class="connectd_file.tasks.FileStreamSourceTask",
         task_config=connector, connector_config=connector, worker_config=worker,
-        producer_config={"bootstrap.servers": broker.bootstrap_servers},
-        offsets_path=str(tmp_path / "offsets.json"), max_records=500,
+        producer_config={"bootstrap.servers": worker["bootstrap.servers"]},
+        offsets_path=worker["offset.storage.file.filename"], max_records=500,
     )
 
 
-def wait_for_offset(tmp_path, path, position: int, timeout: float = 60) -> dict | None:
+def offset_reaching(wait_until, tmp_path, path, position: int) -> dict:
+    """The offset stored for *path* once it reaches *position*."""
     store = FileOffsetStore(tmp_path / "offsets.json")
-    deadline = time.monotonic() + timeout
-    stored = None
-    while time.monotonic() < deadline:
-        stored = store.get("lines", [{"filename": str(path)}])
-        if stored and next(iter(stored.values()))["position"] == position:
-            return next(iter(stored.values()))
-        time.sleep(0.1)
-    return stored
+
+    def stored() -> dict | None:
+        offsets = store.get("lines", [{"filename": str(path)}])
+        return next(iter(offsets.values())) if offsets else None
+
+    return wait_until(stored, f"the stored offset of {path.name} to reach position {position}",
+                      until=lambda offset: offset is not None and offset["position"] == position)
 
 
-def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic_name, tmp_path):
+def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic_name, tmp_path, wait_until,
+                                                            consume_records, worker_config):
     create_topic(broker, topic_name)
     path = tmp_path / "in.txt"
     path.write_text("".join(f"line {i}\n" for i in range(2000)))
-    first = run(spark, broker, tmp_path, path, topic_name)
+    first = run(spark, worker_config.settings(), path, topic_name)
     try:
-        got = read_topic(broker, topic_name, 2000)
+        got = read_topic(consume_records, topic_name, 2000)
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2000)]
-        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
+        assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
     finally:
         assert first.stop(graceful_timeout_s=30) is True
     assert not first.workdir.exists()
 
     with open(path, "a") as f:
         f.write("".join(f"line {i}\n" for i in range(2000, 2300)))
-    second = run(spark, broker, tmp_path, path, topic_name)
+    second = run(spark, worker_config.settings(), path, topic_name)
     try:
-        got = read_topic(broker, topic_name, 2300)
+        got = read_topic(consume_records, topic_name, 2300)
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2300)]  # no duplicates, no gap
     finally:
         second.stop(graceful_timeout_s=30)
 
 
-def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, topic_name, tmp_path):
+def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, topic_name, tmp_path, wait_until,
+                                                              consume_records, worker_config):
     create_topic(broker, topic_name)
     path = tmp_path / "in.txt"
     path.write_text("keep 1\ndrop 2\nkeep 3\ndrop 4\n")
-    query = run(spark, broker, tmp_path, path, topic_name, {
+    query = run(spark, worker_config.settings(), path, topic_name, {
         "transforms": "onlyKeep",
         "transforms.onlyKeep.type": "org.apache.kafka.connect.transforms.Filter",
         "transforms.onlyKeep.predicate": "isDrop",
@@ -102,19 +86,20 @@ def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, top
     })
     try:
         # negate=true on a predicate that never matches: Filter drops every record
-        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
-        assert read_topic(broker, topic_name, 0, timeout=2) == []
+        assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
+        assert read_topic(consume_records, topic_name, 0) == []
     finally:
         query.stop(graceful_timeout_s=30)
 
 
-def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path):
+def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, broker, topic_name, tmp_path,
+                                                                       wait_until, consume_records, worker_config):
     create_topic(broker, topic_name)
     dlq = f"{topic_name}-dlq"
     create_topic(broker, dlq)
     path = tmp_path / "in.txt"
     path.write_text("one\ntwo\n")
-    query = run(spark, broker, tmp_path, path, topic_name, {
+    query = run(spark, worker_config.settings(), path, topic_name, {
         "transforms": "x",
         "transforms.x.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
         "transforms.x.field": "f",  # a string value has no fields: fails on every record
@@ -123,8 +108,8 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
         "errors.deadletterqueue.context.headers.enable": "true",
     })
     try:
-        dead = read_topic(broker, dlq, 2)
-        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
+        dead = read_topic(consume_records, dlq, 2)
+        assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
         assert query.is_active()  # tolerated: the task goes on
     finally:
         query.stop(graceful_timeout_s=30)
@@ -134,23 +119,21 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
     assert headers["__connect.errors.topic"] == topic_name.encode()
     assert json.loads(headers["__connect.errors.source.partition"]) == {"filename": str(path)}
     assert json.loads(headers["__connect.errors.source.offset"]) == {"position": 4}
-    assert read_topic(broker, topic_name, 0, timeout=2) == []
+    assert read_topic(consume_records, topic_name, 0) == []
 
 
-def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_name, tmp_path):
+def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_name, tmp_path, wait_until,
+                                                         worker_config):
     path = tmp_path / "in.txt"
     path.write_text("a\nb\n")
-    query = run(spark, broker, tmp_path, path, topic_name, {
+    query = run(spark, worker_config.settings(), path, topic_name, {
         "topic.creation.default.partitions": "4",
         "topic.creation.default.replication.factor": "1",
     })
     try:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-        deadline = time.monotonic() + 60
-        while topic_name not in admin.list_topics(timeout=10).topics:
-            assert time.monotonic() < deadline, "topic was not created"
-            time.sleep(0.2)
+        wait_until(lambda: topic_name in admin.list_topics(timeout=10).topics, f"topic {topic_name} to be created")
         assert len(admin.list_topics(timeout=10).topics[topic_name].partitions) == 4
-        assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": 4}
+        assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": 4}
     finally:
         query.stop(graceful_timeout_s=30)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -27,19 +25,12 @@ class TextFilesSink(SparkSinkTask):
         batch.selectExpr("CAST(value AS STRING) AS value").write.mode("append").text(self.config["dir"])
 
 
-def values_in(broker, topic: str, partitions: int, least: int, timeout: float = 90) -> list[int]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify", "fetch.wait.max.ms": 10})
-    consumer.assign([KafkaTopicPartition(topic, p, 0) for p in range(partitions)])
-    got, deadline = [], time.monotonic() + timeout
-    try:
-        while len(got) < least and time.monotonic() < deadline:
-            got += [int(m.value()) for m in consumer.consume(1000, timeout=0.5) if m.error() is None]
-    finally:
-        consumer.close()
-    return got
+def values(records) -> list[int]:
+    return [int(m.value()) for m in records]
 
 
-def test_spark_level_source_writes_its_stream_and_resumes_from_its_checkpoint(spark, broker, topic_name, tmp_path):
+def test_spark_level_source_writes_its_stream_and_resumes_from_its_checkpoint(spark, broker, topic_name, tmp_path,
+                                                                              consume_records):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(timeout=30)
     checkpoint = str(tmp_path / "checkpoint")
@@ -53,23 +44,23 @@ def test_spark_level_source_writes_its_stream_and_resumes_from_its_checkpoint(sp
 
     first = run()
     try:
-        assert len(values_in(broker, topic_name, 1, 300)) >= 300
+        assert len(values(consume_records(topic_name, 300, timeout=90))) >= 300
         # Spark partitions of one batch are written one after the other, so
         # look at the whole topic rather than its first offsets.
-        assert 0 in values_in(broker, topic_name, 1, 10**9, timeout=3)
+        assert 0 in values(consume_records(topic_name, linger=3))
     finally:
         first.stop(graceful_timeout_s=2)  # a rate source is never idle: the batch in flight is cancelled
-    before = len(values_in(broker, topic_name, 1, 10**9, timeout=2))
+    before = len(values(consume_records(topic_name)))
     second = run()
     try:
-        after = values_in(broker, topic_name, 1, before + 200)
+        after = values(consume_records(topic_name, before + 200, timeout=90))
     finally:
         second.stop(graceful_timeout_s=2)
     new = after[before:]
     assert new and min(new) > 0, "the second run started over instead of resuming from its checkpoint"
 
 
-def test_spark_level_sink_writes_batches_then_commits_offsets(spark, broker, topic_name, tmp_path):
+def test_spark_level_sink_writes_batches_then_commits_offsets(spark, broker, topic_name, tmp_path, wait_until):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
@@ -96,10 +87,7 @@ def test_spark_level_sink_writes_batches_then_commits_offsets(spark, broker, top
         return [line for f in out.glob("part-*") for line in f.read_text().splitlines()] if out.exists() else []
 
     try:
-        deadline = time.monotonic() + 90
-        while len(lines()) < 500:
-            assert time.monotonic() < deadline, f"only {len(lines())} of 500 lines written"
-            time.sleep(0.2)
+        wait_until(lines, "500 lines written", until=lambda written: len(written) >= 500, timeout=90)
         assert query.stop(graceful_timeout_s=30) is True
     finally:
         if query.is_active():

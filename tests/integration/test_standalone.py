@@ -13,12 +13,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 pytestmark = pytest.mark.integration
@@ -32,25 +30,17 @@ def write_input(path: Path, count: int) -> list[str]:
     return lines
 
 
-def setup(broker, tmp_path: Path, topic: str, count: int) -> tuple[list[str], list[str]]:
+def setup(broker, worker_config, tmp_path: Path, topic: str, count: int) -> tuple[list[str], list[str]]:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(timeout=30)
     lines = write_input(tmp_path / "in.txt", count)
-    (tmp_path / "worker.properties").write_text(
-        f"bootstrap.servers={broker.bootstrap_servers}\n"
-        "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        f"offset.storage.file.filename={tmp_path / 'offsets.json'}\n"
-        "task.shutdown.graceful.timeout.ms=30000\n"
-        "spark.master=local[2]\n"
-        "spark.sql.shuffle.partitions=2\n"
-    )
+    worker = worker_config.file(**{"task.shutdown.graceful.timeout.ms": "30000"})
     (tmp_path / "source.properties").write_text(
         f"name=lines-in\nconnector.class=FileStreamSource\nfile={tmp_path / 'in.txt'}\ntopic={topic}\nbatch.size=5000\n")
     (tmp_path / "sink.json").write_text(json.dumps({"name": "lines-out", "config": {
         "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
         "file": str(tmp_path / "out.txt"), "topics": topic}}))
-    return lines, [str(tmp_path / f) for f in ("worker.properties", "source.properties", "sink.json")]
+    return lines, [str(worker), *(str(tmp_path / f) for f in ("source.properties", "sink.json"))]
 
 
 def start_worker(files: list[str], log: Path) -> subprocess.Popen:
@@ -77,47 +67,34 @@ def count_lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.25)
-
-
-def partition_of_each_line(broker, topic: str, expected: int) -> dict[str, int]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "verify",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
+def partition_of_each_line(consume_records, topic: str) -> dict[str, int]:
     where: dict[str, int] = {}
     order: dict[int, list[int]] = {0: [], 1: [], 2: []}
-    deadline = time.monotonic() + 120
-    try:
-        while len(where) < expected and time.monotonic() < deadline:
-            for m in consumer.consume(10000, timeout=0.5):
-                line = m.value().decode()
-                where.setdefault(line, m.partition())
-                order[m.partition()].append(int(line.split()[1]))
-    finally:
-        consumer.close()
+    for m in consume_records(topic, partitions=3, timeout=120):  # the whole topic
+        line = m.value().decode()
+        where.setdefault(line, m.partition())
+        order[m.partition()].append(int(line.split()[1]))
     for p, numbers in order.items():  # the topic keeps the file's order within each partition
         firsts = list(dict.fromkeys(numbers))
         assert firsts == sorted(firsts), f"partition {p} out of order"
     return where
 
 
-def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic_name, tmp_path):
-    lines, files = setup(broker, tmp_path, topic_name, LINES)
+def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic_name, tmp_path, wait_until,
+                                                                   consume_records, worker_config):
+    lines, files = setup(broker, worker_config, tmp_path, topic_name, LINES)
     worker = start_worker(files, tmp_path / "worker.log")
     try:
-        wait_until(lambda: count_lines(tmp_path / "out.txt") >= LINES, 600, f"{LINES} lines in out.txt")
+        # reading a file of a million lines costs: poll it less often
+        wait_until(lambda: count_lines(tmp_path / "out.txt"), f"{LINES} lines in out.txt", until=lambda n: n >= LINES,
+                   timeout=600, interval=0.25)
         assert terminate(worker) == 0
     finally:
         if worker.poll() is None:
             stop_group(worker, signal.SIGKILL)
     out = (tmp_path / "out.txt").read_text().splitlines()
     assert Counter(out) == Counter(lines)  # every line, exactly once, after a clean run and stop
-    where = partition_of_each_line(broker, topic_name, LINES)
+    where = partition_of_each_line(consume_records, topic_name)
     for p in range(3):  # lines that went through one partition keep their source order in the file
         numbers = [int(line.split()[1]) for line in out if where[line] == p]
         assert numbers == sorted(numbers), f"partition {p}: file order differs from source order"
@@ -126,17 +103,18 @@ def test_file_to_topic_to_file_moves_every_line_in_partition_order(broker, topic
                        "value": {"position": (tmp_path / "in.txt").stat().st_size}}]
 
 
-def test_sigkill_mid_stream_loses_no_line(broker, topic_name, tmp_path):
+def test_sigkill_mid_stream_loses_no_line(broker, topic_name, tmp_path, wait_until, worker_config):
     count = max(LINES // 4, 50_000)
-    lines, files = setup(broker, tmp_path, topic_name, count)
+    lines, files = setup(broker, worker_config, tmp_path, topic_name, count)
     worker = start_worker(files, tmp_path / "worker.log")
     try:
-        wait_until(lambda: count_lines(tmp_path / "out.txt") >= count // 5, 300, "the first lines")
+        wait_until(lambda: count_lines(tmp_path / "out.txt"), "the first lines", until=lambda n: n >= count // 5,
+                   timeout=300, interval=0.25)
         assert count_lines(tmp_path / "out.txt") < count, "too fast to kill mid-stream; raise the line count"
         stop_group(worker, signal.SIGKILL)  # no chance to commit anything in flight
         worker = start_worker(files, tmp_path / "worker.log")
-        wait_until(lambda: set(lines) <= set((tmp_path / "out.txt").read_text().splitlines()), 600,
-                   "every line after the restart")
+        wait_until(lambda: set(lines) <= set((tmp_path / "out.txt").read_text().splitlines()),
+                   "every line after the restart", timeout=600, interval=0.25)
         assert terminate(worker) == 0
     finally:
         if worker.poll() is None:

@@ -17,22 +17,16 @@ from connectd.worker import Worker
 pytestmark = pytest.mark.integration
 
 
-def config_for(bootstrap: str, tmp_path, **extra: str) -> WorkerConfig:
-    values = {
-        "bootstrap.servers": bootstrap,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "offset.storage.file.filename": str(tmp_path / "offsets"),
-        "listeners": "http://127.0.0.1:18083",
-        **extra,
-    }
-    return WorkerConfig(values, "standalone", source="test")
+def config_for(worker_config, **extra: str) -> WorkerConfig:
+    return worker_config(**{"value.converter": "org.apache.kafka.connect.json.JsonConverter", **extra})
 
 
-def test_worker_starts_reports_and_stops(broker, tmp_path):
+def test_worker_starts_reports_and_stops(broker, worker_config):
     stream = io.StringIO()
     configure_logging("INFO", json=True, stream=stream)
-    worker = Worker(config_for(broker.bootstrap_servers, tmp_path))
+    config = config_for(worker_config)
+    port = config.raw("listeners").rsplit(":", 1)[1]  # a free port, not 0: the worker id carries it
+    worker = Worker(config)
 
     async def scenario():
         assert worker.state == "NEW"
@@ -47,30 +41,31 @@ def test_worker_starts_reports_and_stops(broker, tmp_path):
     asyncio.run(scenario())
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     started = next(line for line in lines if line["event"] == "worker_started")
-    assert started["worker"] == worker.worker_id == f"{worker.worker_id.split(':')[0]}:18083"
+    assert started["worker"] == worker.worker_id == f"{worker.worker_id.split(':')[0]}:{port}"
     assert started["kafka_cluster_id"] == worker.cluster_id
     assert any(line["event"] == "worker_stopped" for line in lines)
 
 
-def test_worker_refuses_a_bad_config_before_touching_kafka(tmp_path):
-    worker = Worker(config_for("127.0.0.1:1", tmp_path, **{"offset.flush.interval.ms": "soon"}))
+def test_worker_refuses_a_bad_config_before_touching_kafka(worker_config):
+    worker = Worker(config_for(worker_config, **{"offset.flush.interval.ms": "soon"}))
     with pytest.raises(ConfigError, match="offset.flush.interval.ms='soon': expected a 64-bit integer"):
         asyncio.run(worker.start())
     assert worker.state == "STOPPED"
 
 
-def test_unreachable_cluster_is_a_clear_error(tmp_path):
+def test_unreachable_cluster_is_a_clear_error(worker_config):
     port = free_port()  # nothing listens there
-    worker = Worker(config_for(f"127.0.0.1:{port}", tmp_path, **{"request.timeout.ms": "1500"}))
+    worker = Worker(config_for(worker_config, **{"bootstrap.servers": f"127.0.0.1:{port}",
+                                                 "request.timeout.ms": "1500"}))
     with pytest.raises(ConnectdError, match=f"cannot reach the Kafka cluster at 127.0.0.1:{port}"):
         asyncio.run(worker.start())
     assert worker.state == "STOPPED"
 
 
-def test_worker_serves_the_rest_api_on_its_listener(broker, spark, tmp_path):
+def test_worker_serves_the_rest_api_on_its_listener(broker, spark, worker_config):
     import aiohttp
 
-    config = config_for(broker.bootstrap_servers, tmp_path, listeners="http://127.0.0.1:0")
+    config = config_for(worker_config, listeners="http://127.0.0.1:0")
 
     async def scenario():
         async with Worker(config) as worker:

@@ -21,28 +21,24 @@ import asyncio
 import aiohttp
 import pytest
 
-from connectd.config.worker import WorkerConfig
 from connectd.herder import StandaloneHerder
 from connectd.rest import RestServer, create_admin_app, create_app
 from connectd.rest.security import admin_listeners, rest_listeners, rest_middlewares
 
 
 @pytest.fixture
-def rest(tmp_path):
+def rest(tmp_path, worker_config):
     secrets = tmp_path / "secrets.properties"
     secrets.write_text("topic=rest-secret-topic\n", encoding="utf-8")
 
     def run(scenario, *, spark=None, broker=None, worker=None, ssl=None):
-        config = WorkerConfig({
-            "bootstrap.servers": broker.bootstrap_servers if broker is not None else "127.0.0.1:9",
-            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "offset.storage.file.filename": str(tmp_path / "offsets.json"),
+        config = worker_config(**{
+            **({"bootstrap.servers": broker.bootstrap_servers} if broker is not None else {}),
             "task.shutdown.graceful.timeout.ms": "20000",
             "config.providers": "file",
             "config.providers.file.class": "file",
             **({"listeners": "http://127.0.0.1:0", **worker} if worker is not None else {}),
-        }, "standalone", source="test")
+        })
 
         async def main():
             # Built before the herder, as the worker does: a bad setting starts nothing.

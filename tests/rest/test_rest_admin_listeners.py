@@ -104,31 +104,22 @@ def test_unset_admin_listeners_serve_the_admin_endpoints_on_listeners(rest):
     assert rest(scenario) == 200
 
 
-def _config(tmp_path, **extra: str) -> WorkerConfig:
-    properties = tmp_path / "worker.properties"
-    lines = {
-        "bootstrap.servers": "127.0.0.1:1",
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-        **extra,
-    }
-    properties.write_text("".join(f"{k}={v}\n" for k, v in lines.items()), encoding="utf-8")
-    return WorkerConfig.from_file(properties)
+def _config(worker_config, **extra: str) -> WorkerConfig:
+    return WorkerConfig.from_file(worker_config.file(**extra))
 
 
-def test_admin_listeners_as_parsed(tmp_path):
-    assert admin_listeners(_config(tmp_path)) is None
-    assert admin_listeners(_config(tmp_path, **{"admin.listeners": ""})) == []
-    parsed = admin_listeners(_config(tmp_path, **{"admin.listeners": "http://127.0.0.1:9093, http://[::1]:0"}))
+def test_admin_listeners_as_parsed(worker_config, tmp_path):
+    assert admin_listeners(_config(worker_config)) is None
+    assert admin_listeners(_config(worker_config, **{"admin.listeners": ""})) == []
+    parsed = admin_listeners(_config(worker_config, **{"admin.listeners": "http://127.0.0.1:9093, http://[::1]:0"}))
     assert [(lst.scheme, lst.host, lst.port, lst.ssl_context) for lst in parsed] == [
         ("http", "127.0.0.1", 9093, None), ("http", "::1", 0, None)]
-    config = _config(tmp_path, **{"admin.listeners": "ftp://127.0.0.1:1"})
+    config = _config(worker_config, **{"admin.listeners": "ftp://127.0.0.1:1"})
     [problem] = [p for p in config.problems(check_classes=False) if p.is_error]
     assert str(problem).startswith(f"{tmp_path / 'worker.properties'}:5: admin.listeners='ftp://127.0.0.1:1': expected")
     # Its TLS keys are not settings of the admin client, whose prefix they share.
-    config = _config(tmp_path, **{"admin.listeners": "https://127.0.0.1:0",
-                                  "admin.listeners.https.ssl.keystore.location": "/x.pem"})
+    config = _config(worker_config, **{"admin.listeners": "https://127.0.0.1:0",
+                                       "admin.listeners.https.ssl.keystore.location": "/x.pem"})
     assert [str(p) for p in config.problems(check_classes=False)] == []
 
 
@@ -193,9 +184,9 @@ def test_admin_listeners_ask_for_credentials_and_carry_the_headers(rest, tmp_pat
     assert rest(scenario, worker=worker) == [(401, "DENY"), (200, "DENY")]
 
 
-def test_worker_refuses_bad_admin_tls_before_touching_kafka(tmp_path):
-    config = _config(tmp_path, **{"admin.listeners": "https://127.0.0.1:0",
-                                  "admin.listeners.https.ssl.keystore.location": str(tmp_path / "nope.pem")})
+def test_worker_refuses_bad_admin_tls_before_touching_kafka(worker_config, tmp_path):
+    config = _config(worker_config, **{"admin.listeners": "https://127.0.0.1:0",
+                                       "admin.listeners.https.ssl.keystore.location": str(tmp_path / "nope.pem")})
     worker = Worker(config)
     with pytest.raises(ConfigError, match="admin.listeners.https.ssl.keystore.location=.*cannot read the file"):
         asyncio.run(worker.start())
@@ -252,9 +243,9 @@ def test_add_date_and_case_of_actions():
     ("setDate Expires: soon", "'setDate Expires: soon': setDate takes a number of milliseconds from now, not 'soon'"),
     ('"set X-A: b', "a double quote is not closed"),
 ])
-def test_malformed_response_headers_are_a_config_error_naming_the_entry(tmp_path, entry, reason):
+def test_malformed_response_headers_are_a_config_error_naming_the_entry(worker_config, tmp_path, entry, reason):
     value = f"set X-Content-Type-Options: nosniff, {entry}"
-    config = _config(tmp_path, **{"response.http.headers.config": value})
+    config = _config(worker_config, **{"response.http.headers.config": value})
     expected = (f"{tmp_path / 'worker.properties'}:5: response.http.headers.config={value!r}: "
                 "expected comma-separated [action] [header name]:[header value] entries, "
                 f"the action one of set, add, setDate, addDate: {reason}")
@@ -269,10 +260,9 @@ def test_malformed_response_headers_are_a_config_error_naming_the_entry(tmp_path
 
 
 @pytest.mark.integration
-def test_worker_serves_admin_endpoints_on_admin_listeners(broker, spark, tmp_path):
-    config = _config(tmp_path, **{"bootstrap.servers": broker.bootstrap_servers,
-                                  "listeners": "http://127.0.0.1:0", "admin.listeners": "http://127.0.0.1:0",
-                                  "response.http.headers.config": "set X-Frame-Options: DENY"})
+def test_worker_serves_admin_endpoints_on_admin_listeners(broker, spark, worker_config):
+    config = _config(worker_config, **{"listeners": "http://127.0.0.1:0", "admin.listeners": "http://127.0.0.1:0",
+                                       "response.http.headers.config": "set X-Frame-Options: DENY"})
 
     async def scenario():
         async with Worker(config) as worker:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -13,27 +11,25 @@ async def _json(response):
     return await response.json() if response.status != 204 else None
 
 
-async def _wait_for(http, path, predicate, timeout=60.0):
-    """Poll *path* until *predicate* holds for its JSON body; the last body."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        async with http.get(path) as r:
-            body = await r.json()
-        if predicate(body) or asyncio.get_running_loop().time() > deadline:
-            return body
-        await asyncio.sleep(0.2)
+async def _body(http, path):
+    async with http.get(path) as r:
+        return await r.json()
 
 
 def _running(body):
     return body["connector"]["state"] == "RUNNING" and [t["state"] for t in body["tasks"]] == ["RUNNING"]
 
 
-def test_connector_lifecycle_over_http(rest, spark, broker, topic_name, tmp_path):
+def test_connector_lifecycle_over_http(rest, spark, broker, topic_name, tmp_path, wait_until_async):
     (tmp_path / "in.txt").write_text("a\nb\n")
     placeholder = f"${{file:{rest.secrets}:topic}}"
     config = {"connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": placeholder}
 
     async def scenario(http, herder):
+        async def running():
+            return await wait_until_async(lambda: _body(http, "/connectors/src/status"), "src and its task to run",
+                                          until=_running)
+
         async with http.post("/connectors", json={"name": "src", "config": config}) as r:
             assert r.status == 201, await r.text()
             assert r.headers["Location"].endswith("/connectors/src")
@@ -62,7 +58,7 @@ def test_connector_lifecycle_over_http(rest, spark, broker, topic_name, tmp_path
         assert tasks[0]["id"] == {"connector": "src", "task": 0}
         assert tasks[0]["config"]["topic"] == placeholder and "rest-secret-topic" not in str(tasks)
 
-        status = await _wait_for(http, "/connectors/src/status", _running)
+        status = await running()
         assert status == {"name": "src", "type": "source",
                           "connector": {"state": "RUNNING", "worker_id": "test-worker"},
                           "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "test-worker"}]}
@@ -77,7 +73,7 @@ def test_connector_lifecycle_over_http(rest, spark, broker, topic_name, tmp_path
             assert (await r.json())["connector"]["state"] == "PAUSED"
         async with http.put("/connectors/src/resume") as r:
             assert r.status == 202
-        assert _running(await _wait_for(http, "/connectors/src/status", _running))
+        assert _running(await running())
 
         async with http.post("/connectors/src/restart") as r:
             assert r.status == 204
@@ -88,7 +84,7 @@ def test_connector_lifecycle_over_http(rest, spark, broker, topic_name, tmp_path
         assert restarted == {"name": "src", "type": "source",
                              "connector": {"state": "RESTARTING", "worker_id": "test-worker"},
                              "tasks": [{"id": 0, "state": "RESTARTING", "worker_id": "test-worker"}]}
-        assert _running(await _wait_for(http, "/connectors/src/status", _running))
+        assert _running(await running())
         async with http.post("/connectors/src/restart?includeTasks=true&onlyFailed=true") as r:
             assert r.status == 202  # nothing FAILED: nothing restarted, states as they are
             assert _running(await r.json())

@@ -104,17 +104,11 @@ class _Server:
 
 
 @pytest.fixture(scope="module")
-def fuzz_server(broker, spark, tmp_path_factory):
+def fuzz_server(broker, spark, tmp_path_factory, worker_config_in):
     directory = tmp_path_factory.mktemp("rest-fuzz")
     source = directory / "in.txt"
     source.write_text("one\ntwo\n", encoding="utf-8")
-    config = WorkerConfig({
-        "bootstrap.servers": broker.bootstrap_servers,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(directory / "offsets.json"),
-        "task.shutdown.graceful.timeout.ms": "5000",
-    }, "standalone", source="test")
+    config = worker_config_in(directory, broker)(**{"task.shutdown.graceful.timeout.ms": "5000"})
     server = _Server(config, spark, str(source), "rest-fuzz-lines")
     server.start()
     try:

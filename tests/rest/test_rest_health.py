@@ -6,7 +6,6 @@ import asyncio
 
 import aiohttp
 
-from connectd.config.worker import WorkerConfig
 from connectd.herder import StandaloneHerder
 from connectd.rest import RestServer, create_app
 
@@ -19,20 +18,8 @@ async def _health(http):
         return r.status, await r.json()
 
 
-async def _until(http, status, timeout=10.0):
-    """Poll /health until it answers *status*; the last answer."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        answer = await _health(http)
-        if answer[0] == status or asyncio.get_running_loop().time() > deadline:
-            return answer
-        await asyncio.sleep(0.05)
-
-
-def test_starting_until_the_herder_has_started_then_healthy(tmp_path):
-    config = WorkerConfig({"bootstrap.servers": "127.0.0.1:9", "key.converter": "StringConverter",
-                           "value.converter": "StringConverter",
-                           "offset.storage.file.filename": str(tmp_path / "offsets.json")}, "standalone", source="test")
+def test_starting_until_the_herder_has_started_then_healthy(worker_config):
+    config = worker_config()
 
     async def main():
         herder = StandaloneHerder(config, "test-worker", None)
@@ -51,7 +38,7 @@ def test_starting_until_the_herder_has_started_then_healthy(tmp_path):
     asyncio.run(main())
 
 
-def test_unhealthy_while_an_operation_holds_the_herder_then_healthy_again(rest):
+def test_unhealthy_while_an_operation_holds_the_herder_then_healthy_again(rest, wait_until_async):
     async def scenario(http, herder):
         herder.health_check_timeout_s = 0.3
         assert await _health(http) == (200, HEALTHY)
@@ -59,19 +46,22 @@ def test_unhealthy_while_an_operation_holds_the_herder_then_healthy_again(rest):
             status, body = await _health(http)
         assert status == 500 and body["status"] == "unhealthy"
         assert body["message"].startswith(UNHEALTHY) and "watch loop within 0.3 s" in body["message"]
-        assert await _until(http, 200) == (200, HEALTHY)
+        healthy = await wait_until_async(lambda: _health(http), "/health to answer 200", until=lambda a: a[0] == 200,
+                                         timeout=10)
+        assert healthy == (200, HEALTHY)
 
     rest(scenario)
 
 
-def test_unhealthy_once_the_watch_loop_has_died(rest, caplog):
+def test_unhealthy_once_the_watch_loop_has_died(rest, caplog, wait_until_async):
     class Broken(dict):
         def values(self):
             raise RuntimeError("password=hunter2")
 
     async def scenario(http, herder):
         herder._connectors = Broken()
-        return await _until(http, 500)
+        return await wait_until_async(lambda: _health(http), "/health to answer 500", until=lambda a: a[0] == 500,
+                                      timeout=10)
 
     status, body = rest(scenario)
     assert status == 500 and body["status"] == "unhealthy"

@@ -40,13 +40,6 @@ def _sink_entry(topic, partition, offset):
                   None if offset is None else {"kafka_offset": offset})
 
 
-async def _eventually(condition, what, timeout=90.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await condition():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
-
-
 @pytest.fixture
 def offsets_connectors():
     """A source and a sink connector whose ``alter_offsets`` record their calls and answer as told."""
@@ -223,25 +216,14 @@ def test_sink_offsets_in_the_consumer_group_with_kafkas_messages(rest, broker, t
     rest(scenario, broker=broker)
 
 
-def _values(broker, topic):
+def _values(consume_records, topic):
     """Every value in partition 0 of *topic*, in order."""
-    from confluent_kafka import Consumer
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "rest-offsets-reader",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-    consumer.assign([KafkaTopicPartition(topic, 0, 0)])
-    values = []
-    try:
-        while batch := consumer.consume(1000, timeout=0.5):
-            values += [m.value().decode() for m in batch if m.error() is None]
-    finally:
-        consumer.close()
-    return values
+    return [m.value().decode() for m in consume_records(topic, partitions=1)]
 
 
 @pytest.mark.integration
-def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tmp_path):
+def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tmp_path, wait_until_async,
+                                             consume_records):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})  # kept until its future resolves
@@ -252,7 +234,7 @@ def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tm
     config = {"connector.class": "FileStreamSource", "file": str(lines), "topic": topic_name}
 
     async def produced(count):
-        return len(await asyncio.to_thread(_values, broker, topic_name)) >= count
+        return len(await asyncio.to_thread(_values, consume_records, topic_name)) >= count
 
     async def scenario(http, herder):
         assert (await _call(http, "POST", "/connectors", {"name": "src", "config": config}))[0] == 201
@@ -260,7 +242,7 @@ def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tm
         async def all_read():
             return await _offsets(http, "src") == (200, {"offsets": [_entry(partition, {"position": 15})]})
 
-        await _eventually(all_read, "the offset after the last line")
+        await wait_until_async(all_read, "the offset after the last line", timeout=90)
         running = NOT_STOPPED.format("src")
         assert await _call(http, "PATCH", "/connectors/src/offsets", {"offsets": [_entry(partition, None)]}) \
             == (400, {"error_code": 400, "message": running})
@@ -276,8 +258,8 @@ def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tm
         assert await _offsets(http, "src") == (200, {"offsets": [_entry(partition, {"position": 9})]})
         async with http.put("/connectors/src/resume") as r:
             assert r.status == 202
-        await _eventually(lambda: produced(7), "the lines after the altered offset")
-        await _eventually(all_read, "the offset after the last line, again")
+        await wait_until_async(lambda: produced(7), "the lines after the altered offset", timeout=90)
+        await wait_until_async(all_read, "the offset after the last line, again", timeout=90)
 
         async with http.put("/connectors/src/stop") as r:
             assert r.status == 204
@@ -285,11 +267,11 @@ def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tm
         assert await _offsets(http, "src") == (200, {"offsets": []})
 
     rest(scenario, spark=spark, broker=broker)
-    assert _values(broker, topic_name) == ["l1", "l2", "l3", "l4", "l5", "l4", "l5"]
+    assert _values(consume_records, topic_name) == ["l1", "l2", "l3", "l4", "l5", "l4", "l5"]
 
 
 @pytest.mark.integration
-def test_sink_rereads_from_the_start_after_a_reset(rest, spark, broker, topic_name, tmp_path):
+def test_sink_rereads_from_the_start_after_a_reset(rest, spark, broker, topic_name, tmp_path, wait_until_async):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -313,7 +295,7 @@ def test_sink_rereads_from_the_start_after_a_reset(rest, spark, broker, topic_na
         async def all_committed():
             return await _offsets(http, "snk") == (200, committed)
 
-        await _eventually(all_committed, "the group's offsets after every record")
+        await wait_until_async(all_committed, "the group's offsets after every record", timeout=90)
         assert await _call(http, "DELETE", "/connectors/snk/offsets") \
             == (400, {"error_code": 400, "message": NOT_STOPPED.format("snk")})
 
@@ -323,8 +305,8 @@ def test_sink_rereads_from_the_start_after_a_reset(rest, spark, broker, topic_na
         assert await _offsets(http, "snk") == (200, {"offsets": []})
         async with http.put("/connectors/snk/resume") as r:
             assert r.status == 202
-        await _eventually(lambda: written(10), "every record a second time")
-        await _eventually(all_committed, "the group's offsets after every record, again")
+        await wait_until_async(lambda: written(10), "every record a second time", timeout=90)
+        await wait_until_async(all_committed, "the group's offsets after every record, again", timeout=90)
 
     rest(scenario, spark=spark, broker=broker)
     assert sorted(out.read_text().splitlines()) == sorted(["a0", "a1", "a2", "b0", "b1"] * 2)

@@ -127,16 +127,12 @@ def _https(pki, secrets_file, **extra: str) -> dict[str, str]:
     }
 
 
-def _worker_config(tmp_path, **extra: str) -> WorkerConfig:
-    return WorkerConfig({
-        "bootstrap.servers": "127.0.0.1:1",
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
+def _worker_config(worker_config, **extra: str) -> WorkerConfig:
+    return worker_config(source="worker.properties", **{
         "config.providers": "file",
         "config.providers.file.class": "file",
         **extra,
-    }, "standalone", source="worker.properties")
+    })
 
 
 @pytest.fixture
@@ -259,22 +255,22 @@ def test_client_certificate_requested_is_optional(rest, pki, secrets_file):
     assert rest(scenario, worker=worker, ssl=_client_ssl(pki, certificate="client")) == 200
 
 
-def test_protocols_and_cipher_suites(tmp_path, pki):
+def test_protocols_and_cipher_suites(worker_config, pki):
     base = {"listeners": "https://127.0.0.1:0", "listeners.https.ssl.keystore.location": str(pki["keystore"])}
-    context = server_ssl_context(_worker_config(tmp_path, **base, **{
+    context = server_ssl_context(_worker_config(worker_config, **base, **{
         "listeners.https.ssl.enabled.protocols": "TLSv1.2",
         "listeners.https.ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,ECDHE-ECDSA-CHACHA20-POLY1305",
     }))
     assert context.minimum_version == context.maximum_version == ssl.TLSVersion.TLSv1_2
     tls12 = {c["name"] for c in context.get_ciphers() if c["protocol"] == "TLSv1.2"}
     assert tls12 == {"ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305"}
-    only13 = server_ssl_context(_worker_config(tmp_path, **base, **{
+    only13 = server_ssl_context(_worker_config(worker_config, **base, **{
         "listeners.https.ssl.cipher.suites": "TLS_AES_256_GCM_SHA384"}))
     assert only13.minimum_version == ssl.TLSVersion.TLSv1_3
     with pytest.raises(ConfigError, match=r"listeners\.https\.ssl\.cipher\.suites=.*unknown to this OpenSSL: TLS_NOPE"):
-        server_ssl_context(_worker_config(tmp_path, **base, **{"listeners.https.ssl.cipher.suites": "TLS_NOPE"}))
+        server_ssl_context(_worker_config(worker_config, **base, **{"listeners.https.ssl.cipher.suites": "TLS_NOPE"}))
     with pytest.raises(ConfigError, match=r"ssl\.enabled\.protocols='SSLv3': expected items from"):
-        server_ssl_context(_worker_config(tmp_path, **base, **{"listeners.https.ssl.enabled.protocols": "SSLv3"}))
+        server_ssl_context(_worker_config(worker_config, **base, **{"listeners.https.ssl.enabled.protocols": "SSLv3"}))
 
 
 def _pkcs12(pki, secrets_file, **extra: str) -> dict[str, str]:
@@ -300,7 +296,7 @@ def test_https_listener_serves_a_pkcs12_key_store(rest, pki, secrets_file, log_o
     assert STORE_PASSWORD not in log_output.getvalue()
 
 
-def test_pkcs12_key_goes_to_ssl_in_a_private_file_encrypted_and_removed(tmp_path, pki, monkeypatch):
+def test_pkcs12_key_goes_to_ssl_in_a_private_file_encrypted_and_removed(worker_config, pki, monkeypatch):
     loaded = []
     load_chain = security._load_chain
 
@@ -311,9 +307,9 @@ def test_pkcs12_key_goes_to_ssl_in_a_private_file_encrypted_and_removed(tmp_path
         return load_chain(context, settings, name, path, password)
 
     monkeypatch.setattr(security, "_load_chain", recording)
-    server_ssl_context(_worker_config(tmp_path, **{"listeners": "https://127.0.0.1:0",
-                                                   "listeners.https.ssl.keystore.location": str(pki["p12"]),
-                                                   "listeners.https.ssl.keystore.password": STORE_PASSWORD}))
+    server_ssl_context(_worker_config(worker_config, **{"listeners": "https://127.0.0.1:0",
+                                                        "listeners.https.ssl.keystore.location": str(pki["p12"]),
+                                                        "listeners.https.ssl.keystore.password": STORE_PASSWORD}))
     [seen] = loaded
     assert (seen["mode"], seen["directory_mode"]) == (0o600, 0o700)
     labels = re.findall(r"-----BEGIN ([A-Z ]+)-----", seen["text"])
@@ -322,15 +318,15 @@ def test_pkcs12_key_goes_to_ssl_in_a_private_file_encrypted_and_removed(tmp_path
     assert not seen["path"].exists() and not seen["path"].parent.exists()
 
 
-def test_pkcs12_key_store_is_found_by_its_content(tmp_path, pki):
+def test_pkcs12_key_store_is_found_by_its_content(worker_config, pki):
     # No type, or Kafka's default JKS (Java reads PKCS12 through it too); the one password in ssl.key.password.
     for extra in ({}, {"listeners.https.ssl.keystore.type": "JKS"}, {"listeners.https.ssl.keystore.type": "PKCS12"}):
-        context = server_ssl_context(_worker_config(tmp_path, **{
+        context = server_ssl_context(_worker_config(worker_config, **{
             "listeners": "https://127.0.0.1:0", "listeners.https.ssl.keystore.location": str(pki["p12"]),
             "listeners.https.ssl.key.password": STORE_PASSWORD, **extra}))
         assert isinstance(context, ssl.SSLContext)
     # The worker's own ssl.* keys, when no listeners.https. key is set.
-    context = server_ssl_context(_worker_config(tmp_path, **{
+    context = server_ssl_context(_worker_config(worker_config, **{
         "listeners": "https://127.0.0.1:0", "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(pki["p12"]),
         "ssl.keystore.password": STORE_PASSWORD, "ssl.truststore.type": "PKCS12",
         "ssl.truststore.location": str(pki["trust_p12"]), "ssl.truststore.password": TRUST_PASSWORD}))
@@ -356,7 +352,7 @@ def test_pkcs12_trust_store_checks_client_certificates(rest, pki, secrets_file):
     rest(scenario, worker=worker, ssl=_client_ssl(pki, certificate="client"))
 
 
-def test_stores_made_by_keytool(tmp_path, pki):
+def test_stores_made_by_keytool(worker_config, tmp_path, pki):
     """As Java users make them: a JKS key store, converted as the error says, and a PKCS12 trust store."""
     if shutil.which("keytool") is None:
         pytest.skip("the keytool command is needed to make Java's stores")
@@ -370,12 +366,12 @@ def test_stores_made_by_keytool(tmp_path, pki):
             "-noprompt")
     keytool("-importcert", "-noprompt", "-alias", "ca", "-file", str(pki["ca"]), "-keystore", "truststore.p12",
             "-storetype", "PKCS12", "-storepass", TRUST_PASSWORD)
-    message = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(jks),
-                                      "listeners.https.ssl.keystore.password": STORE_PASSWORD})
+    message = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(jks),
+                                           "listeners.https.ssl.keystore.password": STORE_PASSWORD})
     command = re.search(r"convert it to PKCS12 with keytool (.*?), then set", message).group(1).split()
     keytool(*command, "-srcstorepass", STORE_PASSWORD, "-deststorepass", STORE_PASSWORD, "-noprompt")
     setting = re.search(r"then set listeners\.https\.ssl\.keystore\.location=(\S+),", message).group(1)
-    context = server_ssl_context(_worker_config(tmp_path, **{
+    context = server_ssl_context(_worker_config(worker_config, **{
         "listeners": "https://127.0.0.1:0",
         "listeners.https.ssl.keystore.type": "PKCS12",
         "listeners.https.ssl.keystore.location": setting,
@@ -391,40 +387,34 @@ def test_stores_made_by_keytool(tmp_path, pki):
 # --- TLS configuration errors --------------------------------------------------
 
 
-def _tls_error(tmp_path, **extra: str) -> str:
-    properties = tmp_path / "worker.properties"
-    lines = {
-        "bootstrap.servers": "127.0.0.1:1",
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"),
+def _tls_error(worker_config, **extra: str) -> str:
+    properties = worker_config.file(**{
         "config.providers": "file",
         "config.providers.file.class": "file",
         "listeners": "https://127.0.0.1:0",
         **extra,
-    }
-    properties.write_text("".join(f"{k}={v}\n" for k, v in lines.items()), encoding="utf-8")
+    })
     with pytest.raises(ConfigError) as caught:
         rest_listeners(WorkerConfig.from_file(properties))
     return str(caught.value)
 
 
-def test_missing_key_store_file_names_key_file_and_line(tmp_path):
-    message = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": "/no/such/keystore.pem"})
+def test_missing_key_store_file_names_key_file_and_line(worker_config, tmp_path):
+    message = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": "/no/such/keystore.pem"})
     assert message == (f"{tmp_path / 'worker.properties'}:8: listeners.https.ssl.keystore.location='/no/such/keystore.pem': "
                        "cannot read the file: No such file or directory")
 
 
-def test_no_key_store_at_all(tmp_path):
-    message = _tls_error(tmp_path)
+def test_no_key_store_at_all(worker_config):
+    message = _tls_error(worker_config)
     assert message.endswith("worker.properties:7: listeners: https listeners need a certificate and its private key: "
                             "set listeners.https.ssl.keystore.location (or ssl.keystore.location) "
                             "to a PEM file or PKCS12 store holding both")
 
 
-def test_jks_key_store_says_how_to_convert_it_to_pkcs12(tmp_path, pki):
-    message = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["jks"]),
-                                      "listeners.https.ssl.keystore.type": "JKS"})
+def test_jks_key_store_says_how_to_convert_it_to_pkcs12(worker_config, pki):
+    message = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["jks"]),
+                                           "listeners.https.ssl.keystore.type": "JKS"})
     converted = pki["jks"].with_suffix(".p12")
     assert f"listeners.https.ssl.keystore.location='{pki['jks']}': is a JKS store, which only Java reads" in message
     assert (f"convert it to PKCS12 with keytool -importkeystore -srckeystore {pki['jks']} -destkeystore {converted} "
@@ -432,38 +422,38 @@ def test_jks_key_store_says_how_to_convert_it_to_pkcs12(tmp_path, pki):
     assert (f"listeners.https.ssl.keystore.location={converted}, listeners.https.ssl.keystore.type=PKCS12 and "
             "listeners.https.ssl.keystore.password to the new store's password") in message
     # Found by its content too, whatever the type says.
-    assert "is a JKS store" in _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["jks"])})
-    assert "is a JKS store" in _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["jks"]),
-                                                       "listeners.https.ssl.keystore.type": "PKCS12"})
-    truststore = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
-                                         "listeners.https.ssl.truststore.location": str(pki["jks"])})
+    assert "is a JKS store" in _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["jks"])})
+    assert "is a JKS store" in _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["jks"]),
+                                                            "listeners.https.ssl.keystore.type": "PKCS12"})
+    truststore = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
+                                              "listeners.https.ssl.truststore.location": str(pki["jks"])})
     assert "listeners.https.ssl.truststore.location=" in truststore
     assert f"keytool -importkeystore -srckeystore {pki['jks']}" in truststore
     assert "listeners.https.ssl.truststore.type=PKCS12 and listeners.https.ssl.truststore.password" in truststore
 
 
-def test_wrong_or_missing_pkcs12_password(tmp_path, pki, secrets_file):
+def test_wrong_or_missing_pkcs12_password(worker_config, tmp_path, pki, secrets_file):
     store = {"listeners.https.ssl.keystore.type": "PKCS12", "listeners.https.ssl.keystore.location": str(pki["p12"])}
-    wrong = _tls_error(tmp_path, **store, **{"listeners.https.ssl.keystore.password": WRONG_PASSWORD})
+    wrong = _tls_error(worker_config, **store, **{"listeners.https.ssl.keystore.password": WRONG_PASSWORD})
     assert wrong == (f"{tmp_path / 'worker.properties'}:9: listeners.https.ssl.keystore.location='{pki['p12']}': "
                      "cannot open the PKCS12 store with listeners.https.ssl.keystore.password: "
                      "wrong password, or a damaged file?")
     # Kafka opens the store with ssl.keystore.password, whatever ssl.key.password says.
     assert "with listeners.https.ssl.keystore.password:" in _tls_error(
-        tmp_path, **store, **{"listeners.https.ssl.keystore.password": WRONG_PASSWORD,
-                              "listeners.https.ssl.key.password": STORE_PASSWORD})
-    only_key_password = _tls_error(tmp_path, **store, **{"listeners.https.ssl.key.password": WRONG_PASSWORD})
+        worker_config, **store, **{"listeners.https.ssl.keystore.password": WRONG_PASSWORD,
+                                   "listeners.https.ssl.key.password": STORE_PASSWORD})
+    only_key_password = _tls_error(worker_config, **store, **{"listeners.https.ssl.key.password": WRONG_PASSWORD})
     assert "cannot open the PKCS12 store with listeners.https.ssl.key.password: wrong password" in only_key_password
-    missing = _tls_error(tmp_path, **store)
+    missing = _tls_error(worker_config, **store)
     assert missing.endswith(f"listeners.https.ssl.keystore.location='{pki['p12']}': "
                             "is a PKCS12 store protected by a password: set listeners.https.ssl.keystore.password")
-    placeholder = _tls_error(tmp_path, **store, **{"listeners.https.ssl.keystore.password":
-                                                   f"${{file:{secrets_file}:key.password}}"})
+    placeholder = _tls_error(worker_config, **store, **{"listeners.https.ssl.keystore.password":
+                                                        f"${{file:{secrets_file}:key.password}}"})
     assert "cannot open the PKCS12 store with listeners.https.ssl.keystore.password" in placeholder
-    trust = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
-                                    "listeners.https.ssl.truststore.type": "PKCS12",
-                                    "listeners.https.ssl.truststore.location": str(pki["trust_p12"]),
-                                    "listeners.https.ssl.truststore.password": WRONG_PASSWORD})
+    trust = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
+                                         "listeners.https.ssl.truststore.type": "PKCS12",
+                                         "listeners.https.ssl.truststore.location": str(pki["trust_p12"]),
+                                         "listeners.https.ssl.truststore.password": WRONG_PASSWORD})
     assert (f"listeners.https.ssl.truststore.location='{pki['trust_p12']}': cannot open the PKCS12 store with "
             "listeners.https.ssl.truststore.password: wrong password") in trust
     for message in (wrong, only_key_password, missing, placeholder, trust):
@@ -471,14 +461,14 @@ def test_wrong_or_missing_pkcs12_password(tmp_path, pki, secrets_file):
             assert password not in message
 
 
-def test_damaged_or_unknown_key_store_files(tmp_path, pki):
+def test_damaged_or_unknown_key_store_files(worker_config, tmp_path, pki):
     data = pki["p12"].read_bytes()
 
     def error(content: bytes, **extra: str) -> str:
         path = tmp_path / "store.bin"
         path.write_bytes(content)
-        return _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(path),
-                                       "listeners.https.ssl.keystore.password": STORE_PASSWORD, **extra})
+        return _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(path),
+                                            "listeners.https.ssl.keystore.password": STORE_PASSWORD, **extra})
 
     cut = error(data[:len(data) // 2])
     assert cut.endswith(f"store.bin': is a PKCS12 store cut short: {len(data) // 2} of its {len(data)} bytes")
@@ -494,55 +484,55 @@ def test_damaged_or_unknown_key_store_files(tmp_path, pki):
     assert error(pki["der_cert"].read_bytes()).endswith("store.bin': is neither a PEM file nor a PKCS12 store")
     # Whatever follows a store is not read, as Java and OpenSSL do.
     (tmp_path / "tail.p12").write_bytes(data + b"\n")
-    context = server_ssl_context(_worker_config(tmp_path, **{
+    context = server_ssl_context(_worker_config(worker_config, **{
         "listeners": "https://127.0.0.1:0", "listeners.https.ssl.keystore.location": str(tmp_path / "tail.p12"),
         "listeners.https.ssl.keystore.password": STORE_PASSWORD}))
     assert isinstance(context, ssl.SSLContext)
 
 
-def test_pkcs12_stores_holding_the_wrong_things(tmp_path, pki):
-    no_key = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["trust_p12"]),
-                                     "listeners.https.ssl.keystore.password": TRUST_PASSWORD})
+def test_pkcs12_stores_holding_the_wrong_things(worker_config, pki):
+    no_key = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["trust_p12"]),
+                                          "listeners.https.ssl.keystore.password": TRUST_PASSWORD})
     assert no_key.endswith(f"listeners.https.ssl.keystore.location='{pki['trust_p12']}': "
                            "is a PKCS12 store without a private key")
     # A key store given as the trust store: Java would trust its certificate, not its CA. Refused.
-    key_store = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
-                                        "listeners.https.ssl.truststore.location": str(pki["p12"]),
-                                        "listeners.https.ssl.truststore.password": STORE_PASSWORD})
+    key_store = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
+                                             "listeners.https.ssl.truststore.location": str(pki["p12"]),
+                                             "listeners.https.ssl.truststore.password": STORE_PASSWORD})
     assert f"listeners.https.ssl.truststore.location='{pki['p12']}': holds a private key: it is a key store" in key_store
     assert f"openssl pkcs12 -in {pki['p12']} -nokeys -cacerts -out ca.pem" in key_store
 
 
-def test_wrong_or_missing_key_password(tmp_path, pki, secrets_file):
-    wrong = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["encrypted_keystore"]),
-                                    "listeners.https.ssl.key.password": WRONG_PASSWORD})
+def test_wrong_or_missing_key_password(worker_config, pki, secrets_file):
+    wrong = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["encrypted_keystore"]),
+                                         "listeners.https.ssl.key.password": WRONG_PASSWORD})
     assert "listeners.https.ssl.keystore.location=" in wrong and str(pki["encrypted_keystore"]) in wrong
     assert "cannot decrypt the private key with listeners.https.ssl.key.password: wrong password?" in wrong
     assert WRONG_PASSWORD not in wrong
-    missing = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["encrypted_keystore"])})
+    missing = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["encrypted_keystore"])})
     assert "the private key is encrypted: set listeners.https.ssl.key.password" in missing
-    unresolved = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["encrypted_keystore"]),
-                                         "listeners.https.ssl.key.password": f"${{file:{secrets_file}:nope}}"})
+    unresolved = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["encrypted_keystore"]),
+                                              "listeners.https.ssl.key.password": f"${{file:{secrets_file}:nope}}"})
     assert "listeners.https.ssl.key.password" in unresolved and "has no value for 'nope'" in unresolved
     assert KEY_PASSWORD not in unresolved
 
 
-def test_other_key_store_mistakes(tmp_path, pki):
-    mismatch = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["mismatched_keystore"])})
+def test_other_key_store_mistakes(worker_config, pki):
+    mismatch = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["mismatched_keystore"])})
     assert "the private key does not belong to the first certificate" in mismatch
-    no_key = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["cert"])})
+    no_key = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["cert"])})
     assert no_key.endswith(f"listeners.https.ssl.keystore.location='{pki['cert']}': holds no PEM private key")
-    required = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
-                                       "listeners.https.ssl.client.auth": "required"})
+    required = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
+                                            "listeners.https.ssl.client.auth": "required"})
     assert "listeners.https.ssl.client.auth='required': client certificates are checked against a trust store" in required
-    half = _tls_error(tmp_path, **{"listeners.https.ssl.keystore.key": pki["key"].read_text()})
+    half = _tls_error(worker_config, **{"listeners.https.ssl.keystore.key": pki["key"].read_text()})
     assert "listeners.https.ssl.keystore.key: also set listeners.https.ssl.keystore.certificate.chain" in half
     assert "PRIVATE KEY" not in half
 
 
-def test_worker_refuses_bad_tls_before_touching_kafka(tmp_path):
-    config = _worker_config(tmp_path, **{"listeners": "http://127.0.0.1:0,https://127.0.0.1:0",
-                                         "listeners.https.ssl.keystore.location": str(tmp_path / "nope.pem")})
+def test_worker_refuses_bad_tls_before_touching_kafka(worker_config, tmp_path):
+    config = _worker_config(worker_config, **{"listeners": "http://127.0.0.1:0,https://127.0.0.1:0",
+                                              "listeners.https.ssl.keystore.location": str(tmp_path / "nope.pem")})
     worker = Worker(config)
     with pytest.raises(ConfigError, match="listeners.https.ssl.keystore.location=.*cannot read the file"):
         asyncio.run(worker.start())
@@ -603,7 +593,7 @@ def test_basic_auth_refuses_without_valid_credentials(rest, credentials, log_out
         assert text not in written
 
 
-def test_basic_auth_with_kafkas_jaas_file(rest, tmp_path, credentials):
+def test_basic_auth_with_kafkas_jaas_file(worker_config, rest, tmp_path, credentials):
     jaas = tmp_path / "connect_jaas.conf"
     jaas.write_text(
         "// as Kafka Connect reads it with -Djava.security.auth.login.config\n"
@@ -624,16 +614,16 @@ def test_basic_auth_with_kafkas_jaas_file(rest, tmp_path, credentials):
                            "rest.basic.auth.jaas.file": str(jaas)})
     jaas.write_text("KafkaConnect {\n  org.example.OtherLoginModule required;\n};\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="the KafkaConnect entry has no PropertyFileLoginModule"):
-        rest_middlewares(_worker_config(tmp_path, **{"rest.extension.classes": "BasicAuthSecurityRestExtension",
-                                                     "rest.basic.auth.jaas.file": str(jaas)}))
+        rest_middlewares(_worker_config(worker_config, **{"rest.extension.classes": "BasicAuthSecurityRestExtension",
+                                                          "rest.basic.auth.jaas.file": str(jaas)}))
 
 
-def test_basic_auth_config_errors(tmp_path, secrets_file):
+def test_basic_auth_config_errors(worker_config, tmp_path, secrets_file):
     on = {"rest.extension.classes": BASIC_AUTH_EXTENSION}
 
     def error(**extra: str) -> str:
         with pytest.raises(ConfigError) as caught:
-            rest_middlewares(_worker_config(tmp_path, **extra))
+            rest_middlewares(_worker_config(worker_config, **extra))
         return str(caught.value)
 
     assert "BasicAuthSecurityRestExtension needs rest.basic.auth.credentials.file" in error(**on)
@@ -648,9 +638,9 @@ def test_basic_auth_config_errors(tmp_path, secrets_file):
     ]
     assert "is set but rest.extension.classes does not list" in error(**{"rest.basic.auth.credentials.file": str(users)})
     # `connectd config check` says so too, without reading any file.
-    problems = _worker_config(tmp_path, **{"rest.basic.auth.credentials.file": str(users)}).problems(check_classes=False)
+    problems = _worker_config(worker_config, **{"rest.basic.auth.credentials.file": str(users)}).problems(check_classes=False)
     assert any("so the REST API would not ask for credentials" in str(p) for p in problems if p.is_error)
-    problems = _worker_config(tmp_path, **{"rest.extension.classes": "com.example.MyRestExtension"}).problems(check_classes=False)
+    problems = _worker_config(worker_config, **{"rest.extension.classes": "com.example.MyRestExtension"}).problems(check_classes=False)
     assert any("rest.extension.classes='com.example.MyRestExtension': expected items from" in str(p) for p in problems)
 
 
@@ -734,9 +724,8 @@ def test_security_is_off_by_default(rest):
 
 
 @pytest.mark.integration
-def test_worker_serves_every_listener_with_its_security(broker, spark, tmp_path, pki, secrets_file, credentials):
-    config = _worker_config(tmp_path, **{
-        "bootstrap.servers": broker.bootstrap_servers,
+def test_worker_serves_every_listener_with_its_security(worker_config, broker, spark, pki, secrets_file, credentials):
+    config = _worker_config(worker_config, **{
         **_https(pki, secrets_file, listeners="http://127.0.0.1:0,https://127.0.0.1:0"),
         "rest.advertised.listener": "https",
         "rest.extension.classes": BASIC_AUTH_EXTENSION,

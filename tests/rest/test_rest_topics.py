@@ -18,22 +18,14 @@ async def _reset(http, name):
         return r.status, await r.read()
 
 
-async def _until_topics(http, name, topics, timeout=60.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        answer = await _topics(http, name)
-        if answer == (200, {name: {"topics": topics}}) or asyncio.get_running_loop().time() > deadline:
-            return answer
-        await asyncio.sleep(0.2)
-
-
 def _append(path, text):
     with open(path, "a", encoding="utf-8") as f:
         f.write(text)
 
 
 @pytest.mark.integration
-def test_source_topics_are_recorded_reset_and_recorded_again(rest, spark, broker, topic_name, tmp_path):
+def test_source_topics_are_recorded_reset_and_recorded_again(rest, spark, broker, topic_name, tmp_path,
+                                                             wait_until_async):
     source = tmp_path / "in.txt"
     source.write_text("a\nb\n")
     config = {"connector.class": "FileStreamSource", "file": str(source), "topic": topic_name}
@@ -41,12 +33,15 @@ def test_source_topics_are_recorded_reset_and_recorded_again(rest, spark, broker
     async def scenario(http, herder):
         async with http.post("/connectors", json={"name": "src", "config": config}) as r:
             assert r.status == 201, await r.text()
-        assert await _until_topics(http, "src", [topic_name]) == (200, {"src": {"topics": [topic_name]}})
+        recorded = (200, {"src": {"topics": [topic_name]}})
+        assert await wait_until_async(lambda: _topics(http, "src"), "src's topics recorded",
+                                      until=lambda answer: answer == recorded) == recorded
 
         assert await _reset(http, "src") == (202, b"")
         assert await _topics(http, "src") == (200, {"src": {"topics": []}})  # until the task writes again
         await asyncio.to_thread(_append, source, "c\n")
-        assert await _until_topics(http, "src", [topic_name]) == (200, {"src": {"topics": [topic_name]}})
+        assert await wait_until_async(lambda: _topics(http, "src"), "src's topics recorded",
+                                      until=lambda answer: answer == recorded) == recorded
 
         (query,) = herder.task_queries("src")
         async with http.put("/connectors/src/stop") as r:
@@ -88,7 +83,8 @@ def spark_sink_connector():
 
 
 @pytest.mark.integration
-def test_spark_level_sink_records_the_topics_it_consumed(rest, spark, broker, topic_name, spark_sink_connector):
+def test_spark_level_sink_records_the_topics_it_consumed(rest, spark, broker, topic_name, spark_sink_connector,
+                                                         wait_until_async):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -102,13 +98,15 @@ def test_spark_level_sink_records_the_topics_it_consumed(rest, spark, broker, to
         config = {"connector.class": "CountingSinkForTest", "topics": topic_name}
         async with http.post("/connectors", json={"name": "bulk", "config": config}) as r:
             assert r.status == 201, await r.text()
-        assert await _until_topics(http, "bulk", [topic_name]) == (200, {"bulk": {"topics": [topic_name]}})
+        recorded = (200, {"bulk": {"topics": [topic_name]}})
+        assert await wait_until_async(lambda: _topics(http, "bulk"), "bulk's topics recorded",
+                                      until=lambda answer: answer == recorded) == recorded
 
     rest(scenario, spark=spark, broker=broker)
 
 
 @pytest.mark.integration
-def test_record_level_sink_records_the_topics_it_consumed(rest, spark, broker, topic_name, tmp_path):
+def test_record_level_sink_records_the_topics_it_consumed(rest, spark, broker, topic_name, tmp_path, wait_until_async):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -126,7 +124,9 @@ def test_record_level_sink_records_the_topics_it_consumed(rest, spark, broker, t
         async with http.post("/connectors", json={"name": "lines", "config": config}) as r:
             assert r.status == 201, await r.text()
         # only the topic a record was consumed from is active
-        assert await _until_topics(http, "lines", [topic_name]) == (200, {"lines": {"topics": [topic_name]}})
+        recorded = (200, {"lines": {"topics": [topic_name]}})
+        assert await wait_until_async(lambda: _topics(http, "lines"), "lines's topics recorded",
+                                      until=lambda answer: answer == recorded) == recorded
 
     rest(scenario, spark=spark, broker=broker)
 
