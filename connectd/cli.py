@@ -256,11 +256,6 @@ def _run_worker(mode: str, file: str, connector_files: Sequence[str] = ()) -> in
 
     config = WorkerConfig.from_file(file, mode)
     config.check()
-    if mode == "distributed":
-        raise NotYetAvailableError(
-            f"distributed mode is not available yet: cluster membership has not landed "
-            f"({file} is a valid distributed config; `connectd standalone` runs connectors today)"
-        )
     from connectd.herder import load_connector_file
 
     connectors = [load_connector_file(path) for path in connector_files]  # every file's errors before starting
@@ -269,7 +264,7 @@ def _run_worker(mode: str, file: str, connector_files: Sequence[str] = ()) -> in
 
 
 async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_up: Any = None) -> None:
-    """Run a standalone worker with *connectors* until SIGTERM/SIGINT; a second signal stops at once."""
+    """Run a worker (with *connectors*, standalone) until SIGTERM/SIGINT; a second signal stops at once."""
     import signal
 
     from connectd.worker import Worker

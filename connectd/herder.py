@@ -644,11 +644,12 @@ class HerderBase:
                 await asyncio.to_thread(run.instance.stop)
             log.info("connector_stopped")
 
-    def _stop_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
+    def _stop_task(self, run: _ConnectorRun, task: _TaskRun, timeout_s: float | None = None) -> None:
+        """Stop the task's query, gracefully within *timeout_s* (``task.shutdown.graceful.timeout.ms``)."""
         handle, task.handle = task.handle, None
         if handle is None:
             return
-        self.assembler.stop(handle, self.graceful_timeout_s)
+        self.assembler.stop(handle, self.graceful_timeout_s if timeout_s is None else timeout_s)
         workdir = getattr(handle.query, "workdir", None)
         if workdir is not None:  # a source task's topics, now final, go to the store
             from connectd.runtime.source_task import read_active_topics, remove_active_topics

@@ -105,11 +105,6 @@ def test_config_docs_writes_the_reference(tmp_path, capsys):
     assert target.read_text().startswith("# Configuration reference")
 
 
-def test_distributed_not_landed_exits_2_after_checking(valid_file, capsys):
-    assert main(["distributed", str(valid_file)]) == EXIT_USAGE
-    assert "not available yet" in capsys.readouterr().err
-
-
 def test_standalone_reports_every_bad_connector_file_before_starting(tmp_path, capsys):
     worker = tmp_path / "w.properties"
     worker.write_text(VALID.format(converter=CONVERTER) + f"offset.storage.file.filename={tmp_path}/o\n")

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from connectd.cluster.kafka_log import KafkaLog
 from connectd.cluster.protocol import ConnectorTaskId
+from connectd.cluster.signing import SessionKey
 from connectd.errors import ConfigError
 from connectd.logging import get_logger
 
@@ -71,18 +72,6 @@ SESSION_KEY_KEY = "session-key"
 _SKIPPED_PREFIXES = ("tasks-fencing-", "logger-cluster-")  # known to Kafka Connect, not used here
 _TASK_NUMBER = re.compile(r"[+-]?[0-9]+")
 _WRITE_TIMEOUT_S = 30.0  # Kafka Connect's READ_WRITE_TOTAL_TIMEOUT_MS
-
-
-@dataclass(frozen=True)
-class SessionKey:
-    """The key the leader signs internal requests with (KIP-507)."""
-
-    key: bytes
-    algorithm: str
-    creation_timestamp_ms: int
-
-    def __repr__(self) -> str:  # the key itself stays out of logs
-        return f"SessionKey(algorithm={self.algorithm!r}, creation_timestamp_ms={self.creation_timestamp_ms})"
 
 
 @dataclass(frozen=True)

@@ -400,6 +400,7 @@ class WorkerGroupMember:
             return False
 
         group_assignment: list[tuple[str, bytes]] = []
+        assignments: dict[str, ConnectAssignment] = {}
         if self.is_leader:
             members = {}
             for member in response.members:
@@ -430,6 +431,12 @@ class WorkerGroupMember:
             log.error("group_assignment_unreadable", group=self._group_id, generation=self._generation, error=str(exc))
             self._state = _UNJOINED
             return False
+        if self.is_leader and assignment != assignments.get(self._member_id, assignment):
+            # Kafka answers the leader with what it sent for itself. A coordinator that answers with
+            # another round's assignment (the dev broker does, when a lone member rejoins and keeps its
+            # generation) would have the leader act on a stale plan: the leader's own plan is the truth.
+            log.warning("group_assignment_differs_from_sent", group=self._group_id, generation=self._generation)
+            assignment = assignments[self._member_id]
 
         self._assignment = assignment
         self._state = _STABLE

@@ -28,7 +28,7 @@ written.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from connectd.errors import ConnectdError
@@ -91,6 +91,9 @@ class WorkerMetadata:
     url: str
     config_offset: int
     assignment: WorkerLoad | None = None
+    #: The last assignment the member received (leader, offset, revoked, delay), written around
+    #: ``assignment`` in the metadata as Kafka Connect writes its assignment snapshot; ``None``: none yet.
+    last: ConnectAssignment | None = None
 
 
 @dataclass(frozen=True)
@@ -135,9 +138,14 @@ def encode_metadata(metadata: WorkerMetadata, version: int) -> bytes:
     """A member's JoinGroup metadata for the sub-protocol of ``version`` (1 or 2).
 
     The allocation (what the member runs now) is written as Kafka writes it, a
-    whole assignment, with error 0, no leader, ``config_offset`` and nothing
-    revoked: the leader reads only its connectors and tasks. ``None`` is
-    written as a null allocation (a member that has run nothing yet).
+    whole assignment: the last one the member received (``metadata.last``: its
+    leader, offset, revocations and delay) with the connectors and tasks it
+    runs now, or error 0, no leader, ``config_offset`` and nothing revoked when
+    it has none. The leader reads only its connectors and tasks; the rest makes
+    a member's metadata change from one round to the next as Kafka Connect's
+    does (a coordinator may answer an unchanged member's JoinGroup without a
+    new generation). ``None`` is written as a null allocation (a member that
+    has run nothing yet).
 
     :param metadata: what to tell the leader.
     :param version: 1 (``compatible``) or 2 (``sessioned``).
@@ -151,17 +159,8 @@ def encode_metadata(metadata: WorkerMetadata, version: int) -> bytes:
         out += _INT32.pack(-1)
     else:
         load = metadata.assignment
-        allocation = encode_assignment(
-            ConnectAssignment(
-                error=NO_ERROR,
-                leader="",
-                leader_url="",
-                config_offset=metadata.config_offset,
-                connectors=load.connectors,
-                tasks=load.tasks,
-            ),
-            version,
-        )
+        last = metadata.last or ConnectAssignment(NO_ERROR, "", "", metadata.config_offset)
+        allocation = encode_assignment(replace(last, connectors=load.connectors, tasks=load.tasks), version)
         out += _INT32.pack(len(allocation))
         out += allocation
     return bytes(out)

@@ -356,6 +356,10 @@ _DISTRIBUTED_KEYS = [
     ConfigKey("scheduled.rebalance.max.delay.ms", Type.INT,
               "How long the work of a departed worker waits for it to come back before it is reassigned.",
               default=300000, importance=L, validator=Range.between(0, 2**31 - 1), group="Cluster"),
+    ConfigKey("rest.rebalance.wait.ms", Type.INT,
+              "How long a REST write waits for a rebalance under way to end before answering 409 "
+              "(a connectd extension: Kafka Connect answers 409 at once).",
+              default=30000, importance=L, validator=Range.at_least(0), group="Cluster"),
     ConfigKey("inter.worker.key.generation.algorithm", Type.STRING,
               "Algorithm of the key that signs requests between workers.", default="HmacSHA256", importance=L,
               validator=OneOf("HmacSHA256", "HmacSHA384", "HmacSHA512"), group="Cluster"),
@@ -612,6 +616,11 @@ class WorkerConfig:
                 if name in topics:
                     found.append(ConfigProblem(self.origin(key), key, f"expected a topic different from {topics[name]}'s", name))
                 topics.setdefault(name, key)
+            protocol = (self._raw.get("connect.protocol") or "").strip().lower()
+            if protocol == "eager":
+                found.append(ConfigProblem(self.origin("connect.protocol"), "connect.protocol",
+                                           "eager (stop-the-world) rebalancing is not supported: connectd "
+                                           "rebalances incrementally; expected compatible or sessioned", "eager"))
             heartbeat, session = self._safe_int("heartbeat.interval.ms"), self._safe_int("session.timeout.ms")
             if heartbeat is not None and session is not None and heartbeat >= session:
                 found.append(ConfigProblem(self.origin("heartbeat.interval.ms"), "heartbeat.interval.ms",

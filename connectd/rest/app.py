@@ -17,6 +17,7 @@ from connectd.rest import connectors, loggers, plugins
 from connectd.rest import openapi
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
 from connectd.rest.errors import error_middleware
+from connectd.rest.forwarding import forwarding_middleware
 
 __all__ = ["Listener", "RestServer", "create_admin_app", "create_app"]
 
@@ -38,7 +39,7 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     :param admin_routes: whether the ``/admin`` endpoints are served here; not
         when ``admin.listeners`` is set (they are then :func:`create_admin_app`'s).
     """
-    app = web.Application(middlewares=[*middlewares, error_middleware])
+    app = web.Application(middlewares=[*middlewares, error_middleware, forwarding_middleware])
     app[HERDER] = herder
     app[INFO] = {"version": version, "commit": commit, "kafka_cluster_id": kafka_cluster_id, "worker_id": worker_id}
     app[CREATE_LOCK] = asyncio.Lock()

@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
+from connectd.cluster.forwarding import FORWARDED_HEADER
 from connectd.errors import BadRequestError, ConnectorError, NotFoundError, PluginError
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
 from connectd.rest.errors import RestError
@@ -33,6 +34,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_put("/connectors/{connector}/resume", _resume)
     router.add_put("/connectors/{connector}/stop", _stop)
     router.add_get("/connectors/{connector}/tasks", _tasks)
+    router.add_post("/connectors/{connector}/tasks", _put_tasks)
     router.add_get(r"/connectors/{connector}/tasks/{task:\d+}/status", _task_status)
     router.add_post(r"/connectors/{connector}/tasks/{task:\d+}/restart", _restart_task)
     router.add_get("/connectors/{connector}/topics", _topics)
@@ -246,6 +248,22 @@ async def _tasks(request: web.Request) -> web.Response:
     configs = _task_configs(herder, name)
     return web.json_response([{"id": {"connector": name, "task": i}, "config": config}
                               for i, config in enumerate(configs)])
+
+
+async def _put_tasks(request: web.Request) -> web.Response:
+    # Kafka Connect's internal endpoint: the worker running a connector gives the leader its task
+    # configs. Only another worker of the cluster may call it (signed under connect.protocol=sessioned).
+    herder = request.app[HERDER]
+    name = request.match_info["connector"]
+    if not hasattr(herder, "put_task_configs"):
+        raise RestError(404, "Task configs are written by the leader of a Connect cluster; this worker is standalone")
+    if FORWARDED_HEADER not in request.headers:
+        raise RestError(403, "Internal request refused: only another worker of the cluster may write task configs")
+    body = await read_json(request)
+    if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
+        raise RestError(400, "Request body must be a JSON array of task configs")
+    await herder.put_task_configs(name, [string_map(item, f"task {i}") for i, item in enumerate(body)])
+    return web.Response(status=204)
 
 
 async def _task_status(request: web.Request) -> web.Response:

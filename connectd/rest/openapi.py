@@ -223,10 +223,20 @@ _PATHS: dict[str, Any] = {
     "/connectors/{connector}/stop": {"put": _operation(
         "stopConnector", "connectors", "STOPPED: every task shut down, the config kept, offsets editable",
         {"204": _NO_CONTENT, **_errors(404, 409)}, parameters=[_CONNECTOR])},
-    "/connectors/{connector}/tasks": {"get": _operation(
-        "getTaskConfigs", "connectors", "the configs the connector gave its tasks",
-        {"200": _answer("one entry per task", {"type": "array", "items": _ref("TaskInfo")}), **_errors(404)},
-        parameters=[_CONNECTOR])},
+    "/connectors/{connector}/tasks": {
+        "get": _operation(
+            "getTaskConfigs", "connectors", "the configs the connector gave its tasks",
+            {"200": _answer("one entry per task", {"type": "array", "items": _ref("TaskInfo")}), **_errors(404)},
+            parameters=[_CONNECTOR]),
+        "post": _operation(
+            "putTaskConfigs", "connectors", "internal: a worker gives the cluster's leader new task configs",
+            {"204": _NO_CONTENT, **_errors(400, 403, 404, 409)}, parameters=[_CONNECTOR],
+            body=_body({"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}},
+                       [{"file": "/tmp/in.txt", "topic": "lines"}], "the task configs, one object per task"),
+            description="Only another worker of a distributed cluster may call it: the request must carry "
+                        "X-Connectd-Forwarded-By and, under connect.protocol=sessioned, a signature made with the "
+                        "cluster's session key (X-Connect-Authorization). A standalone worker answers 404."),
+    },
     "/connectors/{connector}/tasks/{task}/status": {"get": _operation(
         "getTaskStatus", "connectors", "the state of one task",
         {"200": _answer("the task's state", _ref("TaskState")), **_errors(404)}, parameters=[_CONNECTOR, _TASK])},

@@ -1,0 +1,104 @@
+"""Requests between workers: a follower's REST writes forwarded to the leader, task configs to the leader.
+
+A forwarded request is the user's request as it came — method, path with
+query, body, ``Content-Type`` and the user's ``Authorization`` — sent on to
+the leader's advertised REST URL, with :data:`FORWARDED_HEADER` naming the
+worker that forwarded it and, under ``connect.protocol=sessioned``, an HMAC
+signature made with the cluster's session key
+(:mod:`connectd.cluster.signing`). The leader's answer goes back to the
+user unchanged. A worker that receives a forwarded request and is not the
+leader (leadership moved meanwhile) does not forward it again: it answers
+409 and the user retries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from connectd.cluster.signing import ALGORITHM_HEADER, SIGNATURE_HEADER, SessionKey, sign, verify
+from connectd.errors import ConnectorError, NotLeaderError
+from connectd.logging import get_logger
+
+__all__ = ["FORWARDED_HEADER", "Forwarded", "check_signature", "forward", "send_task_configs"]
+
+log = get_logger(__name__)
+
+FORWARDED_HEADER = "X-Connectd-Forwarded-By"
+_TIMEOUT_S = 60.0
+_PASSED_HEADERS = ("Content-Type", "Authorization", "Accept")
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """The leader's answer to a forwarded request."""
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str]
+
+
+def _signing(herder: Any) -> tuple[SessionKey | None, str]:
+    keys = herder.session_keys() if hasattr(herder, "session_keys") else []
+    algorithm = str(herder.worker.get("inter.worker.signature.algorithm"))
+    return (keys[0] if keys else None), algorithm
+
+
+def _sessioned(herder: Any) -> bool:
+    return str(herder.worker.get("connect.protocol")).lower() == "sessioned"
+
+
+async def forward(herder: Any, url: str, method: str, path_qs: str, body: bytes,
+                  headers: Mapping[str, str]) -> Forwarded:
+    """Send a request on to *url* (another worker's REST base URL) and return its answer.
+
+    :raises ConnectorError: when that worker cannot be reached.
+    """
+    import aiohttp
+
+    sent = {name: headers[name] for name in _PASSED_HEADERS if name in headers}
+    sent[FORWARDED_HEADER] = herder.worker_id
+    if _sessioned(herder):
+        key, algorithm = _signing(herder)
+        if key is not None:
+            sent[SIGNATURE_HEADER] = sign(key, algorithm, method, path_qs, body)
+            sent[ALGORITHM_HEADER] = algorithm
+    target = url.rstrip("/") + path_qs
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=_TIMEOUT_S)) as session:
+            async with session.request(method, target, data=body or None, headers=sent) as response:
+                answer = await response.read()
+                kept = {k: v for k, v in response.headers.items() if k in ("Content-Type", "Location")}
+                return Forwarded(response.status, answer, kept)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise ConnectorError(f"could not forward the request to the leader at {url}: "
+                             f"{type(exc).__name__}: {exc}", retriable=True) from exc
+
+
+def check_signature(herder: Any, method: str, path_qs: str, body: bytes, headers: Mapping[str, str]) -> str | None:
+    """Why a request between workers is refused, or ``None`` if it may pass.
+
+    Requests that do not claim to come from a worker pass (they are users'); under
+    ``sessioned`` a forwarded one must carry a valid signature.
+    """
+    if FORWARDED_HEADER not in headers or not _sessioned(herder) or not hasattr(herder, "session_keys"):
+        return None
+    accepted = [str(a) for a in herder.worker.get("inter.worker.verification.algorithms")]
+    return verify(herder.session_keys(), accepted, headers.get(ALGORITHM_HEADER), headers.get(SIGNATURE_HEADER),
+                  method, path_qs, body)
+
+
+async def send_task_configs(herder: Any, connector: str, configs: list[dict[str, str]]) -> None:
+    """Give the leader a connector's new task configs (Kafka's internal ``POST /connectors/{c}/tasks``)."""
+    from urllib.parse import quote
+
+    url = herder.leader_url
+    if url is None:
+        raise NotLeaderError("no leader is known to take the task configs", None)
+    answer = await forward(herder, url, "POST", f"/connectors/{quote(connector, safe='')}/tasks",
+                           json.dumps(configs).encode(), {"Content-Type": "application/json"})
+    if answer.status >= 300:
+        raise ConnectorError(f"the leader at {url} refused the task configs of {connector}: "
+                             f"{answer.status} {answer.body[:300].decode(errors='replace')}", retriable=True)

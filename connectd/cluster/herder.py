@@ -1,0 +1,634 @@
+"""The distributed herder: one worker of a Connect cluster.
+
+It runs what the group's leader assigned to this worker, with the same
+machinery as the standalone herder (:class:`connectd.herder.HerderBase`),
+and keeps configs, statuses and offsets in the internal topics. The
+protocol, the topics and the assignment are described in ``docs/cluster.md``;
+here is the herder's part::
+
+    start ─► topics exist ─► config + status topics read to the end ─► join the group
+    assigned(generation, assignment)
+        ├─ error CONFIG_MISMATCH ─► read the config topic to the end (worker.sync.timeout.ms), rejoin
+        ├─ stop revoked connectors and tasks (gracefully, bounded)
+        ├─ read the config topic up to the assignment's offset
+        └─ start new connectors ─► their task configs ─► the leader writes them (task-…, commit-…)
+           start new tasks with the committed configs
+    config record read (in topic order, one at a time, under the herder's lock)
+        ├─ connector added or deleted, task configs committed ─► leader: rebalance
+        ├─ connector config changed ─► its owner restarts it; new task configs go to the leader
+        ├─ task configs committed ─► owners restart their tasks of that connector
+        ├─ target state ─► owners pause / resume; STOPPED: the connector instance stops and the
+        │                  leader writes an empty task set, so the tasks are revoked
+        └─ restart request ─► owners restart what it names
+    session lost ─► stop everything at once (before the group can give it to another worker)
+    stop ─► stop everything, leave the group, close the topics
+
+Writes arriving over REST are the leader's: a follower raises
+:class:`~connectd.errors.NotLeaderError` and the REST API forwards the
+request, signed with the session key. While a rebalance is under way, a
+write waits (``rest.rebalance.wait.ms``) for the group to settle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from connectd.cluster.assignor import AssignorState, assign
+from connectd.cluster.protocol import (
+    COMPATIBLE,
+    CONFIG_MISMATCH,
+    SESSIONED,
+    ConnectAssignment,
+    ConnectorTaskId,
+    WorkerLoad,
+    WorkerMetadata,
+)
+from connectd.cluster.signing import SessionKey, new_session_key
+from connectd.config.properties import Origin
+from connectd.config.worker import WorkerConfig
+from connectd.errors import (
+    BadRequestError,
+    ConfigError,
+    ConnectdError,
+    ConnectorError,
+    NotFoundError,
+    NotLeaderError,
+    RebalanceInProgressError,
+)
+from connectd.herder import HerderBase, RestartPlan, _ConnectorRun, _restarting, _TaskRun
+from connectd.logging import bind_context, get_logger
+from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED, UNASSIGNED, Status
+
+__all__ = ["DistributedHerder"]
+
+log = get_logger(__name__)
+
+_STATES_V2 = {"STARTED", "PAUSED", "STOPPED"}
+
+
+class DistributedHerder(HerderBase):
+    """A worker of the cluster ``group.id``.
+
+    :param worker: the worker's (distributed) configuration.
+    :param worker_id: this worker's id, shown in statuses (its advertised ``host:port``).
+    :param spark: the worker's SparkSession.
+    :param rest_url: this worker's advertised REST URL (forwarded requests reach the leader there);
+        set before :meth:`start` when it is known only once the REST API listens.
+    :param registry: the plugin registry.
+    """
+
+    def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, rest_url: str, registry: Any = None) -> None:
+        from connectd.cluster.status_store import KafkaStatusStore
+
+        status = KafkaStatusStore.from_worker_config(worker, f"connectd-{worker_id}")
+        super().__init__(worker, worker_id, spark, status=status, active_topics=status, registry=registry)
+        from connectd.cluster.config_store import KafkaConfigStore
+        from connectd.cluster.membership import WorkerGroupMember
+
+        self.rest_url = rest_url
+        self.config_store = KafkaConfigStore.from_worker_config(worker, f"connectd-{worker_id}", listener=self)
+        protocol = str(worker.get("connect.protocol")).lower()
+        if protocol == "eager":
+            raise ConfigError(["connect.protocol=eager is not supported: connectd rebalances incrementally "
+                               "(use compatible or sessioned)"])
+        settings = worker.client_config("admin", "aiokafka")
+        settings["client_id"] = f"connectd-{worker_id}"
+        session_ms = worker.get("session.timeout.ms")
+        # The work is stopped in the last third of the session, before the coordinator can drop us.
+        self.revocation_margin_s = session_ms / 3 / 1000
+        self.member = WorkerGroupMember(
+            settings, str(worker.get("group.id")),
+            session_timeout_ms=session_ms,
+            rebalance_timeout_ms=worker.get("rebalance.timeout.ms"),
+            heartbeat_interval_ms=worker.get("heartbeat.interval.ms"),
+            protocols=[SESSIONED, COMPATIBLE] if protocol == SESSIONED else [COMPATIBLE],
+            handler=self,
+            revocation_margin_ms=session_ms // 3,
+        )
+        self.rebalance_wait_s = worker.get("rest.rebalance.wait.ms") / 1000
+        self.sync_timeout_s = worker.get("worker.sync.timeout.ms") / 1000
+        self._assigned = WorkerLoad()  # what this worker runs in the current generation
+        self._assignor_state: AssignorState | None = None
+        self._group_generation = -1
+        self._last_assignment: ConnectAssignment | None = None
+        self._leader_url: str | None = None
+        self._settled = asyncio.Event()
+        self._members: dict[str, WorkerMetadata] = {}  # the leader's view, from the last round
+        self._session_key: SessionKey | None = None
+        self._previous_session_key: SessionKey | None = None
+        self._key_task: asyncio.Task[None] | None = None
+
+    # --- lifecycle ---
+
+    async def start(self) -> None:
+        from connectd.cluster.kafka_log import ensure_internal_topics
+
+        await ensure_internal_topics(self.worker)
+        await self.status.start()
+        await self.config_store.start()
+        self._session_key = self.snapshot.session_key
+        await super().start()
+        await self.member.start()
+        self._key_task = asyncio.create_task(self._rotate_session_keys(), name="herder-session-keys")
+
+    async def stop(self) -> None:
+        if self._key_task is not None:
+            self._key_task.cancel()
+            await asyncio.gather(self._key_task, return_exceptions=True)
+            self._key_task = None
+        await super().stop()  # every task stops gracefully before the group hears we left
+        await self.member.stop()
+        await self.config_store.stop()
+        await self.status.stop()
+
+    # --- reads: this worker's view of the config topic ---
+
+    @property
+    def snapshot(self) -> Any:
+        return self.config_store.snapshot()
+
+    @property
+    def is_leader(self) -> bool:
+        return self.member.is_leader
+
+    @property
+    def leader_url(self) -> str | None:
+        return self._leader_url
+
+    def connectors(self) -> list[str]:
+        return sorted(self.snapshot.connector_configs)
+
+    def config(self, name: str) -> dict[str, str]:
+        return dict(self.snapshot.connector_configs[name])
+
+    def task_configs(self, name: str) -> list[dict[str, str]]:
+        snapshot = self.snapshot
+        if name not in snapshot.connector_configs:
+            raise NotFoundError(f"connector {name} not found")
+        return [dict(snapshot.task_configs[ConnectorTaskId(name, i)]) for i in range(snapshot.task_counts.get(name, 0))
+                if ConnectorTaskId(name, i) in snapshot.task_configs]
+
+    def assignment(self) -> WorkerLoad:
+        """What this worker runs now."""
+        return self._assigned
+
+    def _run(self, name: str) -> _ConnectorRun:
+        run = self._connectors.get(name)
+        if run is not None:
+            return run
+        config = self.snapshot.connector_configs.get(name)
+        if config is None:
+            raise NotFoundError(f"connector {name} not found")
+        return _ConnectorRun(name, dict(config), self.registry.find_class("connector", config["connector.class"]),
+                             target=self.snapshot.target_states.get(name, "STARTED"))
+
+    def _task_count(self, run: _ConnectorRun) -> int:
+        return self.snapshot.task_counts.get(run.name, 0)
+
+    def _generation(self) -> int:
+        return max(self._group_generation, 0)
+
+    # --- writes: the leader's ---
+
+    async def _as_leader(self) -> None:
+        """Return once this worker may write as the leader; raise NotLeaderError for a follower.
+
+        A write waits while the group rebalances (up to ``rest.rebalance.wait.ms``) rather than
+        answering 409 at once as Kafka Connect does.
+        """
+        try:
+            await asyncio.wait_for(self._settled.wait(), self.rebalance_wait_s)
+        except TimeoutError:
+            raise RebalanceInProgressError(
+                "Cannot complete request because of a conflicting operation (e.g. worker rebalance): the "
+                f"cluster did not settle within {self.rebalance_wait_s:g} s") from None
+        if not self.is_leader:
+            raise NotLeaderError("this worker is not the leader", self._leader_url)
+
+    async def put(self, config: Mapping[str, str], origin: Callable[[str], Origin | None] = lambda key: None,
+                  initial_state: str | None = None) -> bool:
+        name, _, initial = await self._validated(config, origin, initial_state)
+        await self._as_leader()
+        await self.config_store.refresh(self.sync_timeout_s)
+        current = self.snapshot.connector_configs.get(name)
+        if current is not None and dict(current) == dict(config):
+            return False
+        await self.config_store.put_connector_config(name, dict(config),
+                                                     None if current is not None else initial)
+        return True
+
+    async def delete(self, name: str) -> None:
+        self._require(name)
+        await self._as_leader()
+        self._require(name)
+        await self.config_store.remove_connector_config(name)
+
+    async def pause(self, name: str) -> None:
+        await self._target(name, "PAUSED")
+
+    async def resume(self, name: str) -> None:
+        await self._target(name, "STARTED")
+
+    async def stop_connector(self, name: str) -> None:
+        await self._target(name, "STOPPED")
+
+    async def _target(self, name: str, state: str) -> None:
+        self._require(name)
+        await self._as_leader()
+        self._require(name)
+        if state == "STOPPED":
+            # As Kafka Connect: an empty task set first, so the tasks are revoked and stop.
+            await self.config_store.put_task_configs(name, [])
+        await self.config_store.put_target_state(name, state)
+
+    async def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> RestartPlan:
+        self._require(name)
+        await self._as_leader()
+        if self.snapshot.target_states.get(name) == "STOPPED":
+            raise ConnectorError(f"connector {name} is stopped; resume it to start it")
+        connector_status = self.status.connector(name) or Status(UNASSIGNED, self.worker_id)
+        restart_connector = not only_failed or connector_status.state == FAILED
+        statuses = {i: self.status.task(name, i) or Status(UNASSIGNED, self.worker_id)
+                    for i in range(self.snapshot.task_counts.get(name, 0))}
+        restarted = {i for i, s in statuses.items() if include_tasks and (not only_failed or s.state == FAILED)}
+        plan = RestartPlan(_restarting(connector_status) if restart_connector else connector_status,
+                           {i: _restarting(s) if i in restarted else s for i, s in statuses.items()})
+        await self.config_store.put_restart_request(name, include_tasks, only_failed)
+        return plan
+
+    async def restart_task(self, name: str, task_id: int) -> None:
+        self._require(name)
+        if ConnectorTaskId(name, task_id) not in self.snapshot.task_configs:
+            raise NotFoundError(f"task {task_id} of connector {name} not found")
+        run = self._connectors.get(name)
+        task = next((t for t in run.tasks if t.id == task_id), None) if run is not None else None
+        if task is not None:  # ours: restart it here
+            async with self._lock:
+                await self._restart_task(run, task)
+            return
+        await self._as_leader()
+        owner = self._owner_url(ConnectorTaskId(name, task_id))
+        if owner is None:
+            raise ConnectorError(f"task {task_id} of connector {name} is not assigned to any worker yet")
+        raise NotLeaderError(f"task {task_id} of connector {name} runs on another worker", owner)
+
+    async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """The leader writes a connector's task configs (from the worker running the connector)."""
+        self._require(name)
+        await self._as_leader()
+        await self.config_store.put_task_configs(name, configs)
+
+    async def _modify_offsets(self, name: str, entries: list[tuple[Any, Any]] | None) -> bool:
+        self._require(name)
+        await self._as_leader()
+        if self.snapshot.target_states.get(name) != "STOPPED" or self.snapshot.task_counts.get(name, 0):
+            raise BadRequestError(
+                "Connectors must be in the STOPPED state before their offsets can be modified. This can be done "
+                f"for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint")
+        return await super()._modify_offsets(name, entries)
+
+    def _require(self, name: str) -> None:
+        if name not in self.snapshot.connector_configs:
+            raise NotFoundError(f"connector {name} not found")
+
+    def _owner_url(self, task: ConnectorTaskId) -> str | None:
+        """The REST URL of the worker running *task*, as the leader assigned it."""
+        running = self._assignor_state.running if self._assignor_state is not None else {}
+        for member, load in running.items():
+            if task in load.tasks and member in self._members:
+                return self._members[member].url
+        return None
+
+    # --- offsets: the offsets topic ---
+
+    def _spark_checkpoints(self) -> None:
+        return None  # a task may move to another worker: no local progress
+
+    def _source_offsets_spec(self, connector_config: Mapping[str, str]) -> dict[str, Any]:
+        from connectd.runtime.kafka_io import client_option
+
+        own = (connector_config.get("offsets.storage.topic") or "").strip()
+        worker_topic = str(self.worker.get("offset.storage.topic"))
+        return {"kind": "topic", "topic": own or worker_topic, "fallback": worker_topic if own else None,
+                "client": client_option(self.worker.originals(), "producer", {})}
+
+    def _source_offsets(self, run: _ConnectorRun) -> Any:
+        from connectd.runtime.offsets import open_offset_store
+
+        return open_offset_store(self._source_offsets_spec(run.config))
+
+    # --- the group ---
+
+    def metadata(self) -> WorkerMetadata:
+        return WorkerMetadata(self.rest_url, self.snapshot.offset,
+                              self._assigned if self._group_generation >= 0 else None, self._last_assignment)
+
+    async def assign(self, leader_id: str, generation: int, protocol: str,
+                     members: dict[str, WorkerMetadata]) -> dict[str, ConnectAssignment]:
+        """The leader's round: read the config topic to the end, then the assignor decides."""
+        try:
+            await self.config_store.refresh(self.sync_timeout_s)
+        except ConnectdError as exc:
+            log.warning("leader_config_unread", error=str(exc))
+        snapshot = self.snapshot
+        tasks = [task for c in snapshot.connector_configs for task in snapshot.tasks(c)]
+        assignments, self._assignor_state = assign(
+            leader=leader_id, members=members, config_offset=snapshot.offset,
+            connectors=list(snapshot.connector_configs), tasks=tasks, generation=generation,
+            last_completed_generation=self._group_generation, state=self._assignor_state,
+            now_ms=int(time.time() * 1000), max_delay_ms=self.worker.get("scheduled.rebalance.max.delay.ms"),
+        )
+        self._members = dict(members)
+        return assignments
+
+    async def on_rebalance_start(self) -> None:
+        self._settled.clear()
+
+    async def on_assigned(self, assignment: ConnectAssignment, generation: int, member_id: str,
+                          protocol: str) -> None:
+        self._group_generation = generation
+        self._last_assignment = assignment
+        self._leader_url = assignment.leader_url
+        with bind_context(generation=generation):
+            if assignment.error == CONFIG_MISMATCH:
+                log.info("config_behind_leader", offset=assignment.config_offset)
+                await self._catch_up(assignment.config_offset)
+                return
+            async with self._lock:
+                await self._apply_revocations(assignment.revoked)
+                await self._catch_up(assignment.config_offset)
+                await self._apply_new(assignment.connectors, assignment.tasks)
+            log.info("assignment_applied", leader=assignment.leader, connectors=len(self._assigned.connectors),
+                     tasks=len(self._assigned.tasks), revoked=len(assignment.revoked), delay_ms=assignment.delay_ms)
+            if not assignment.revoked and not assignment.delay_ms:
+                self._settled.set()
+            if self.is_leader:
+                await self._ensure_session_key()
+
+    async def on_revoked_all(self, reason: str) -> None:
+        """The session may be gone: stop everything before another worker can be given it."""
+        self._settled.clear()
+        log.warning("group_membership_lost", reason=reason, connectors=len(self._assigned.connectors),
+                    tasks=len(self._assigned.tasks))
+        # Not gracefully: the margin before the coordinator may drop us bounds the stop.
+        async with self._lock:
+            await self._apply_revocations(self._assigned, timeout_s=min(self.graceful_timeout_s,
+                                                                        self.revocation_margin_s / 2))
+
+    async def _catch_up(self, offset: int) -> None:
+        try:
+            await self.config_store.refresh(self.sync_timeout_s)
+        except ConnectdError as exc:
+            log.warning("config_topic_behind", wanted=offset, error=str(exc))
+
+    async def _apply_revocations(self, revoked: WorkerLoad, timeout_s: float | None = None) -> None:
+        revoked_tasks = set(revoked.tasks)
+        for name, run in list(self._connectors.items()):
+            stopping = [t for t in run.tasks if ConnectorTaskId(name, t.id) in revoked_tasks]
+            for task in stopping:
+                await asyncio.to_thread(self._stop_task, run, task, timeout_s)
+                # As Kafka's putSafe: only if no other worker has written since (it may run it already).
+                self.status.put_task_safe(name, task.id, Status(UNASSIGNED, self.worker_id, None, self._generation()))
+            run.tasks = [t for t in run.tasks if t not in stopping]
+            if name in revoked.connectors and run.instance is not None:
+                await asyncio.to_thread(run.instance.stop)
+                run.instance = None
+                self.status.put_connector_safe(name, Status(UNASSIGNED, self.worker_id, None, self._generation()))
+            self._forget_if_idle(name)
+        self._assigned = WorkerLoad.of(set(self._assigned.connectors) - set(revoked.connectors),
+                                       set(self._assigned.tasks) - revoked_tasks)
+
+    async def _apply_new(self, connectors: Iterable[str], tasks: Iterable[ConnectorTaskId]) -> None:
+        connectors, tasks = list(connectors), list(tasks)
+        self._assigned = WorkerLoad.of([*self._assigned.connectors, *connectors], [*self._assigned.tasks, *tasks])
+        for name in connectors:
+            await self._start_owned_connector(name)
+        for task_id in tasks:
+            await self._start_owned_task(task_id)
+
+    def _local_run(self, name: str) -> _ConnectorRun | None:
+        """The local run of a configured connector, made on first need; ``None`` if it is not configured."""
+        run = self._connectors.get(name)
+        if run is not None:
+            return run
+        config = self.snapshot.connector_configs.get(name)
+        if config is None:
+            return None
+        try:
+            cls = self.registry.find_class("connector", config.get("connector.class", ""))
+        except Exception as exc:
+            self._set(name, None, FAILED, _short_trace(exc))
+            return None
+        run = _ConnectorRun(name, dict(config), cls, target=self.snapshot.target_states.get(name, "STARTED"))
+        self._connectors[name] = run
+        return run
+
+    def _forget_if_idle(self, name: str) -> None:
+        run = self._connectors.get(name)
+        if run is not None and run.instance is None and not run.tasks:
+            del self._connectors[name]
+
+    async def _start_owned_connector(self, name: str) -> None:
+        run = self._local_run(name)
+        if run is None:
+            return
+        if run.target == "STOPPED":
+            self._set(name, None, STOPPED)
+            return
+        written = await self._start_connector_instance(run)
+        if written is not None:
+            await self._publish_task_configs(run, written)
+
+    async def _start_owned_task(self, task_id: ConnectorTaskId) -> None:
+        config = self.snapshot.task_configs.get(task_id)
+        run = self._local_run(task_id.connector)
+        if run is None or config is None:
+            log.warning("assigned_task_unknown", task=str(task_id))
+            return
+        task = _TaskRun(task_id.task, dict(config))
+        run.tasks.append(task)
+        await self._start_task(run, task, self._task_count(run))
+
+    async def _publish_task_configs(self, run: _ConnectorRun, written: list[dict[str, str]]) -> None:
+        """Hand new task configs to the leader, unless the config topic has them already."""
+        current = [self.snapshot.task_configs.get(ConnectorTaskId(run.name, i))
+                   for i in range(self.snapshot.task_counts.get(run.name, 0))]
+        if current == written:
+            return
+        log.info("task_configs_changed", connector=run.name, tasks_before=len(current), tasks_after=len(written))
+        if self.is_leader:
+            await self.config_store.put_task_configs(run.name, written)
+            return
+        from connectd.cluster.forwarding import send_task_configs
+
+        await send_task_configs(self, run.name, written)
+
+    async def _reconfigure(self, run: _ConnectorRun) -> None:
+        async with self._lock:
+            if self._connectors.get(run.name) is not run or run.instance is None or run.target == "STOPPED":
+                return
+            resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+            with bind_context(connector=run.name):
+                try:
+                    written = await self._generate_task_configs(run, run.instance, resolved)
+                except Exception as exc:
+                    self._set(run.name, None, FAILED, _short_trace(exc))
+                    return
+                await self._publish_task_configs(run, written)
+
+    # --- config records (the config store's listener; called on the event loop) ---
+
+    def on_connector_config(self, name: str) -> None:
+        self._later(self._connector_config_changed(name))
+
+    def on_task_configs(self, tasks: Iterable[ConnectorTaskId]) -> None:
+        for name in sorted({task.connector for task in tasks}):
+            self._later(self._task_configs_changed(name))
+
+    def on_target_state(self, name: str) -> None:
+        self._later(self._target_state_changed(name))
+
+    def on_restart_request(self, request: Any) -> None:
+        self._later(self._restart_requested(request.connector, request.include_tasks, request.only_failed))
+
+    def on_session_key(self, key: SessionKey) -> None:
+        if self._session_key is not None and key != self._session_key:
+            self._previous_session_key = self._session_key
+        self._session_key = key
+
+    def _later(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        task.add_done_callback(_log_failure)
+
+    async def _connector_config_changed(self, name: str) -> None:
+        config = self.snapshot.connector_configs.get(name)
+        if self.is_leader:
+            self.member.request_rejoin()
+        async with self._lock:
+            run = self._connectors.get(name)
+            if run is None:
+                return
+            if config is None:  # deleted: its work stops now; the next round revokes it
+                for task in run.tasks:
+                    await asyncio.to_thread(self._stop_task, run, task)
+                if run.instance is not None:
+                    await asyncio.to_thread(run.instance.stop)
+                del self._connectors[name]
+                self.status.forget(name)
+                return
+            if dict(config) == run.config:
+                return
+            run.config = dict(config)
+            if run.instance is not None:
+                with bind_context(connector=name):
+                    await asyncio.to_thread(run.instance.stop)
+                    run.instance = None
+                    written = await self._start_connector_instance(run)
+                    if written is not None:
+                        await self._publish_task_configs(run, written)
+
+    async def _task_configs_changed(self, name: str) -> None:
+        if self.is_leader:
+            self.member.request_rejoin()
+        async with self._lock:
+            run = self._connectors.get(name)
+            if run is None or not run.tasks:
+                return
+            count = self._task_count(run)
+            with bind_context(connector=name):
+                log.info("task_configs_committed", tasks=count)
+                for task in list(run.tasks):
+                    await asyncio.to_thread(self._stop_task, run, task)
+                    config = self.snapshot.task_configs.get(ConnectorTaskId(name, task.id))
+                    if task.id >= count or config is None:  # gone: the next round revokes it
+                        run.tasks.remove(task)
+                        self.status.forget_task(name, task.id)
+                        continue
+                    task.config = dict(config)
+                    await self._start_task(run, task, count)
+
+    async def _target_state_changed(self, name: str) -> None:
+        state = self.snapshot.target_states.get(name, "STARTED")
+        async with self._lock:
+            run = self._connectors.get(name)
+            if run is None:
+                return
+            previous, run.target = run.target, state
+            with bind_context(connector=name):
+                if state == "STOPPED":
+                    for task in list(run.tasks):
+                        await asyncio.to_thread(self._stop_task, run, task)
+                    if run.instance is not None:
+                        await asyncio.to_thread(run.instance.stop)
+                        run.instance = None
+                    self._set(name, None, STOPPED)
+                    return
+                if previous == "STOPPED" and name in self._assigned.connectors and run.instance is None:
+                    written = await self._start_connector_instance(run)
+                    if written is not None:
+                        await self._publish_task_configs(run, written)
+                    return
+                for task in run.tasks:
+                    if task.query is not None:
+                        task.query.pause() if state == "PAUSED" else task.query.resume()
+                        self._set(name, task.id, PAUSED if state == "PAUSED" else RUNNING)
+                if run.instance is not None:
+                    self._set(name, None, PAUSED if state == "PAUSED" else RUNNING)
+
+    async def _restart_requested(self, name: str, include_tasks: bool, only_failed: bool) -> None:
+        async with self._lock:
+            run = self._connectors.get(name)
+            if run is None:
+                return
+            with bind_context(connector=name):
+                connector_status = self.status.connector(name)
+                if run.instance is not None and (not only_failed or (connector_status and connector_status.state == FAILED)):
+                    self._set(name, None, RESTARTING)
+                    await asyncio.to_thread(run.instance.stop)
+                    await self._start_connector_only(run)
+                if include_tasks:
+                    for task in list(run.tasks):
+                        current = self.status.task(name, task.id)
+                        if not only_failed or (current is not None and current.state == FAILED):
+                            await self._restart_task(run, task)
+
+    # --- the session key ---
+
+    def session_keys(self) -> list[SessionKey]:
+        """The keys a signed request may use: the current one and the one it replaced."""
+        return [k for k in (self._session_key, self._previous_session_key) if k is not None]
+
+    async def _ensure_session_key(self) -> None:
+        key = self._session_key
+        if key is not None and not key.expired(self.worker.get("inter.worker.key.ttl.ms")):
+            return
+        fresh = new_session_key(str(self.worker.get("inter.worker.key.generation.algorithm")),
+                                self.worker.get("inter.worker.key.size"))
+        await self.config_store.put_session_key(fresh)
+        log.info("session_key_rotated")
+
+    async def _rotate_session_keys(self) -> None:
+        ttl_s = self.worker.get("inter.worker.key.ttl.ms") / 1000
+        while True:
+            await asyncio.sleep(min(max(ttl_s / 4, 1.0), 60.0))
+            if self.is_leader and self._settled.is_set():
+                try:
+                    await self._ensure_session_key()
+                except ConnectdError as exc:
+                    log.warning("session_key_rotation_failed", error=str(exc))
+
+
+def _short_trace(exc: BaseException) -> str:
+    import traceback
+
+    return "".join(traceback.format_exception(exc))
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        exc = task.exception()
+        log.error("herder_config_update_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
+

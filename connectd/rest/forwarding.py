@@ -1,0 +1,41 @@
+"""Requests a follower cannot answer itself: forwarded to the cluster's leader.
+
+The herder raises :class:`~connectd.errors.NotLeaderError` for a write
+that only the leader may make; this middleware sends the request on to the
+leader (:func:`connectd.cluster.forwarding.forward`) and returns the
+leader's answer as it is. It also refuses, with 403, a request that claims
+to come from another worker but is not signed with the cluster's session
+key. A standalone herder never raises NotLeaderError and has no session
+key, so on a standalone worker this middleware passes every request through.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from connectd.cluster.forwarding import FORWARDED_HEADER, check_signature, forward
+from connectd.errors import NotLeaderError
+from connectd.rest._keys import HERDER
+from connectd.rest.errors import Handler, RestError
+
+__all__ = ["forwarding_middleware"]
+
+REBALANCING = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
+
+
+@web.middleware
+async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    herder = request.app[HERDER]
+    body = await request.read() if request.can_read_body else b""
+    refused = check_signature(herder, request.method, request.path_qs, body, request.headers)
+    if refused is not None:
+        raise RestError(403, f"Internal request refused: {refused}")
+    try:
+        return await handler(request)
+    except NotLeaderError as exc:
+        if exc.leader_url is None:
+            raise RestError(409, f"{REBALANCING}: no leader is known yet") from exc
+        if FORWARDED_HEADER in request.headers:  # the leader moved while the request was on its way
+            raise RestError(409, f"{REBALANCING}: this worker is no longer the leader") from exc
+        answer = await forward(herder, exc.leader_url, request.method, request.path_qs, body, request.headers)
+        return web.Response(status=answer.status, body=answer.body, headers=dict(answer.headers))

@@ -1,0 +1,239 @@
+"""`connectd distributed` as users run it: several worker processes, one group, the real broker and Spark.
+
+Each worker is its own process group (its Spark JVM in it), so SIGKILL of the
+group is a machine dying and SIGTERM of the worker alone is systemd stopping
+it (KillMode=mixed). What the cluster did is read back from where Kafka
+Connect keeps it: the REST API of any worker, the status topic's history,
+and the data the connectors moved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+pytestmark = pytest.mark.integration
+
+DELAY_MS = 4000  # scheduled.rebalance.max.delay.ms: how long lost work waits for its worker
+
+
+class Cluster:
+    """Worker processes sharing one group and its internal topics."""
+
+    def __init__(self, directory: Path, worker_config, wait_until, **overrides: str) -> None:
+        self.directory = directory
+        self.wait_until = wait_until
+        # One group for every worker: the settings are made once, then each worker gets a port.
+        self.settings = worker_config.settings(
+            "distributed", **{"scheduled.rebalance.max.delay.ms": str(DELAY_MS), "spark.master": "local[1]",
+                              "spark.sql.shuffle.partitions": "1", "rest.advertised.host.name": "127.0.0.1",
+                              "task.shutdown.graceful.timeout.ms": "10000", **overrides})
+        self.settings.pop("listeners")
+        self.workers: dict[str, subprocess.Popen] = {}
+        self.urls: dict[str, str] = {}
+
+    def start(self, name: str) -> str:
+        """Start worker *name* (again, with the same port, if it ran before); its REST URL."""
+        from connectd.broker import free_port
+
+        url = self.urls.get(name) or f"http://127.0.0.1:{free_port()}"
+        self.urls[name] = url
+        path = self.directory / f"{name}.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in {**self.settings, "listeners": url}.items()))
+        log = open(self.directory / f"{name}.log", "ab")
+        self.workers[name] = subprocess.Popen([sys.executable, "-m", "connectd.cli", "distributed", str(path)],
+                                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return url
+
+    def wait_up(self, *names: str) -> None:
+        for name in names:
+            self.wait_until(lambda n=name: self.health(n) == 200, f"worker {name} to be healthy", timeout=120)
+
+    def health(self, name: str) -> int | None:
+        self._check_alive(name)
+        try:
+            return self.call(name, "GET", "/health")[0]
+        except OSError:
+            return None
+
+    def call(self, name: str, method: str, path: str, body: object = None) -> tuple[int, object]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.urls[name] + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=90) as response:
+                text = response.read()
+                return response.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as exc:
+            text = exc.read()
+            return exc.code, json.loads(text) if text else None
+
+    def status(self, name: str, connector: str) -> dict:
+        code, body = self.call(name, "GET", f"/connectors/{connector}/status")
+        return body if code == 200 else {}
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the worker with its Spark JVM: a machine dying."""
+        process = self.workers.pop(name)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+
+    def terminate(self, name: str) -> int:
+        """SIGTERM the worker alone: it stops its tasks and Spark, and leaves the group."""
+        process = self.workers.pop(name)
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(120)
+        _kill_group(process)
+        return code
+
+    def stop_all(self) -> None:
+        for name in list(self.workers):
+            try:
+                self.terminate(name)
+            except subprocess.TimeoutExpired:
+                self.kill(name)
+
+    def leader(self) -> str:
+        """The worker whose log says it leads the latest generation it joined."""
+        leaders = {}
+        for name in self.workers:
+            for line in (self.directory / f"{name}.log").read_text(errors="replace").splitlines():
+                if '"event": "group_assigned"' in line:
+                    event = json.loads(line)
+                    leaders[name] = (event["generation"], event["leader"])
+        generation, member = max(leaders.values())
+        return next(name for name in self.workers if f"-{self.urls[name].removeprefix('http://')}-" in member)
+
+    def _check_alive(self, name: str) -> None:
+        process = self.workers[name]
+        if process.poll() is not None:
+            log = (self.directory / f"{name}.log").read_text(errors="replace")[-3000:]
+            raise AssertionError(f"worker {name} exited with {process.returncode}:\n{log}")
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # whatever it left behind (Spark's JVM) goes with it
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture
+def cluster(tmp_path, worker_config, wait_until, broker):
+    clusters: list[Cluster] = []
+
+    def make(**overrides: str) -> Cluster:
+        made = Cluster(tmp_path, worker_config, wait_until, **overrides)
+        clusters.append(made)
+        return made
+
+    yield make
+    for made in clusters:
+        made.stop_all()
+
+
+def _produce(broker, topic: str, start: int, count: int, partitions: int) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for i in range(start, start + count):
+        producer.produce(topic, value=f"line {i:06d}".encode(), partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def _status_history(broker, topic: str, consume_records) -> list[dict]:
+    """Every task status record of the status topic, oldest first per key."""
+    history = []
+    for message in consume_records(topic, partitions=None, timeout=30):
+        key = message.key().decode()
+        if key.startswith("status-task-") and message.value() is not None:
+            history.append({"task": key.removeprefix("status-task-"), **json.loads(message.value())})
+    return history
+
+
+def _placement(cluster: Cluster, name: str, connectors: list[str], tasks_each: int = 4) -> dict[str, str]:
+    """task → worker_id once every connector has its *tasks_each* tasks RUNNING; empty until then."""
+    placed = {}
+    for connector in connectors:
+        status = cluster.status(name, connector)
+        tasks = status.get("tasks", [])
+        if len(tasks) != tasks_each or any(t["state"] != "RUNNING" for t in tasks):
+            return {}
+        placed.update({f"{connector}-{t['id']}": t["worker_id"] for t in tasks})
+    return placed
+
+
+def test_three_workers_share_the_work_a_fourth_takes_its_share_and_a_dead_ones_work_moves(
+        cluster, broker, topic_name, consume_records, wait_until):
+    topics = [f"{topic_name}-{c}" for c in "ab"]
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for topic in topics:
+        admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(timeout=30)
+        _produce(broker, topic, 0, 400, 4)
+    workers = cluster()
+    for name in ("w1", "w2", "w3"):
+        workers.start(name)
+    workers.wait_up("w1", "w2", "w3")
+
+    out = workers.directory / "out"
+    out.mkdir()
+    connectors = ["a", "b"]
+    for connector, topic, via in zip(connectors, topics, ("w2", "w3")):  # created on followers too
+        code, body = workers.call(via, "POST", "/connectors", {"name": connector, "config": {
+            "connector.class": "FileStreamSink", "topics": topic, "tasks.max": "4",
+            "file": str(out / f"{connector}.txt")}})
+        assert code == 201, body
+
+    # Every task on exactly one worker, ±1 task per worker; any worker answers for all of them.
+    placed = wait_until(lambda: _placement(workers, "w1", connectors), "8 tasks RUNNING", timeout=180)
+    assert len(placed) == 8
+    load = Counter(placed.values())
+    assert len(load) == 3 and max(load.values()) - min(load.values()) <= 1, load
+    assert _placement(workers, "w3", connectors) == placed
+    for connector in connectors:
+        wait_until(lambda c=connector: (out / f"{c}.txt").exists() and len((out / f"{c}.txt").read_text().splitlines()) >= 400,
+                   f"sink {connector} to write 400 lines", timeout=120)
+
+    # A fourth worker joins: it takes 2 tasks; only the tasks that move restart.
+    status_topic = workers.settings["status.storage.topic"]
+    before = Counter(r["task"] for r in _status_history(broker, status_topic, consume_records) if r["state"] == "RUNNING")
+    workers.start("w4")
+    workers.wait_up("w4")
+    placed_4 = wait_until(lambda: (p := _placement(workers, "w4", connectors)) and len(set(p.values())) == 4 and p,
+                          "the 8 tasks spread over 4 workers", timeout=180)
+    assert sorted(Counter(placed_4.values()).values()) == [2, 2, 2, 2]
+    moved = {task for task, worker in placed_4.items() if placed[task] != worker}
+    after = Counter(r["task"] for r in _status_history(broker, status_topic, consume_records) if r["state"] == "RUNNING")
+    restarted = {task for task in placed if after[task] > before[task]}
+    assert restarted == moved and len(moved) == 2, (restarted, moved)
+
+    # SIGKILL a worker: its tasks run elsewhere once the delay has passed.
+    victim_id = placed_4[min(placed_4)]
+    victim = next(n for n, url in workers.urls.items() if url == f"http://{victim_id}")
+    orphans = {task for task, worker in placed_4.items() if worker == victim_id}
+    workers.kill(victim)
+    survivor = next(n for n in workers.workers)
+    placed_3 = wait_until(lambda: (p := _placement(workers, survivor, connectors)) and victim_id not in p.values() and p,
+                          "the dead worker's tasks to run elsewhere", timeout=DELAY_MS / 1000 + 60)
+    assert set(placed_3) == set(placed_4) and orphans
+    for topic in topics:
+        _produce(broker, topic, 400, 400, 4)
+    for connector in connectors:
+        wait_until(lambda c=connector: {line for line in (out / f"{c}.txt").read_text().splitlines()}
+                   >= {f"line {i:06d}" for i in range(800)}, f"sink {connector} to have every line", timeout=120)
+
+    # Never two workers for one task in one generation: the status history says who ran what when.
+    owners: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for record in _status_history(broker, status_topic, consume_records):
+        if record["state"] == "RUNNING":
+            owners[(record["task"], record["generation"])].add(record["worker_id"])
+    assert all(len(ids) == 1 for ids in owners.values()), {k: v for k, v in owners.items() if len(v) > 1}
