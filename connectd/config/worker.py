@@ -38,6 +38,7 @@ from connectd.config.definitions import (
 )
 from connectd.config.properties import Origin, PropertiesFile, load_properties
 from connectd.config.providers import ConfigProviders, has_placeholder
+from connectd.config.response_headers import parse_header_config
 from connectd.errors import ConfigError, PluginError
 
 __all__ = [
@@ -89,9 +90,7 @@ class _AdminListeners(ListenerList):
 class _ResponseHeaders(Validator):
     def __call__(self, value: Any) -> None:
         if not value.strip():
-            return  # the default; and connectd.rest imports this module: import it only when needed
-        from connectd.rest.headers import parse_header_config
-
+            return
         parse_header_config(value)
 
     def describe(self) -> str:
