@@ -839,7 +839,7 @@ class StandaloneHerder:
         from confluent_kafka import Producer
         from confluent_kafka.admin import NewTopic
 
-        from connectd.runtime.errors import ErrorHandler, ErrorPolicy
+        from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
 
         policy = ErrorPolicy.from_config(config)
         if not policy.dlq_topic:
