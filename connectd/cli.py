@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
 def _connectors_parser(verbs: Any) -> None:
     import os
 
-    from connectd.client import DEFAULT_URL
+    from connectd.rest.client import DEFAULT_URL
 
     server = argparse.ArgumentParser(add_help=False)
     server.add_argument("--url", default=os.environ.get("CONNECTD_URL") or DEFAULT_URL, type=_rest_url,
@@ -394,7 +394,7 @@ def _rest_url(text: str) -> str:
 def _connectors(args: argparse.Namespace, out: TextIO) -> int:
     import os
 
-    from connectd.client import Client
+    from connectd.rest.client import Client
 
     password = os.environ.get("CONNECTD_PASSWORD")
     if args.user is not None and password is None:
