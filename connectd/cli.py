@@ -233,7 +233,9 @@ def _config_docs(output: str | None, out: TextIO) -> int:
         return EXIT_OK
     pages = {Path(output or DEFAULT_PATH): render_reference()}
     if output is None:
-        pages[Path(PLUGINS_PATH)] = render_plugin_reference()
+        from connectd.plugins import get_registry
+
+        pages[Path(PLUGINS_PATH)] = render_plugin_reference(get_registry())
     for path, text in pages.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
