@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
 def _connectors_parser(verbs: Any) -> None:
     import os
 
-    from connectd.client import DEFAULT_URL
+    from connectd.rest.client import DEFAULT_URL
 
     server = argparse.ArgumentParser(add_help=False)
     server.add_argument("--url", default=os.environ.get("CONNECTD_URL") or DEFAULT_URL, type=_rest_url,
@@ -233,7 +233,9 @@ def _config_docs(output: str | None, out: TextIO) -> int:
         return EXIT_OK
     pages = {Path(output or DEFAULT_PATH): render_reference()}
     if output is None:
-        pages[Path(PLUGINS_PATH)] = render_plugin_reference()
+        from connectd.plugins import get_registry
+
+        pages[Path(PLUGINS_PATH)] = render_plugin_reference(get_registry())
     for path, text in pages.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -389,7 +391,7 @@ def _rest_url(text: str) -> str:
 def _connectors(args: argparse.Namespace, out: TextIO) -> int:
     import os
 
-    from connectd.client import Client
+    from connectd.rest.client import Client
 
     password = os.environ.get("CONNECTD_PASSWORD")
     if args.user is not None and password is None:

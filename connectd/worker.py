@@ -19,12 +19,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectd.config.worker import WorkerConfig
 from connectd.errors import ConnectdError
 from connectd.herder import Herder, StandaloneHerder
 from connectd.logging import bind_context, get_logger
+
+if TYPE_CHECKING:
+    from connectd.plugins import Registry
 
 __all__ = ["Worker"]
 
@@ -37,15 +40,18 @@ class Worker:
     :param config: the checked worker configuration.
     :param worker_id: how the cluster knows this worker; defaults to the
         advertised REST address, as in Kafka Connect.
+    :param registry: the plugins; by default this process's, loaded at :meth:`start`.
     """
 
-    def __init__(self, config: WorkerConfig, *, worker_id: str | None = None) -> None:
+    def __init__(self, config: WorkerConfig, *, worker_id: str | None = None,
+                 registry: Registry | None = None) -> None:
         self.config = config
+        #: The plugins every part of this worker looks classes up in; set by :meth:`start` at the latest.
+        self.registry = registry
         self.worker_id = worker_id or _default_worker_id(config)
         self.state = "NEW"
         self.cluster_id: str | None = None
         self.converters: dict[str, type] = {}
-        self.registry: Any = None
         self.spark: Any = None
         self.herder: Herder | None = None
         self.rest: Any = None
@@ -72,7 +78,12 @@ class Worker:
         with bind_context(worker=self.worker_id):
             stack = contextlib.AsyncExitStack()
             try:
-                self.config.check()
+                registry = self.registry
+                if registry is None:
+                    from connectd.plugins import get_registry
+
+                    registry = self.registry = await asyncio.to_thread(get_registry)
+                self.config.check(registry)
                 # TLS files and credentials are read now, so that a mistake
                 # stops the worker before it touches Kafka or starts Spark.
                 from connectd.rest.security import admin_listeners, rest_listeners, rest_middlewares
@@ -80,9 +91,6 @@ class Worker:
                 self._rest_listeners = await asyncio.to_thread(rest_listeners, self.config)
                 self._admin_listeners = await asyncio.to_thread(admin_listeners, self.config)
                 self._rest_middlewares = await asyncio.to_thread(rest_middlewares, self.config)
-                from connectd.plugins import get_registry
-
-                registry = self.registry = await asyncio.to_thread(get_registry)
                 for key in ("key.converter", "value.converter", "header.converter"):
                     self.converters[key] = registry.find_class("converter", self.config.get(key))
                 admin = await self._connect(stack)
@@ -184,7 +192,8 @@ class Worker:
         from connectd.rest.app import RestServer, create_admin_app, create_app
 
         app = create_app(herder, worker_id=self.worker_id, kafka_cluster_id=self.cluster_id, version=__version__,
-                         middlewares=self._rest_middlewares, admin_routes=self._admin_listeners is None)
+                         middlewares=self._rest_middlewares, admin_routes=self._admin_listeners is None,
+                         registry=self.registry)
         server = RestServer(app)
         await server.serve(self._rest_listeners)
         self._stack.push_async_callback(server.stop)

@@ -13,7 +13,7 @@ from connectd.data.headers import Headers
 from connectd.data.json_converter import JsonConverter
 from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.data.schema import Schema, SchemaAndValue
-from connectd.runtime.errors import ErrorHandler, ErrorPolicy
+from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
 from connectd.runtime.queries import planned_ranges
 from connectd.runtime.sink_task import SinkTaskRunner
 from connectd.transforms.chain import TransformationChain

@@ -7,10 +7,15 @@ the reference cannot go stale.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from connectd.config.connector import COMMON_DEF, SINK_DEF, SOURCE_DEF
 from connectd.config.definitions import ConfigDef, ConfigKey
 from connectd.config.providers import BUILTIN_PROVIDERS
 from connectd.config.worker import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
+
+if TYPE_CHECKING:
+    from connectd.plugins import Registry
 
 __all__ = ["DEFAULT_PATH", "PLUGINS_PATH", "render_plugin_reference", "render_reference", "undocumented_keys"]
 
@@ -105,11 +110,13 @@ _PLUGIN_SECTIONS = [
 ]
 
 
-def render_plugin_reference() -> str:
-    """The page listing every built-in converter, transform and predicate with its settings."""
-    from connectd.plugins import BUILTIN_PACKAGE, get_registry
+def render_plugin_reference(registry: Registry) -> str:
+    """The page listing every built-in converter, transform and predicate with its settings.
 
-    registry = get_registry()
+    :param registry: the loaded plugins; only connectd's built-in ones are listed.
+    """
+    from connectd.plugins import BUILTIN_PACKAGE
+
     lines = [
         "# Converters, transforms and predicates",
         "",
@@ -149,12 +156,15 @@ def _first_paragraph(doc: str) -> str:
     return " ".join(doc.strip().split("\n\n")[0].split())
 
 
-def plugin_undocumented_keys() -> list[str]:
-    """Settings of built-in converters, transforms and predicates without documentation."""
-    from connectd.plugins import BUILTIN_PACKAGE, get_registry
+def plugin_undocumented_keys(registry: Registry) -> list[str]:
+    """Settings of built-in converters, transforms and predicates without documentation.
+
+    :param registry: the loaded plugins.
+    """
+    from connectd.plugins import BUILTIN_PACKAGE
 
     missing = set()
-    for info in get_registry():
+    for info in registry:
         if info.package != BUILTIN_PACKAGE:
             continue
         for key in getattr(info.cls, "config_def", ()):

@@ -15,7 +15,7 @@ import difflib
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectd.config.definitions import (
     CaseInsensitiveValidString,
@@ -38,7 +38,11 @@ from connectd.config.definitions import (
 )
 from connectd.config.properties import Origin, PropertiesFile, load_properties
 from connectd.config.providers import ConfigProviders, has_placeholder
+from connectd.config.response_headers import parse_header_config
 from connectd.errors import ConfigError, PluginError
+
+if TYPE_CHECKING:
+    from connectd.plugins import Registry
 
 __all__ = [
     "COMMON_WORKER_DEF",
@@ -89,9 +93,7 @@ class _AdminListeners(ListenerList):
 class _ResponseHeaders(Validator):
     def __call__(self, value: Any) -> None:
         if not value.strip():
-            return  # the default; and connectd.rest imports this module: import it only when needed
-        from connectd.rest.headers import parse_header_config
-
+            return
         parse_header_config(value)
 
     def describe(self) -> str:
@@ -497,13 +499,19 @@ class WorkerConfig:
         :raises ConfigError: if a provider cannot be set up.
         """
         if self._providers is None:
+            # A config checked by the worker has its providers already, built
+            # with the worker's registry (see problems()); configs rebuilt in
+            # Spark's Python processes from a spec have no worker to pass one.
             from connectd.plugins import get_registry
 
-            registry = get_registry()
-            self._providers = ConfigProviders.from_config(
-                self._raw, lambda name: registry.find_class("config_provider", name), self.origin
-            )
+            self._build_providers(get_registry())
+        assert self._providers is not None
         return self._providers
+
+    def _build_providers(self, registry: Registry) -> None:
+        self._providers = ConfigProviders.from_config(
+            self._raw, lambda name: registry.find_class("config_provider", name), self.origin
+        )
 
     def resolved(self, key: str) -> str | None:
         """The value of *key* with placeholders resolved (``None`` if unset)."""
@@ -572,36 +580,46 @@ class WorkerConfig:
 
     # --- checking ---
 
-    def problems(self, *, check_classes: bool = True) -> list[ConfigProblem]:
-        """Every error and warning in these values, in file order where known."""
+    def problems(self, registry: Registry | None = None, *, check_classes: bool = True) -> list[ConfigProblem]:
+        """Every error and warning in these values, in file order where known.
+
+        :param registry: the plugins that class names (converters, config
+            providers) are looked up in; ``None`` loads this process's plugins,
+            a failure to load them being one of the problems.
+        :param check_classes: ``False`` skips checking class names.
+        """
         found: list[ConfigProblem] = []
-        try:
-            providers: ConfigProviders | None = self.providers
-        except ConfigError as exc:
-            providers = None
-            found.extend(ConfigProblem(None, None, str(p)) for p in exc.problems)
-        has_class = None
-        if check_classes:
+        if registry is None and check_classes:
             try:
                 from connectd.plugins import get_registry
 
                 registry = get_registry()
-                has_class = registry.has
             except PluginError as exc:
                 found.append(ConfigProblem(None, None, f"plugins could not be loaded: {exc}"))
+        try:
+            if self._providers is None and registry is not None:
+                self._build_providers(registry)
+            providers: ConfigProviders | None = self.providers
+        except ConfigError as exc:
+            providers = None
+            found.extend(ConfigProblem(None, None, str(p)) for p in exc.problems)
+        has_class = registry.has if check_classes and registry is not None else None
         context = ValidationContext(resolve=providers.resolve if providers else None, has_class=has_class)
         found.extend(self.definition.validate(self._raw, self.origin, context))
         found.extend(self._cross_checks())
         if providers is not None:
             found.extend(self._check_placeholders_outside_declared(providers))
             found.extend(self._client_problems(providers))
-        if check_classes:
-            found.extend(self._converter_problems(context))
+        if check_classes and registry is not None:
+            found.extend(self._converter_problems(context, registry))
         return sorted(found, key=_file_order)
 
-    def check(self) -> None:
-        """Raise :class:`ConfigError` listing every error; warnings are not raised."""
-        errors = [p for p in self.problems() if p.is_error]
+    def check(self, registry: Registry | None = None) -> None:
+        """Raise :class:`ConfigError` listing every error; warnings are not raised.
+
+        :param registry: as for :meth:`problems`.
+        """
+        errors = [p for p in self.problems(registry) if p.is_error]
         if errors:
             raise ConfigError(errors)
 
@@ -669,18 +687,16 @@ class WorkerConfig:
                 found.extend(ConfigProblem(self.origin(key), key, str(p), raw) for p in exc.problems)
         return found
 
-    def _converter_problems(self, context: ValidationContext) -> list[ConfigProblem]:
+    def _converter_problems(self, context: ValidationContext, registry: Registry) -> list[ConfigProblem]:
         # key.converter.schemas.enable and friends belong to the converter
         # class named: check them against its declarations.
-        from connectd.plugins import get_registry
-
         found: list[ConfigProblem] = []
         for key in ("key.converter", "value.converter", "header.converter"):
             declared = self.definition[key]
             name = self.raw(key) or (None if declared.required else declared.default)
-            if not name or has_placeholder(name) or not get_registry().has("converter", name):
+            if not name or has_placeholder(name) or not registry.has("converter", name):
                 continue  # a missing or unknown class is reported by its own key
-            definition = getattr(get_registry().find_class("converter", name), "config_def", None)
+            definition = getattr(registry.find_class("converter", name), "config_def", None)
             if definition is None:
                 continue
             prefix = f"{key}."

@@ -9,6 +9,8 @@ from aiohttp import web
 
 HERDER: web.AppKey[Any] = web.AppKey("herder", object)
 INFO: web.AppKey[dict[str, Any]] = web.AppKey("info", dict)
+# The worker's plugins: what /connector-plugins lists and validates against.
+REGISTRY: web.AppKey[Any] = web.AppKey("registry", object)
 # Held while checking that a connector does not exist and creating it, so two
 # concurrent POSTs of one name give one 201 and one 409.
 CREATE_LOCK: web.AppKey[asyncio.Lock] = web.AppKey("create_lock", asyncio.Lock)

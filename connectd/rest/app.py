@@ -15,7 +15,7 @@ from connectd.errors import ConnectdError
 from connectd.logging import get_logger
 from connectd.rest import connectors, loggers, plugins
 from connectd.rest import openapi
-from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
+from connectd.rest._keys import CREATE_LOCK, HERDER, INFO, REGISTRY
 from connectd.rest.errors import error_middleware
 from connectd.rest.forwarding import forwarding_middleware
 
@@ -25,7 +25,8 @@ log = get_logger(__name__)
 
 
 def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, version: str,
-               commit: str = "unknown", middlewares: Iterable[Any] = (), admin_routes: bool = True) -> web.Application:
+               commit: str = "unknown", middlewares: Iterable[Any] = (), admin_routes: bool = True,
+               registry: Any = None) -> web.Application:
     """Kafka Connect's REST API over *herder*.
 
     :param herder: a :class:`connectd.herder.StandaloneHerder` (or one with its methods).
@@ -38,9 +39,12 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
         authentication as the worker config asks.
     :param admin_routes: whether the ``/admin`` endpoints are served here; not
         when ``admin.listeners`` is set (they are then :func:`create_admin_app`'s).
+    :param registry: the worker's :class:`connectd.plugins.Registry`, for
+        ``/connector-plugins``; by default the herder's.
     """
     app = web.Application(middlewares=[*middlewares, error_middleware, forwarding_middleware])
     app[HERDER] = herder
+    app[REGISTRY] = registry if registry is not None else getattr(herder, "registry", None)
     app[INFO] = {"version": version, "commit": commit, "kafka_cluster_id": kafka_cluster_id, "worker_id": worker_id}
     app[CREATE_LOCK] = asyncio.Lock()
     app.router.add_get("/", _root)

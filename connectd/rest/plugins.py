@@ -24,7 +24,7 @@ from connectd.connector import SinkConnector
 from connectd.errors import PluginError
 from connectd.herder import validate_connector
 from connectd.plugins import PluginInfo
-from connectd.rest._keys import HERDER
+from connectd.rest._keys import HERDER, REGISTRY
 from connectd.rest.connectors import read_json, string_map
 from connectd.rest.errors import RestError
 
@@ -147,7 +147,7 @@ def config_infos(name: str, definition: ConfigDef, config: Mapping[str, str],
 
 
 async def _list(request: web.Request) -> web.Response:
-    registry = request.app[HERDER].registry
+    registry = request.app[REGISTRY]
     only = request.query.get("connectorsOnly", "true").strip().lower()
     if only not in ("true", "false"):
         raise RestError(400, f"connectorsOnly must be true or false, not {request.query['connectorsOnly']!r}")
@@ -161,14 +161,14 @@ async def _list(request: web.Request) -> web.Response:
 
 
 async def _config(request: web.Request) -> web.Response:
-    info = _find(request.app[HERDER].registry, request.match_info["plugin"])
+    info = _find(request.app[REGISTRY], request.match_info["plugin"])
     definition = getattr(info.cls, "config_def", None)
     return web.json_response(_key_infos(definition) if isinstance(definition, ConfigDef) else [])
 
 
 async def _validate(request: web.Request) -> web.Response:
     herder = request.app[HERDER]
-    registry = herder.registry
+    registry = request.app[REGISTRY]
     plugin = request.match_info["plugin"]
     info = _find(registry, plugin, ("connector",))
     config = string_map(await read_json(request), "config")

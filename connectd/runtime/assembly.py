@@ -152,7 +152,7 @@ class TaskAssembler:
 
     def _start_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                       task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:
-        from connectd.runtime.errors import ErrorPolicy
+        from connectd.runtime.error_handling import ErrorPolicy
         from connectd.runtime.queries import start_source_query
 
         resolved = self._resolved(connector_config)
@@ -201,7 +201,7 @@ class TaskAssembler:
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         from connectd.runtime.converters import configure_converters
-        from connectd.runtime.errors import ErrorHandler, ErrorPolicy
+        from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
         from connectd.runtime.kafka_io import RangeReader, consumer_settings
         from connectd.runtime.queries import start_sink_query, start_spark_sink_query
         from connectd.runtime.sink_task import SinkTaskRunner, assign_partitions, group_id, start_offsets

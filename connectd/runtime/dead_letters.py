@@ -49,7 +49,7 @@ class DeadLetterQueue:
                 self._failures.append(str(error))
 
     def send(self, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]) -> None:
-        """Queue one record (the ``send_to_dlq`` of :class:`~connectd.runtime.errors.ErrorHandler`)."""
+        """Queue one record (the ``send_to_dlq`` of :class:`~connectd.runtime.error_handling.ErrorHandler`)."""
         self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=self._delivered)
         self._producer.poll(0)
         self.produced += 1

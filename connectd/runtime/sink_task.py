@@ -36,7 +36,7 @@ from typing import Any
 from connectd.connector import SinkTask, SinkTaskContext, TopicPartition
 from connectd.data.headers import Headers
 from connectd.data.records import SinkRecord, TimestampType, sink_records
-from connectd.runtime.errors import ErrorHandler, ErrorPolicy, Original
+from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original
 from connectd.runtime.kafka_io import encode_tp
 
 __all__ = ["SinkTaskRunner", "assign_partitions", "group_id", "start_offsets"]

@@ -272,7 +272,7 @@ class SourceTaskReader(DataSourceStreamReader):
 
     def _error_handler(self, connector_config: dict[str, str]) -> Any:
         from connectd.runtime.dead_letters import DeadLetterQueue
-        from connectd.runtime.errors import ErrorHandler, ErrorPolicy
+        from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
 
         policy = ErrorPolicy.from_config(connector_config)
         send = None
@@ -351,7 +351,7 @@ class SourceTaskReader(DataSourceStreamReader):
 
 def _original(record: Any) -> Any:
     """A source record as a dead-letter record can carry it: its value as text, where it came from."""
-    from connectd.runtime.errors import Original
+    from connectd.runtime.error_handling import Original
     from connectd.runtime.offsets import canonical
 
     value = record.value

@@ -12,6 +12,7 @@ from connectd.config.definitions import ConfigDef, ConfigKey
 from connectd.config.docs import DEFAULT_PATH, render_reference, undocumented_keys
 from connectd.config.providers import BUILTIN_PROVIDERS
 from connectd.config.worker import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
+from connectd.plugins import get_registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -145,7 +146,7 @@ def test_plugin_reference_page_is_current() -> None:
 
     path = REPO / PLUGINS_PATH
     assert path.exists(), f"{PLUGINS_PATH} is missing: run `connectd config docs`"
-    assert path.read_text(encoding="utf-8") == render_plugin_reference(), (
+    assert path.read_text(encoding="utf-8") == render_plugin_reference(get_registry()), (
         f"{PLUGINS_PATH} is stale: run `connectd config docs` and commit the result"
     )
 
@@ -154,7 +155,7 @@ def test_plugin_reference_lists_every_builtin_converter_transform_and_predicate(
     from connectd.config.docs import render_plugin_reference
     from connectd.plugins import get_registry
 
-    page = render_plugin_reference()
+    page = render_plugin_reference(get_registry())
     for info in get_registry():
         if info.package == "connectd" and info.group in ("converter", "transform", "predicate"):
             assert f"### {info.aliases[0]}\n" in page
@@ -165,4 +166,4 @@ def test_plugin_reference_lists_every_builtin_converter_transform_and_predicate(
 def test_every_builtin_plugin_setting_is_documented() -> None:
     from connectd.config.docs import plugin_undocumented_keys
 
-    assert plugin_undocumented_keys() == []
+    assert plugin_undocumented_keys(get_registry()) == []

@@ -20,7 +20,7 @@ import pytest
 
 from connectd.config.worker import BASIC_AUTH_EXTENSION, WorkerConfig
 from connectd.errors import ConfigError
-from connectd.rest.headers import HeaderAction, parse_header_config
+from connectd.config.response_headers import HeaderAction, parse_header_config
 from connectd.rest.security import admin_listeners, rest_middlewares
 from connectd.worker import Worker
 

@@ -24,10 +24,10 @@ import aiohttp
 import pytest
 import structlog
 
+from connectd.config import tls
 from connectd.config.worker import BASIC_AUTH_EXTENSION, WorkerConfig
 from connectd.errors import ConfigError
 from connectd.logging import configure_logging
-from connectd.rest import security
 from connectd.rest.security import rest_listeners, rest_middlewares, server_ssl_context
 from connectd.worker import Worker
 
@@ -298,7 +298,7 @@ def test_https_listener_serves_a_pkcs12_key_store(rest, pki, secrets_file, log_o
 
 def test_pkcs12_key_goes_to_ssl_in_a_private_file_encrypted_and_removed(worker_config, pki, monkeypatch):
     loaded = []
-    load_chain = security._load_chain
+    load_chain = tls._load_chain
 
     def recording(context, settings, name, path, password):  # what ssl is given, while the file is there
         file = Path(path)
@@ -306,7 +306,7 @@ def test_pkcs12_key_goes_to_ssl_in_a_private_file_encrypted_and_removed(worker_c
                        "directory_mode": stat.S_IMODE(file.parent.stat().st_mode), "text": file.read_text()})
         return load_chain(context, settings, name, path, password)
 
-    monkeypatch.setattr(security, "_load_chain", recording)
+    monkeypatch.setattr(tls, "_load_chain", recording)
     server_ssl_context(_worker_config(worker_config, **{"listeners": "https://127.0.0.1:0",
                                                         "listeners.https.ssl.keystore.location": str(pki["p12"]),
                                                         "listeners.https.ssl.keystore.password": STORE_PASSWORD}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connectd.errors import ConnectorError
-from connectd.runtime.errors import ErrorHandler, ErrorPolicy, Original, RecordFailure
+from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original, RecordFailure
 
 ORIGINAL = Original("orders", 2, 41, b"k", b"{bad", [("trace", b"1")])
 
