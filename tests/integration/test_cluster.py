@@ -237,3 +237,60 @@ def test_three_workers_share_the_work_a_fourth_takes_its_share_and_a_dead_ones_w
         if record["state"] == "RUNNING":
             owners[(record["task"], record["generation"])].add(record["worker_id"])
     assert all(len(ids) == 1 for ids in owners.values()), {k: v for k, v in owners.items() if len(v) > 1}
+
+
+def test_the_leader_leaves_writes_go_on_and_a_restarted_cluster_remembers_everything(
+        cluster, broker, topic_name, wait_until):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    _produce(broker, topic_name, 0, 200, 2)
+    workers = cluster()
+    for name in ("w1", "w2"):
+        workers.start(name)
+    workers.wait_up("w1", "w2")
+    out = workers.directory / "out.txt"
+    sink = {"connector.class": "FileStreamSink", "topics": topic_name, "tasks.max": "2", "file": str(out)}
+    assert workers.call("w1", "POST", "/connectors", {"name": "sink", "config": sink})[0] == 201
+    wait_until(lambda: _placement(workers, "w2", ["sink"], 2), "the sink's 2 tasks RUNNING", timeout=180)
+
+    # SIGTERM the leader: the other worker leads, and takes writes at once.
+    leader = workers.leader()
+    follower = next(n for n in workers.workers if n != leader)
+    assert workers.terminate(leader) == 0
+    code, body = workers.call(follower, "POST", "/connectors", {"name": "paused-sink", "initial_state": "PAUSED",
+                                                                "config": {**sink, "tasks.max": "1",
+                                                                           "file": str(out) + ".2"}})
+    assert code == 201, body
+    assert workers.leader() == follower
+    wait_until(lambda: workers.status(follower, "paused-sink").get("connector", {}).get("state") == "PAUSED",
+               "paused-sink PAUSED", timeout=120)
+    wait_until(lambda: _placement(workers, follower, ["sink"], 2), "the sink's tasks RUNNING on one worker",
+               timeout=120)
+
+    # Writes through either worker of a cluster, the leader answering for the follower.
+    workers.start(leader)
+    workers.wait_up(leader)
+    assert workers.call(leader, "PUT", "/connectors/sink/config", {**sink, "tasks.max": "1"})[0] == 200
+    wait_until(lambda: _placement(workers, follower, ["sink"], 1), "the sink reconfigured to 1 task", timeout=120)
+    assert workers.call(follower, "PUT", "/connectors/sink/stop")[0] == 204
+    wait_until(lambda: workers.status(leader, "sink").get("connector", {}).get("state") == "STOPPED",
+               "sink STOPPED", timeout=120)
+
+    # The whole cluster stops and starts again: everything comes back from the topics alone.
+    workers.stop_all()
+    for name in ("w1", "w2"):
+        workers.start(name)
+    workers.wait_up("w1", "w2")
+    code, listed = workers.call("w2", "GET", "/connectors?expand=info&expand=status")
+    assert code == 200 and set(listed) == {"sink", "paused-sink"}
+    assert listed["sink"]["info"]["config"]["tasks.max"] == "1"
+    wait_until(lambda: workers.status("w1", "sink").get("connector", {}).get("state") == "STOPPED",
+               "sink STOPPED again", timeout=120)
+    wait_until(lambda: workers.status("w1", "paused-sink").get("connector", {}).get("state") == "PAUSED",
+               "paused-sink PAUSED again", timeout=120)
+    assert workers.call("w1", "GET", "/connectors/paused-sink/tasks")[1][0]["config"]["file"] == str(out) + ".2"
+    # Offsets too: resumed, the sink goes on from its committed offsets, not from the start.
+    assert workers.call("w1", "PUT", "/connectors/sink/resume")[0] == 202
+    _produce(broker, topic_name, 200, 100, 2)
+    wait_until(lambda: len(out.read_text().splitlines()) >= 300, "300 lines in the sink's file", timeout=180)
+    assert sorted(set(out.read_text().splitlines())) == [f"line {i:06d}" for i in range(300)]
