@@ -33,6 +33,7 @@ from connectd.secrets import redact
 
 __all__ = [
     "bind_context",
+    "check_level",
     "configure_logging",
     "get_level",
     "get_levels",
@@ -196,6 +197,11 @@ def _parse_level(value: object, where: str) -> int:
         if level is not None:
             return level
     raise ConfigError([f"{where}: {value!r} is not a log level; expected one of {_LEVEL_CHOICES}"])
+
+
+def check_level(value: object, where: str) -> None:
+    """Raise :class:`ConfigError` naming *where* unless *value* is a log level name."""
+    _parse_level(value, where)
 
 
 def _level_name(level: int) -> str:

@@ -201,7 +201,7 @@ class Worker:
         self.rest_urls = server.urls
         self.admin_urls = self.rest_urls if self._admin_listeners is None else []
         if self._admin_listeners:
-            admin = RestServer(create_admin_app(middlewares=self._rest_middlewares))
+            admin = RestServer(create_admin_app(middlewares=self._rest_middlewares, herder=herder))
             await admin.serve(self._admin_listeners)
             self._stack.push_async_callback(admin.stop)
             self.admin_rest = admin

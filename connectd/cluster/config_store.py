@@ -69,7 +69,8 @@ COMMIT_PREFIX = "commit-"
 TARGET_STATE_PREFIX = "target-state-"
 RESTART_PREFIX = "restart-connector-"
 SESSION_KEY_KEY = "session-key"
-_SKIPPED_PREFIXES = ("tasks-fencing-", "logger-cluster-")  # known to Kafka Connect, not used here
+LOGGER_PREFIX = "logger-cluster-"
+_SKIPPED_PREFIXES = ("tasks-fencing-",)  # known to Kafka Connect, not used here
 _TASK_NUMBER = re.compile(r"[+-]?[0-9]+")
 _WRITE_TIMEOUT_S = 30.0  # Kafka Connect's READ_WRITE_TOTAL_TIMEOUT_MS
 
@@ -141,6 +142,9 @@ class ConfigListener(Protocol):
 
     def on_session_key(self, key: SessionKey) -> None:
         """The leader distributed a new session key."""
+
+    def on_logger_level(self, namespace: str, level: str) -> None:
+        """A cluster-wide log level was set (``PUT /admin/loggers/{name}?scope=cluster``)."""
 
 
 def _dumps(value: Any) -> bytes:
@@ -291,6 +295,12 @@ class KafkaConfigStore:
             self._read_restart(key[len(RESTART_PREFIX):], value)
         elif key == SESSION_KEY_KEY:
             self._read_session_key(value)
+        elif key.startswith(LOGGER_PREFIX):
+            level = value.get("level") if isinstance(value, dict) else None
+            if isinstance(level, str):
+                self._tell("on_logger_level", key[len(LOGGER_PREFIX):], level)
+            else:
+                log.error("config_record_skipped", key=key, reason="no level")
         elif key.startswith(_SKIPPED_PREFIXES):
             log.debug("config_record_skipped", key=key, reason="not used by connectd")
         else:
@@ -448,6 +458,10 @@ class KafkaConfigStore:
 
     async def put_restart_request(self, connector: str, include_tasks: bool = False, only_failed: bool = False) -> None:
         await self._write([(RESTART_PREFIX + connector, {"include-tasks": include_tasks, "only-failed": only_failed})])
+
+    async def put_logger_level(self, namespace: str, level: str) -> None:
+        """KIP-976's cluster-wide log level: every worker running when it is read applies it."""
+        await self._write([(f"{LOGGER_PREFIX}{namespace}", {"level": level})])
 
     async def put_session_key(self, key: SessionKey) -> None:
         value = {

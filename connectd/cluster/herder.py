@@ -281,6 +281,11 @@ class DistributedHerder(HerderBase):
         await self._as_leader()
         await self.config_store.put_task_configs(name, configs)
 
+    async def put_logger_level(self, namespace: str, level: str) -> None:
+        """Set a log level on every worker of the cluster (KIP-976), through the config topic."""
+        await self._as_leader()
+        await self.config_store.put_logger_level(namespace, level)
+
     async def _modify_offsets(self, name: str, entries: list[tuple[Any, Any]] | None) -> bool:
         self._require(name)
         await self._as_leader()
@@ -498,6 +503,16 @@ class DistributedHerder(HerderBase):
         if self._session_key is not None and key != self._session_key:
             self._previous_session_key = self._session_key
         self._session_key = key
+
+    def on_logger_level(self, namespace: str, level: str) -> None:
+        from connectd.logging import set_level
+
+        try:
+            changed = set_level(namespace, level)
+        except ConfigError as exc:
+            log.error("cluster_log_level_refused", logger=namespace, level=level, error=str(exc))
+            return
+        log.info("cluster_log_level_set", logger=namespace, level=level, loggers=len(changed))
 
     def _later(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)

@@ -57,12 +57,14 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     return app
 
 
-def create_admin_app(*, middlewares: Iterable[Any] = ()) -> web.Application:
+def create_admin_app(*, middlewares: Iterable[Any] = (), herder: Any = None) -> web.Application:
     """The ``/admin`` endpoints alone, for the listeners of ``admin.listeners`` (KIP-495).
 
     :param middlewares: as for :func:`create_app`; the same security applies.
+    :param herder: the worker's herder, for cluster-wide log levels (``scope=cluster``) in a cluster.
     """
-    app = web.Application(middlewares=[*middlewares, error_middleware])
+    app = web.Application(middlewares=[*middlewares, error_middleware, forwarding_middleware])
+    app[HERDER] = herder
     loggers.add_routes(app.router)
     return app
 

@@ -26,6 +26,8 @@ REBALANCING = "Cannot complete request because of a conflicting operation (e.g. 
 @web.middleware
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     herder = request.app[HERDER]
+    if herder is None:
+        return await handler(request)
     body = await request.read() if request.can_read_body else b""
     refused = check_signature(herder, request.method, request.path_qs, body, request.headers)
     if refused is not None:

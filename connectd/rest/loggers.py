@@ -5,7 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from connectd.errors import ConfigError
-from connectd.logging import get_level, get_levels, set_level
+from connectd.logging import check_level, get_level, get_levels, set_level
+from connectd.rest._keys import HERDER
 from connectd.rest.connectors import read_json
 from connectd.rest.errors import RestError
 
@@ -41,9 +42,15 @@ async def _put(request: web.Request) -> web.Response:
     level = body.get("level") if isinstance(body, dict) else None
     if not isinstance(level, str) or not level.strip():
         raise RestError(400, "level is required: a log level name such as DEBUG or INFO")
+    level = level.strip().upper()
     try:
-        # A standalone worker is the whole cluster: scope=cluster changes this worker.
-        changed = set_level(name, level.strip().upper())
+        check_level(level, f"logger {name!r}")
     except ConfigError as exc:
         raise RestError(400, str(exc)) from None
-    return web.json_response(changed)
+    herder = request.app.get(HERDER)
+    if scope == "cluster" and hasattr(herder, "put_logger_level"):
+        # Every worker applies it when it reads it from the config topic, this one included.
+        await herder.put_logger_level(name, level)
+        return web.Response(status=204)
+    # A standalone worker is the whole cluster: scope=cluster changes this worker.
+    return web.json_response(set_level(name, level))

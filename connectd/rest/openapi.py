@@ -297,10 +297,12 @@ _PATHS: dict[str, Any] = {
         "put": _operation(
             "setLevel", "loggers", "set a logger's level and its descendants'",
             {"200": _answer("the loggers changed", {"type": "array", "items": {"type": "string"}}),
-             **_errors(400)},
+             "204": _answer("scope=cluster in a cluster: every worker sets it when it reads it from the config topic"),
+             **_errors(400, 409)},
             parameters=[_path_param("logger"),
                         {"name": "scope", "in": "query", "required": False,
-                         "description": "`worker` (the default) or `cluster`, the same on a standalone worker",
+                         "description": "`worker` (the default) or `cluster` (every worker of a cluster; the same "
+                                        "as `worker` on a standalone worker)",
                          "schema": {"type": "string", "enum": ["worker", "cluster"], "default": "worker"}}],
             body=_body(_ref("LoggerLevelRequest"), {"level": "DEBUG"}, "the new level")),
     },

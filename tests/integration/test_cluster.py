@@ -289,6 +289,10 @@ def test_the_leader_leaves_writes_go_on_and_a_restarted_cluster_remembers_everyt
     wait_until(lambda: workers.status("w1", "paused-sink").get("connector", {}).get("state") == "PAUSED",
                "paused-sink PAUSED again", timeout=120)
     assert workers.call("w1", "GET", "/connectors/paused-sink/tasks")[1][0]["config"]["file"] == str(out) + ".2"
+    # A cluster-wide log level reaches every worker (KIP-976).
+    assert workers.call("w2", "PUT", "/admin/loggers/connectd.cluster?scope=cluster", {"level": "DEBUG"})[0] == 204
+    wait_until(lambda: workers.call("w1", "GET", "/admin/loggers/connectd.cluster")[1].get("level") == "DEBUG",
+               "w1 to apply the cluster's log level", timeout=30)
     # Offsets too: resumed, the sink goes on from its committed offsets, not from the start.
     assert workers.call("w1", "PUT", "/connectors/sink/resume")[0] == 202
     _produce(broker, topic_name, 200, 100, 2)
