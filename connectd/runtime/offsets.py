@@ -306,9 +306,9 @@ class _OffsetsTopic:
         for partition_text, offset in offsets.items():
             partition = json.loads(partition_text)
             text = canonical([connector, partition])
-            with _lock:
-                keys = known.setdefault(text, set()) or {record_key(connector, partition)}
-                known[text] |= keys
+            with _lock:  # a copy: another thread may add to the set while this one sends
+                keys = set(known.get(text, ())) or {record_key(connector, partition)}
+                known.setdefault(text, set()).update(keys)
             records.extend((key, _record_value(offset)) for key in sorted(keys))
         self._send(records, wait)
 
