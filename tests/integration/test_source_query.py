@@ -1,4 +1,4 @@
-"""A record-level source task as a Spark query: file → transforms → converters → Kafka → offsets file."""
+"""A record-level source task as a Spark query: file → transforms → converters → Kafka → offsets file or topic."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectd.runtime.offsets import FileOffsetStore
+from connectd.runtime.kafka_io import client_option
+from connectd.runtime.offsets import FileOffsetStore, TopicOffsetStore, close_producers
 from connectd.runtime.queries import start_source_query
 
 pytestmark = pytest.mark.integration
@@ -35,7 +36,7 @@ def read_topic(broker, topic: str, expected: int, timeout: float = 90) -> list:
     return got
 
 
-def run(spark, broker, tmp_path, path, topic, connector_extra=None):
+def run(spark, broker, tmp_path, path, topic, connector_extra=None, offsets_topic=None):
     worker = {
         "bootstrap.servers": broker.bootstrap_servers,
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -48,7 +49,9 @@ def run(spark, broker, tmp_path, path, topic, connector_extra=None):
         spark, connector="lines", task_id=0, task_class="connectd_file.tasks.FileStreamSourceTask",
         task_config=connector, connector_config=connector, worker_config=worker,
         producer_config={"bootstrap.servers": broker.bootstrap_servers},
-        offsets_path=str(tmp_path / "offsets.json"), max_records=500,
+        max_records=500,
+        **({"offsets_path": str(tmp_path / "offsets.json")} if offsets_topic is None else
+           {"offsets": {"kind": "topic", "topic": offsets_topic, "client": client_option(worker, "producer")}}),
     )
 
 
@@ -154,3 +157,32 @@ def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_na
         assert wait_for_offset(tmp_path, path, path.stat().st_size) == {"position": 4}
     finally:
         query.stop(graceful_timeout_s=30)
+
+
+def test_offsets_in_a_topic_are_stored_and_read_back(spark, broker, topic_name, tmp_path):
+    create_topic(broker, topic_name)
+    offsets_topic = f"{topic_name}-offsets"
+    create_topic(broker, offsets_topic, partitions=5)
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(300)))
+    store = TopicOffsetStore(offsets_topic, {"bootstrap.servers": broker.bootstrap_servers})
+    first = run(spark, broker, tmp_path, path, topic_name, offsets_topic=offsets_topic)
+    try:
+        assert len(read_topic(broker, topic_name, 300)) == 300
+        deadline = time.monotonic() + 60
+        while store.get("lines", [{"filename": str(path)}]) != {
+                json.dumps({"filename": str(path)}, separators=(",", ":")): {"position": path.stat().st_size}}:
+            assert time.monotonic() < deadline, "offsets not stored in the topic"
+            time.sleep(0.2)
+    finally:
+        assert first.stop(graceful_timeout_s=30) is True
+        close_producers()
+
+    with open(path, "a") as f:
+        f.write("".join(f"line {i}\n" for i in range(300, 350)))
+    second = run(spark, broker, tmp_path, path, topic_name, offsets_topic=offsets_topic)
+    try:
+        got = read_topic(broker, topic_name, 350)
+        assert [m.value().decode() for m in got] == [f"line {i}" for i in range(350)]  # resumed from the topic
+    finally:
+        second.stop(graceful_timeout_s=30)
