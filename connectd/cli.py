@@ -79,6 +79,15 @@ def _parser() -> argparse.ArgumentParser:
     quickstart.add_argument("--dir", default=None, help="where the output and offsets go (default: a new temporary directory)")
     quickstart.add_argument("--duration", type=float, default=None, metavar="SECONDS",
                             help="stop by itself after this long (default: run until Ctrl-C)")
+    topics = verbs.add_parser("topics", help="a Connect cluster's internal topics")
+    topic_verbs = topics.add_subparsers(dest="topics_verb", metavar="ACTION")
+    topic_verbs.required = True
+    orphans = topic_verbs.add_parser(
+        "orphans", help="offsets topics no connector of the cluster uses (topic, then the connectors in it)")
+    orphans.add_argument("worker_config", metavar="WORKER_FILE", help="the cluster's connect-distributed.properties")
+    orphans.add_argument("--delete", action="store_true", help="delete them, saying which")
+    orphans.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                         help="for reading each topic and for the deletions (default 60)")
     _connectors_parser(verbs)
     return parser
 
@@ -184,6 +193,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return _run_worker(args.verb, args.worker_config, getattr(args, "connector_configs", ()))
     if args.verb == "connectors":
         return _connectors(args, out)
+    if args.verb == "topics" and args.topics_verb == "orphans":
+        return _orphan_topics(args.worker_config, args.delete, args.timeout, out)
     raise AssertionError(f"unhandled verb {args.verb}")  # argparse only lets known verbs through
 
 
@@ -377,6 +388,45 @@ def _count_lines(path: Path) -> int:
             return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
     except FileNotFoundError:
         return 0
+
+
+def _orphan_topics(file: str, delete: bool, timeout: float, out: TextIO) -> int:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from connectd.config.worker import WorkerConfig
+    from connectd.errors import ConnectorError
+    from connectd.runtime.offsets import orphan_offset_topics
+
+    config = WorkerConfig.from_file(file, "distributed")
+    missing = [key for key in ("offset.storage.topic", "config.storage.topic") if not config.resolved(key)]
+    if missing:
+        raise ConfigError([f"{file}: {key} is required" for key in missing])
+    admin = AdminClient(config.client_config("admin", "confluent"))
+    try:
+        topics = admin.list_topics(timeout=timeout).topics
+    except KafkaException as exc:
+        raise ConnectorError(f"cannot list the topics of {config.resolved('bootstrap.servers')}: {exc}") from exc
+    orphans = orphan_offset_topics(config.client_config("consumer", "confluent"), topics,
+                                   config.resolved("offset.storage.topic") or "",
+                                   config.resolved("config.storage.topic") or "", timeout)
+    if not orphans:
+        print("no orphaned offsets topics", file=sys.stderr)
+        return EXIT_OK
+    if not delete:
+        for topic, connectors in orphans.items():
+            print(f"{topic}\t{','.join(connectors)}", file=out)
+        return EXIT_OK
+    failed = []
+    for topic, future in admin.delete_topics(list(orphans), operation_timeout=timeout).items():
+        try:
+            future.result(timeout=timeout)
+            print(f"deleted {topic}\t{','.join(orphans[topic])}", file=out, flush=True)
+        except (KafkaException, TimeoutError) as exc:  # each topic's outcome said, then one error for all
+            failed.append(f"{topic}: {exc}")
+    if failed:
+        raise ConnectorError("not deleted: " + "; ".join(failed))
+    return EXIT_OK
 
 
 def _rest_url(text: str) -> str:

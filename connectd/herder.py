@@ -596,6 +596,9 @@ class HerderBase:
                                      f"tasks.max={max_tasks}")
         return self._written_task_configs(run, resolved, task_configs)
 
+    async def _prepare_task(self, run: _ConnectorRun) -> None:
+        """What a task needs before its query starts, beyond what task assembly does."""
+
     def _task_count(self, run: _ConnectorRun) -> int:
         """How many tasks the connector has in all (a sink task's share of partitions depends on it)."""
         return len(run.tasks)
@@ -607,6 +610,7 @@ class HerderBase:
     async def _start_task(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
         with bind_context(connector=run.name, task=task.id):
             try:
+                await self._prepare_task(run)
                 task_class = run.task_class(task.config)
                 task.handle = await asyncio.to_thread(
                     self.assembler.start, connector=run.name, connector_config=run.config, kind=run.kind,

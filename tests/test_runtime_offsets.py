@@ -9,7 +9,14 @@ import os
 import pytest
 
 from connectd.errors import ConfigError
-from connectd.runtime.offsets import FileOffsetStore, canonical, store_offsets_hook
+from connectd.runtime.offsets import (
+    FileOffsetStore,
+    TopicOffsetStore,
+    canonical,
+    offset_topics_in_use,
+    open_offset_store,
+    store_offsets_hook,
+)
 
 
 def test_put_get_and_delete(tmp_path):
@@ -78,3 +85,51 @@ def test_commit_hook_stores_the_batchs_last_offsets(tmp_path):
     arg = json.dumps({"path": str(path), "connector": "src"})
     store_offsets_hook(arg, 7, {canonical({"filename": "/a"}): json.dumps({"position": 42})}, 3)
     assert FileOffsetStore(path).get("src", [{"filename": "/a"}]) == {canonical({"filename": "/a"}): {"position": 42}}
+
+
+def test_commit_hook_takes_a_file_spec_with_its_kind(tmp_path):
+    path = tmp_path / "offsets.json"
+    store_offsets_hook(json.dumps({"kind": "file", "path": str(path), "connector": "src"}), 1,
+                       {canonical({"f": 1}): json.dumps({"o": 2})}, 1)
+    assert FileOffsetStore(path).get("src", [{"f": 1}]) == {canonical({"f": 1}): {"o": 2}}
+
+
+def test_open_offset_store_picks_the_store_a_spec_names(tmp_path, monkeypatch):
+    from connectd.runtime.kafka_io import client_option
+
+    file_store = open_offset_store({"path": str(tmp_path / "o.json"), "connector": "ignored"})
+    assert isinstance(file_store, FileOffsetStore) and file_store.path == tmp_path / "o.json"
+    assert isinstance(open_offset_store({"kind": "file", "path": "x"}), FileOffsetStore)
+
+    monkeypatch.setenv("OFFSETS_UNIT_BOOTSTRAP", "10.0.0.1:9092")
+    worker = {"bootstrap.servers": "${env:OFFSETS_UNIT_BOOTSTRAP}", "config.providers": "env",
+              "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider"}
+    topic_store = open_offset_store({"kind": "topic", "topic": "own-offsets", "fallback": "connect-offsets",
+                                     "client": client_option(worker, "producer"), "timeout": 5})
+    assert isinstance(topic_store, TopicOffsetStore)
+    assert topic_store.topic == "own-offsets"
+    assert topic_store.primary.settings["bootstrap.servers"] == "10.0.0.1:9092"  # resolved in this process
+    assert topic_store.primary.timeout == 5
+    assert topic_store.fallback is not None and topic_store.fallback.topic == "connect-offsets"
+    assert topic_store.fallback.settings == topic_store.primary.settings
+
+    other = open_offset_store({"kind": "topic", "topic": "t", "client": {"bootstrap.servers": "a:1"},
+                               "fallback": "t", "fallback_client": {"bootstrap.servers": "b:1"}})
+    assert other.fallback is not None and other.fallback.settings == {"bootstrap.servers": "b:1"}  # another cluster
+    same = open_offset_store({"kind": "topic", "topic": "t", "client": {"bootstrap.servers": "a:1,b:2"},
+                              "fallback": "t", "fallback_client": {"bootstrap.servers": "b:2, a:1"}})
+    assert same.fallback is None
+
+    with pytest.raises(ConfigError, match="unknown offset store kind 'memory'"):
+        open_offset_store({"kind": "memory"})
+
+
+def test_offset_topics_in_use_are_live_connectors_and_the_workers():
+    records = {
+        b"connector-a": json.dumps({"properties": {"offsets.storage.topic": "a-offsets"}}).encode(),
+        b"connector-b": None,
+        b"connector-c": json.dumps({"properties": {"name": "c"}}).encode(),
+        b"task-a-0": json.dumps({"properties": {"offsets.storage.topic": "task-offsets"}}).encode(),
+        b"connector-d": b"not json",
+    }
+    assert offset_topics_in_use(records, "connect-offsets") == {"a-offsets", "connect-offsets"}

@@ -143,6 +143,9 @@ class DistributedHerder(HerderBase):
         await self.member.stop()
         await self.config_store.stop()
         await self.status.stop()
+        from connectd.runtime.offsets import close_producers
+
+        await asyncio.to_thread(close_producers)  # those the offsets API used in this process
 
     # --- reads: this worker's view of the config topic ---
 
@@ -313,12 +316,29 @@ class DistributedHerder(HerderBase):
         return None  # a task may move to another worker: no local progress
 
     def _source_offsets_spec(self, connector_config: Mapping[str, str]) -> dict[str, Any]:
+        """The offsets topic: the connector's own ``offsets.storage.topic`` (the worker's as fallback),
+        else the worker's ``offset.storage.topic``; client settings as written."""
         from connectd.runtime.kafka_io import client_option
 
         own = (connector_config.get("offsets.storage.topic") or "").strip()
         worker_topic = str(self.worker.get("offset.storage.topic"))
-        return {"kind": "topic", "topic": own or worker_topic, "fallback": worker_topic if own else None,
-                "client": client_option(self.worker.originals(), "producer", {})}
+        spec: dict[str, Any] = {"kind": "topic", "topic": own or worker_topic,
+                                "client": client_option(self.worker.originals(), "producer", {})}
+        if own and own != worker_topic:
+            spec["fallback"] = worker_topic
+        return spec
+
+    async def _prepare_task(self, run: _ConnectorRun) -> None:
+        # A connector's own offsets topic is created (compacted) as Kafka Connect creates it.
+        own = (run.config.get("offsets.storage.topic") or "").strip()
+        if run.kind == "source" and own and own != self.worker.get("offset.storage.topic"):
+            from connectd.cluster.kafka_log import ensure_topic, internal_topic_settings
+
+            await ensure_topic(self.worker.client_config("admin", "aiokafka"), own,
+                               partitions=self.worker.get("offset.storage.partitions"),
+                               replication_factor=self.worker.get("offset.storage.replication.factor"),
+                               configs=internal_topic_settings(self.worker, "offset.storage"),
+                               topic_key="offsets.storage.topic")
 
     def _source_offsets(self, run: _ConnectorRun) -> Any:
         from connectd.runtime.offsets import open_offset_store
@@ -524,46 +544,53 @@ class DistributedHerder(HerderBase):
             self.member.request_rejoin()
         async with self._lock:
             run = self._connectors.get(name)
-            if run is None:
-                return
             if config is None:  # deleted: its work stops now; the next round revokes it
-                for task in run.tasks:
-                    await asyncio.to_thread(self._stop_task, run, task)
-                if run.instance is not None:
-                    await asyncio.to_thread(run.instance.stop)
-                del self._connectors[name]
+                if run is not None:
+                    for task in run.tasks:
+                        await asyncio.to_thread(self._stop_task, run, task)
+                    if run.instance is not None:
+                        await asyncio.to_thread(run.instance.stop)
+                    del self._connectors[name]
                 self.status.forget(name)
                 return
-            if dict(config) == run.config:
+            if name not in self._assigned.connectors:
+                if run is not None:
+                    run.config = dict(config)  # for its tasks, restarted when their configs are committed
                 return
-            run.config = dict(config)
-            if run.instance is not None:
-                with bind_context(connector=name):
-                    await asyncio.to_thread(run.instance.stop)
-                    run.instance = None
-                    written = await self._start_connector_instance(run)
-                    if written is not None:
-                        await self._publish_task_configs(run, written)
+            if run is not None and run.instance is not None and dict(config) == run.config:
+                return
+            # Ours, and new (created again under the same name) or changed: (re)start the Connector.
+            with bind_context(connector=name):
+                if run is not None:
+                    if run.instance is not None:
+                        await asyncio.to_thread(run.instance.stop)
+                        run.instance = None
+                    run.config = dict(config)
+                    run.cls = self.registry.find_class("connector", config.get("connector.class", ""))
+                    run.target = self.snapshot.target_states.get(name, "STARTED")
+                await self._start_owned_connector(name)
 
     async def _task_configs_changed(self, name: str) -> None:
         if self.is_leader:
             self.member.request_rejoin()
+        mine = [task for task in self._assigned.tasks if task.connector == name]
+        if not mine:
+            return
         async with self._lock:
-            run = self._connectors.get(name)
-            if run is None or not run.tasks:
+            run = self._local_run(name)
+            if run is None:
                 return
             count = self._task_count(run)
             with bind_context(connector=name):
                 log.info("task_configs_committed", tasks=count)
-                for task in list(run.tasks):
+                for task in list(run.tasks):  # every task of ours restarts with its new config
                     await asyncio.to_thread(self._stop_task, run, task)
-                    config = self.snapshot.task_configs.get(ConnectorTaskId(name, task.id))
-                    if task.id >= count or config is None:  # gone: the next round revokes it
-                        run.tasks.remove(task)
-                        self.status.forget_task(name, task.id)
-                        continue
-                    task.config = dict(config)
-                    await self._start_task(run, task, count)
+                    run.tasks.remove(task)
+                for task_id in mine:
+                    if task_id.task < count and task_id in self.snapshot.task_configs:
+                        await self._start_owned_task(task_id)
+                    else:  # gone: the next round revokes it
+                        self.status.forget_task(name, task_id.task)
 
     async def _target_state_changed(self, name: str) -> None:
         state = self.snapshot.target_states.get(name, "STARTED")

@@ -168,7 +168,7 @@ class TaskAssembler:
             connector_config=dict(connector_config),
             worker_config=self.worker.originals(),
             producer_config=self.client_option("producer", connector_config),
-            offsets_path=self.source_offsets(connector_config)["path"],
+            offsets=self.source_offsets(connector_config),
             paused=paused,
         )
 

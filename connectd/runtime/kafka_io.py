@@ -53,7 +53,8 @@ partition and offset (JSON text) of the record; the commit message of each
 executor task holds the last offset per source partition, and the writer's
 ``commit`` — in the long-lived process, after every write succeeded —
 passes them to the callback named by the ``commit.hook`` option
-(``module:function``), which stores them. A row whose topic is null only
+(``module:function``) with the ``commit.hook.arg`` option (or
+``commit.hook.secret.arg``, which Spark redacts), which stores them. A row whose topic is null only
 moves an offset (its record was dropped by a transform) and is not
 produced. Offsets are thus stored
 only after the data is durable.
@@ -140,6 +141,10 @@ def _write_arrow_schema() -> Any:
 # what the runtime passes - the worker config as written plus which client,
 # resolved in the process that uses it, so no resolved secret is in options.
 CLIENT_OPTION = "kafka.client.secret"
+
+
+#: ``commit.hook.arg`` under a name Spark redacts (``spark.redaction.regex``).
+COMMIT_HOOK_SECRET_ARG = "commit.hook.secret.arg"
 
 
 def client_option(worker_config: dict[str, str], client: str, overrides: dict[str, str] | None = None) -> str:
@@ -491,7 +496,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: dict[str, str]) -> None:
         self.client_json = options.get(CLIENT_OPTION, "{}")
         self.commit_hook = options.get("commit.hook")
-        self.commit_hook_arg = options.get("commit.hook.arg", "")
+        # The redacted spelling, for an argument that holds client settings.
+        self.commit_hook_arg = options.get(COMMIT_HOOK_SECRET_ARG, options.get("commit.hook.arg", ""))
         self.flush_timeout = float(options.get("flush.timeout.s", "60"))
 
     def write(self, batches: Iterator[Any]) -> _Written:

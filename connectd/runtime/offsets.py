@@ -18,6 +18,33 @@ primitive values; a sink connector's are Kafka Connect's
 committed offsets of its consumer group. :func:`parse_source_offsets` and
 :func:`parse_sink_offsets` check a request's entries with Kafka Connect's
 messages; the ``*_group_*`` functions read and change a group's offsets.
+
+Offsets topics (distributed mode)
+---------------------------------
+:class:`TopicOffsetStore` keeps them in an offsets topic, record for record
+as Kafka Connect does: key ``["<connector>",{<partition>}]`` in compact
+JSON, value the offset's JSON, a tombstone deleting it; keyed records go to
+the partition Java's producer picks (murmur2), so a topic is shared with, or
+taken over from, Kafka Connect. Reads go from the beginning of every
+partition to its end (:mod:`connectd.runtime.topic_reader`), the last
+record of a key winning. Kafka Connect does not sort a partition's keys and
+connectd does, so one source partition may be stored under several keys,
+possibly in different topic partitions: entries are matched by the
+canonical form of the parsed partition, the newest record (by timestamp)
+winning between keys; and every key a partition was found under is
+remembered (per process and topic), so later writes go to that same key —
+the same topic partition, replacing it for readers and for compaction —
+and a write before this process ever read the topic reads it first.
+
+A connector's own ``offsets.storage.topic`` is the *primary* topic and the
+worker's the *fallback*, as Kafka Connect's ``ConnectorOffsetBackingStore``:
+a partition not found in the primary (never written, or deleted) is read
+from the fallback; writes go to the primary, with tombstones written to the
+fallback first (else a deleted offset would come back from it) and the
+other offsets copied to it afterwards, best effort (failures logged).
+
+Which store a spec names (the commit hook's argument and the source
+reader's ``offsets``) is decided by :func:`open_offset_store` alone.
 """
 
 from __future__ import annotations
@@ -27,22 +54,31 @@ import json
 import os
 import re
 import tempfile
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from connectd.errors import BadRequestError, ConfigError, ConnectorError
+from connectd.logging import get_logger
+
+log = get_logger(__name__)
 
 __all__ = [
     "KAFKA_OFFSET",
     "KAFKA_PARTITION",
     "KAFKA_TOPIC",
     "FileOffsetStore",
+    "TopicOffsetStore",
     "alter_group_offsets",
     "canonical",
+    "close_producers",
     "delete_group",
     "group_offsets",
+    "open_offset_store",
+    "orphan_offset_topics",
     "parse_sink_offsets",
     "parse_source_offsets",
     "store_offsets_hook",
@@ -148,15 +184,281 @@ class FileOffsetStore:
             os.close(directory)
 
 
-def store_offsets_hook(arg: str, batch_id: int, offsets: dict[str, str], records: int) -> None:
-    """The Kafka writer's ``commit.hook`` for standalone source tasks.
+# --- offsets topics (distributed mode) -------------------------------------------
 
-    :param arg: JSON ``{"path": <offsets file>, "connector": <name>}``.
+_DEFAULT_TIMEOUT_S = 30.0
+
+
+def record_key(connector: str, partition: Mapping[str, Any]) -> bytes:
+    """The offsets topic's key for *partition* of *connector*: compact JSON, keys sorted, UTF-8 as Jackson writes."""
+    return json.dumps([connector, partition], sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _record_value(offset: Mapping[str, Any] | None) -> bytes | None:
+    if offset is None:
+        return None
+    return json.dumps(offset, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _parse_key(key: bytes) -> tuple[str, dict[str, Any]] | None:
+    """``(connector, partition)`` of an offsets-topic key; ``None`` for any other key."""
+    try:
+        parsed = json.loads(key)
+    except ValueError:
+        return None
+    if (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str)
+            and isinstance(parsed[1], dict)):
+        return parsed[0], parsed[1]
+    return None
+
+
+def _settings_key(settings: Mapping[str, Any]) -> str:
+    return json.dumps(sorted((str(k), repr(v)) for k, v in settings.items()))
+
+
+def _cluster_key(settings: Mapping[str, Any]) -> str:
+    servers = str(settings.get("bootstrap.servers", ""))
+    return ",".join(sorted(s.strip() for s in servers.split(",") if s.strip()))
+
+
+_lock = threading.Lock()
+_producers: dict[tuple[int, str], Any] = {}
+# (cluster, topic) -> canonical key text -> the keys (bytes) it was found under
+_key_forms: dict[tuple[str, str], dict[str, set[bytes]]] = {}
+
+
+def _producer(settings: Mapping[str, Any]) -> Any:
+    """One producer per process and settings: the commit hook runs once per batch.
+
+    Keyed by the pid too, so a forked process never uses its parent's client.
+    """
+    from confluent_kafka import Producer
+
+    key = (os.getpid(), _settings_key(settings))
+    with _lock:
+        producer = _producers.get(key)
+        if producer is None:
+            config = {"linger.ms": 0, **{k: v for k, v in settings.items() if k != "transactional.id"}}
+            # Every offset acknowledged by all replicas; keyed records where Java's producer puts them.
+            config.update({"acks": "all", "enable.idempotence": True, "partitioner": "murmur2_random"})
+            producer = _producers[key] = Producer(config)
+        return producer
+
+
+def close_producers(timeout: float = 5.0) -> None:
+    """Flush and drop this process's offset producers (a worker stopping; tests)."""
+    with _lock:
+        producers = [p for (pid, _), p in _producers.items() if pid == os.getpid()]
+        _producers.clear()
+        _key_forms.clear()
+    for producer in producers:
+        producer.flush(timeout)
+
+
+class _OffsetsTopic:
+    """One offsets topic on one cluster."""
+
+    def __init__(self, topic: str, settings: Mapping[str, Any], timeout: float) -> None:
+        self.topic = topic
+        self.settings = dict(settings)
+        self.timeout = timeout
+        self._forms_key = (_cluster_key(settings), topic)
+
+    def read(self) -> dict[str, tuple[dict[str, Any], Any]]:
+        """canonical ``[connector, partition]`` text → (partition as stored, offset or ``None`` if deleted)."""
+        from connectd.runtime.topic_reader import read_topic_records
+
+        newest: dict[str, tuple[int, dict[str, Any], Any]] = {}
+        forms: dict[str, set[bytes]] = {}
+        for key, (value, timestamp) in read_topic_records(self.settings, self.topic, self.timeout).items():
+            parsed = _parse_key(key)
+            if parsed is None:
+                continue
+            try:
+                offset = None if value is None else json.loads(value)
+            except ValueError:
+                log.warning("offset_record_unreadable", topic=self.topic, key=key.decode(errors="replace"))
+                continue
+            text = canonical(list(parsed))
+            forms.setdefault(text, set()).add(key)
+            if text not in newest or timestamp >= newest[text][0]:
+                newest[text] = (timestamp, parsed[1], offset)
+        with _lock:
+            _key_forms[self._forms_key] = forms
+        return {text: (partition, offset) for text, (_, partition, offset) in newest.items()}
+
+    def write(self, connector: str, offsets: Mapping[str, Mapping[str, Any] | None], *, wait: bool = True) -> None:
+        """Produce *offsets* (partition's canonical text → offset, ``None`` deletes).
+
+        :param wait: until every record is acknowledged, raising if one is not; else
+            send and log failures when they are reported.
+        :raises ConnectorError: (retriable) when a record is not acknowledged in time.
+        """
+        if not offsets:
+            return
+        with _lock:
+            known = _key_forms.get(self._forms_key)
+        if known is None:
+            self.read()  # learn the keys stored partitions go by, before adding any
+            with _lock:
+                known = _key_forms.get(self._forms_key, {})
+        records: list[tuple[bytes, bytes | None]] = []
+        for partition_text, offset in offsets.items():
+            partition = json.loads(partition_text)
+            text = canonical([connector, partition])
+            with _lock:  # a copy: another thread may add to the set while this one sends
+                keys = set(known.get(text, ())) or {record_key(connector, partition)}
+                known.setdefault(text, set()).update(keys)
+            records.extend((key, _record_value(offset)) for key in sorted(keys))
+        self._send(records, wait)
+
+    def _send(self, records: list[tuple[bytes, bytes | None]], wait: bool) -> None:
+        producer = _producer(self.settings)
+        acked: list[None] = []
+        failures: list[str] = []
+
+        def delivered(error: Any, message: Any) -> None:
+            if error is not None:
+                failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+                if not wait:
+                    log.warning("offsets_copy_failed", topic=self.topic, error=str(error))
+            acked.append(None)
+
+        for key, value in records:
+            while True:
+                try:
+                    producer.produce(self.topic, key=key, value=value, on_delivery=delivered)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        if not wait:
+            producer.poll(0)
+            return
+        deadline = time.monotonic() + self.timeout
+        producer.flush(self.timeout)
+        # flush() may return while another thread serves our callbacks: wait for them all.
+        while len(acked) < len(records) and time.monotonic() < deadline:
+            producer.poll(0.05)
+        if len(acked) < len(records):
+            raise ConnectorError(f"{len(records) - len(acked)} offset records to {self.topic} not acknowledged "
+                                 f"within {self.timeout:.0f} s", retriable=True)
+        if failures:
+            raise ConnectorError(f"offsets not written to {self.topic}: " + "; ".join(failures[:5]), retriable=True)
+
+
+class TopicOffsetStore:
+    """Source offsets in an offsets topic (see the module's docstring), synchronous.
+
+    Same interface as :class:`FileOffsetStore`; safe to use from several threads.
+
+    :param topic: the offsets topic: the connector's ``offsets.storage.topic``, or the worker's
+        ``offset.storage.topic``.
+    :param settings: confluent-kafka settings of its cluster (placeholders resolved); producer-only
+        settings are left out of the reading consumer.
+    :param fallback_topic: the worker's ``offset.storage.topic`` when *topic* is a connector's own:
+        read for partitions *topic* does not have. Ignored when it is *topic* on the same cluster.
+    :param fallback_settings: settings of the fallback's cluster (default: *settings*).
+    :param timeout: seconds for a read to the end, or for a write to be acknowledged.
+    """
+
+    def __init__(self, topic: str, settings: Mapping[str, Any], fallback_topic: str | None = None, *,
+                 fallback_settings: Mapping[str, Any] | None = None, timeout: float = _DEFAULT_TIMEOUT_S) -> None:
+        self.primary = _OffsetsTopic(topic, settings, timeout)
+        fallback_settings = settings if fallback_settings is None else fallback_settings
+        same = fallback_topic == topic and _cluster_key(fallback_settings) == _cluster_key(settings)
+        self.fallback = _OffsetsTopic(fallback_topic, fallback_settings, timeout) if fallback_topic and not same else None
+
+    @property
+    def topic(self) -> str:
+        return self.primary.topic
+
+    def get(self, connector: str, partitions: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        """Stored offsets of *partitions* of *connector*, keyed by the partition's canonical JSON."""
+        wanted = {canonical(p): canonical([connector, p]) for p in partitions}
+        found: dict[str, Mapping[str, Any]] = {}
+        for store in (self.primary, self.fallback):
+            if store is None or not wanted:
+                break
+            stored = store.read()
+            for partition_text, key_text in list(wanted.items()):
+                entry = stored.get(key_text)
+                if entry is not None and entry[1] is not None:
+                    found[partition_text] = entry[1]
+                    del wanted[partition_text]
+        return found
+
+    def connector_offsets(self, connector: str) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+        """Every (partition, offset) stored for *connector*, the primary topic's before the fallback's."""
+        pairs: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+        for store in (self.fallback, self.primary):
+            if store is None:
+                continue
+            for key_text, (partition, offset) in store.read().items():
+                # a partition deleted from the primary topic is the fallback's, as in get()
+                if offset is not None and json.loads(key_text)[0] == connector:
+                    pairs[key_text] = (partition, offset)
+        return list(pairs.values())
+
+    def put(self, connector: str, offsets: Mapping[str, Mapping[str, Any] | None]) -> None:
+        """Store *offsets* (partition as canonical JSON text → offset, ``None`` deletes).
+
+        :raises ConnectorError: (retriable) if a record is not acknowledged (``acks=all``) in time.
+        """
+        if not offsets:
+            return
+        if self.fallback is not None:
+            deleted = {p: None for p, o in offsets.items() if o is None}
+            self.fallback.write(connector, deleted)
+        self.primary.write(connector, offsets)
+        if self.fallback is not None:
+            kept = {p: o for p, o in offsets.items() if o is not None}
+            self.fallback.write(connector, kept, wait=False)
+
+
+def _client_settings(value: Any) -> dict[str, Any]:
+    """confluent-kafka settings from a spec's client: a ``client_option`` value (resolved here) or settings."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    from connectd.runtime.kafka_io import client_settings
+
+    return client_settings(value or "{}")
+
+
+def open_offset_store(spec: Mapping[str, Any]) -> FileOffsetStore | TopicOffsetStore:
+    """The offset store a spec names; the one place that decides it.
+
+    - ``{"kind": "file", "path": ...}`` (``kind`` may be left out): :class:`FileOffsetStore`.
+    - ``{"kind": "topic", "topic": ..., "client": ..., "fallback": ..., "fallback_client": ...,
+      "timeout": seconds}``: :class:`TopicOffsetStore`. ``client`` is the value of
+      :func:`~connectd.runtime.kafka_io.client_option` (a worker config as written, resolved in
+      this process by its config providers) or confluent-kafka settings; ``fallback`` (the worker's
+      topic) and ``fallback_client`` (default ``client``) are optional.
+
+    Other keys (the hook's ``connector``) are ignored.
+
+    :raises ConfigError: for a spec of no known kind.
+    """
+    kind = spec.get("kind", "file")
+    if kind == "file":
+        return FileOffsetStore(spec["path"])
+    if kind == "topic":
+        settings = _client_settings(spec.get("client"))
+        fallback = spec.get("fallback_client")
+        return TopicOffsetStore(spec["topic"], settings, spec.get("fallback") or None,
+                                fallback_settings=None if fallback is None else _client_settings(fallback),
+                                timeout=float(spec.get("timeout", _DEFAULT_TIMEOUT_S)))
+    raise ConfigError([f"unknown offset store kind {kind!r}; expected 'file' or 'topic'"])
+
+
+def store_offsets_hook(arg: str, batch_id: int, offsets: dict[str, str], records: int) -> None:
+    """The Kafka writer's ``commit.hook`` for source tasks: stores a flushed batch's offsets.
+
+    :param arg: JSON: an :func:`open_offset_store` spec with ``"connector": <name>``.
     :param offsets: source partition (canonical JSON text) → source offset (JSON text),
         the last of each partition in the batch; called only after the batch is flushed.
     """
     spec = json.loads(arg)
-    FileOffsetStore(spec["path"]).put(spec["connector"], {p: json.loads(o) for p, o in offsets.items()})
+    open_offset_store(spec).put(spec["connector"], {p: json.loads(o) for p, o in offsets.items()})
 
 
 # --- the offsets API (KIP-875) ---------------------------------------------------
@@ -355,3 +657,52 @@ def alter_group_offsets(admin: Any, consumer_config: Mapping[str, Any], group: s
                 "be successfully completed. If the connector is in a stopped state, this operation can be safely "
                 "retried.", retriable=True) from exc
         raise ConnectorError(f"Failed to alter consumer group offsets for connector {connector}: {exc}") from exc
+
+
+# --- offsets topics no connector uses ---------------------------------------------
+
+
+def offset_topics_in_use(config_records: Mapping[bytes, bytes | None], worker_topic: str) -> set[str]:
+    """The offsets topics of a cluster: the worker's, and every live connector's ``offsets.storage.topic``.
+
+    :param config_records: the config topic as :func:`~connectd.runtime.topic_reader.read_topic` reads it
+        (``connector-<name>`` → ``{"properties": {...}}``, ``None`` for a deleted connector).
+    """
+    used = {worker_topic}
+    for key, value in config_records.items():
+        if value is None or not key.startswith(b"connector-"):
+            continue
+        try:
+            properties = json.loads(value).get("properties") or {}
+        except (ValueError, AttributeError):
+            continue
+        topic = properties.get("offsets.storage.topic") if isinstance(properties, dict) else None
+        if isinstance(topic, str) and topic.strip():
+            used.add(topic.strip())
+    return used
+
+
+def orphan_offset_topics(settings: Mapping[str, Any], topics: Iterable[str], worker_topic: str, config_topic: str,
+                         timeout: float = 60.0) -> dict[str, list[str]]:
+    """Offsets topics no connector of the cluster uses: topic → the connectors that have offsets in it.
+
+    A candidate is a topic whose name ends in ``offsets`` (not an internal ``__`` one, not the
+    worker's); it is an offsets topic when it holds records and every keyed record's key is an
+    offset key (``["<connector>",{...}]``), and an orphan when no connector in the config topic
+    names it as its ``offsets.storage.topic``. An empty topic proves nothing and is not listed.
+
+    :param settings: confluent-kafka consumer settings of the cluster.
+    :param topics: the cluster's topic names.
+    """
+    from connectd.runtime.topic_reader import read_topic
+
+    used = offset_topics_in_use(read_topic(settings, config_topic, timeout), worker_topic) | {config_topic}
+    orphans: dict[str, list[str]] = {}
+    for topic in sorted(topics):
+        if topic in used or topic.startswith("__") or not topic.endswith("offsets"):
+            continue
+        records = read_topic(settings, topic, timeout)
+        keys = [_parse_key(key) for key in records]
+        if keys and all(k is not None for k in keys):
+            orphans[topic] = sorted({k[0] for k in keys if k is not None})
+    return orphans

@@ -192,17 +192,25 @@ def start_source_query(
     connector_config: dict[str, str],
     worker_config: dict[str, str],
     producer_config: dict[str, Any] | str,
-    offsets_path: str,
+    offsets: dict[str, Any] | None = None,
+    offsets_path: str | None = None,
     max_records: int = 10_000,
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
 ) -> TaskQuery:
-    """Start a source task's query: plugin → transforms → converters → Kafka → offsets file.
+    """Start a source task's query: plugin → transforms → converters → Kafka → offset store.
 
     :param task_class: dotted path of the plugin's :class:`~connectd.SourceTask`.
     :param producer_config: the data producer's :data:`~connectd.runtime.kafka_io.CLIENT_OPTION`
         value (:func:`~connectd.runtime.kafka_io.client_option`), or confluent-kafka settings.
+    :param offsets: where the task's offsets are read and stored: an
+        :func:`~connectd.runtime.offsets.open_offset_store` spec (JSON-serialisable; a topic's
+        client as written, resolved in Spark's process).
+    :param offsets_path: the offsets file, for ``{"kind": "file", "path": offsets_path}``.
     """
+    if (offsets is None) == (offsets_path is None):
+        raise ValueError("start_source_query needs one of offsets and offsets_path")
+    offsets_spec = dict(offsets) if offsets is not None else {"kind": "file", "path": offsets_path}
     name = f"{connector}-{task_id}"
     spec = {
         "connector": connector,
@@ -211,7 +219,7 @@ def start_source_query(
         "task_config": task_config,
         "connector_config": connector_config,
         "worker_config": worker_config,
-        "offsets": {"kind": "file", "path": offsets_path},
+        "offsets": offsets_spec,
         # for dead-letter records, produced by the reader's own process
         "producer": _as_option(producer_config),
     }
@@ -229,7 +237,8 @@ def start_source_query(
             stream.writeStream.format(kafka_io.FORMAT)
             .option(kafka_io.CLIENT_OPTION, _as_option(producer_config))
             .option("commit.hook", "connectd.runtime.offsets:store_offsets_hook")
-            .option("commit.hook.arg", json.dumps({"path": offsets_path, "connector": connector}))
+            # redacted: a topic store's spec carries client settings as written
+            .option(kafka_io.COMMIT_HOOK_SECRET_ARG, json.dumps({**offsets_spec, "connector": connector}))
         )
         return _started(writer, workdir / "checkpoint", name, trigger_interval)
 

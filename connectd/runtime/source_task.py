@@ -238,7 +238,7 @@ class SourceTaskReader(DataSourceStreamReader):
         from connectd.connector import OffsetStorageReader, SourceTaskContext
         from connectd.plugins import get_registry
         from connectd.runtime.converters import configure_converters
-        from connectd.runtime.offsets import FileOffsetStore
+        from connectd.runtime.offsets import open_offset_store
         from connectd.transforms.chain import TransformationChain
 
         spec = self.spec
@@ -262,7 +262,7 @@ class SourceTaskReader(DataSourceStreamReader):
             from connectd.runtime.kafka_io import client_settings
 
             self._admin = AdminClient(client_settings(self.spec.get("producer", "{}")))
-        store = FileOffsetStore(spec["offsets"]["path"])
+        store = open_offset_store(spec["offsets"])
         connector = spec["connector"]
         module, _, name = spec["task_class"].rpartition(".")
         task = getattr(importlib.import_module(module), name)()

@@ -298,3 +298,64 @@ def test_the_leader_leaves_writes_go_on_and_a_restarted_cluster_remembers_everyt
     _produce(broker, topic_name, 200, 100, 2)
     wait_until(lambda: len(out.read_text().splitlines()) >= 300, "300 lines in the sink's file", timeout=180)
     assert sorted(set(out.read_text().splitlines())) == [f"line {i:06d}" for i in range(300)]
+
+
+def test_file_source_to_sink_under_load_while_workers_join_and_leave_and_offsets_live_in_the_topic(
+        cluster, broker, topic_name, consume_records, wait_until):
+    import threading
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
+    workers = cluster()
+    for name in ("w1", "w2"):
+        workers.start(name)
+    workers.wait_up("w1", "w2")
+    source_file, out = workers.directory / "in.txt", workers.directory / "out.txt"
+    source_file.write_text("")
+    source = {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic_name}
+    assert workers.call("w1", "POST", "/connectors", {"name": "source", "config": source})[0] == 201
+    assert workers.call("w2", "POST", "/connectors", {"name": "sink", "config": {
+        "connector.class": "FileStreamSink", "topics": topic_name, "tasks.max": "2", "file": str(out)}})[0] == 201
+
+    written = 0
+    stop_writing = threading.Event()
+
+    def write() -> None:  # a steady load while the cluster changes
+        nonlocal written
+        while not stop_writing.is_set():
+            with open(source_file, "a") as f:
+                f.write("".join(f"line {i:06d}\n" for i in range(written, written + 500)))
+            written += 500
+            stop_writing.wait(0.2)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        wait_until(lambda: out.exists() and len(out.read_text().splitlines()) >= 1000, "lines flowing", timeout=180)
+        workers.start("w3")
+        workers.wait_up("w3")
+        wait_until(lambda: "127.0.0.1:" + workers.urls["w3"].rsplit(":", 1)[1] in json.dumps(
+            [workers.status("w1", c) for c in ("source", "sink")]), "w3 to run something", timeout=120)
+        assert workers.terminate("w1") == 0  # a clean leave, under load
+    finally:
+        stop_writing.set()
+        writer.join()
+    expected = {f"line {i:06d}" for i in range(written)}
+    wait_until(lambda: set(out.read_text().splitlines()) >= expected, f"all {written} lines in the sink's file",
+               timeout=240)
+
+    # The source's offsets are in the offsets topic: any worker reads them; a follower's change reaches the leader.
+    assert workers.call("w2", "PUT", "/connectors/source/stop")[0] == 204
+    position = source_file.stat().st_size
+    wait_until(lambda: workers.call("w3", "GET", "/connectors/source/offsets")[1],
+               "the source's offsets", until=lambda body: body and body.get("offsets") and
+               body["offsets"][0]["offset"] == {"position": position}, timeout=60)
+    # Deleted and created again under the same name, it resumes from its offsets (the seeds' scenario).
+    assert workers.call("w3", "DELETE", "/connectors/source")[0] == 204
+    with open(source_file, "a") as f:
+        f.write("".join(f"line {i:06d}\n" for i in range(written, written + 100)))
+    assert workers.call("w2", "POST", "/connectors", {"name": "source", "config": source})[0] == 201
+    wait_until(lambda: set(out.read_text().splitlines()) >= {f"line {i:06d}" for i in range(written + 100)},
+               "the lines written while the source was away", timeout=180)
+    values = Counter(m.value().decode() for m in consume_records(topic_name))
+    assert values["line 000000"] == 1  # not read again from the start

@@ -1,4 +1,4 @@
-"""A record-level source task as a Spark query: file → transforms → converters → Kafka → offsets file."""
+"""A record-level source task as a Spark query: file → transforms → converters → Kafka → offsets file or topic."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectd.runtime.offsets import FileOffsetStore
+from connectd.runtime.kafka_io import client_option
+from connectd.runtime.offsets import FileOffsetStore, TopicOffsetStore, close_producers
 from connectd.runtime.queries import start_source_query
 
 pytestmark = pytest.mark.integration
@@ -23,14 +24,16 @@ def read_topic(consume_records, topic: str, expected: int) -> list:
     return consume_records(topic, expected, partitions=1, timeout=90, linger=1.0)
 
 
-def run(spark, worker: dict[str, str], path, topic, connector_extra=None):
+def run(spark, worker: dict[str, str], path, topic, connector_extra=None, offsets_topic=None):
     connector = {"name": "lines", "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
                  **(connector_extra or {})}
     return start_source_query(
         spark, connector="lines", task_id=0, task_class="connectd_file.tasks.FileStreamSourceTask",
         task_config=connector, connector_config=connector, worker_config=worker,
         producer_config={"bootstrap.servers": worker["bootstrap.servers"]},
-        offsets_path=worker["offset.storage.file.filename"], max_records=500,
+        max_records=500,
+        **({"offsets_path": worker["offset.storage.file.filename"]} if offsets_topic is None else
+           {"offsets": {"kind": "topic", "topic": offsets_topic, "client": client_option(worker, "producer")}}),
     )
 
 
@@ -137,3 +140,30 @@ def test_missing_topic_is_created_as_topic_creation_says(spark, broker, topic_na
         assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": 4}
     finally:
         query.stop(graceful_timeout_s=30)
+
+
+def test_offsets_in_a_topic_are_stored_and_read_back(spark, broker, topic_name, tmp_path, worker_config, wait_until,
+                                                    consume_records):
+    create_topic(broker, topic_name)
+    offsets_topic = f"{topic_name}-offsets"
+    create_topic(broker, offsets_topic, partitions=5)
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(300)))
+    store = TopicOffsetStore(offsets_topic, {"bootstrap.servers": broker.bootstrap_servers})
+    first = run(spark, worker_config.settings(), path, topic_name, offsets_topic=offsets_topic)
+    try:
+        assert len(read_topic(consume_records, topic_name, 300)) == 300
+        stored = {json.dumps({"filename": str(path)}, separators=(",", ":")): {"position": path.stat().st_size}}
+        wait_until(lambda: store.get("lines", [{"filename": str(path)}]) == stored, "offsets stored in the topic")
+    finally:
+        assert first.stop(graceful_timeout_s=30) is True
+        close_producers()
+
+    with open(path, "a") as f:
+        f.write("".join(f"line {i}\n" for i in range(300, 350)))
+    second = run(spark, worker_config.settings(), path, topic_name, offsets_topic=offsets_topic)
+    try:
+        got = read_topic(consume_records, topic_name, 350)
+        assert [m.value().decode() for m in got] == [f"line {i}" for i in range(350)]  # resumed from the topic
+    finally:
+        second.stop(graceful_timeout_s=30)
