@@ -90,10 +90,7 @@ class DistributedHerder(HerderBase):
 
         self.rest_url = rest_url
         self.config_store = KafkaConfigStore.from_worker_config(worker, f"connectd-{worker_id}", listener=self)
-        protocol = str(worker.get("connect.protocol")).lower()
-        if protocol == "eager":
-            raise ConfigError(["connect.protocol=eager is not supported: connectd rebalances incrementally "
-                               "(use compatible or sessioned)"])
+        protocol = str(worker.get("connect.protocol")).lower()  # eager is refused by the config check
         settings = worker.client_config("admin", "aiokafka")
         settings["client_id"] = f"connectd-{worker_id}"
         session_ms = worker.get("session.timeout.ms")
@@ -382,16 +379,19 @@ class DistributedHerder(HerderBase):
                 log.info("config_behind_leader", offset=assignment.config_offset)
                 await self._catch_up(assignment.config_offset)
                 return
+            # What we are given counts as ours at once (the next JoinGroup says so, even while it
+            # starts); what is revoked is stopped before the member may rejoin (KIP-415), so it
+            # never runs here and on its next worker at once; starting runs after this returns,
+            # so a slow start never keeps the member from heartbeating or rejoining.
+            self._assigned = WorkerLoad.of([*self._assigned.connectors, *assignment.connectors],
+                                           [*self._assigned.tasks, *assignment.tasks])
             async with self._lock:
                 await self._apply_revocations(assignment.revoked)
-                await self._catch_up(assignment.config_offset)
-                await self._apply_new(assignment.connectors, assignment.tasks)
-            log.info("assignment_applied", leader=assignment.leader, connectors=len(self._assigned.connectors),
-                     tasks=len(self._assigned.tasks), revoked=len(assignment.revoked), delay_ms=assignment.delay_ms)
+            self._later(self._start_assigned(assignment, generation))
             if not assignment.revoked and not assignment.delay_ms:
                 self._settled.set()
             if self.is_leader:
-                await self._ensure_session_key()
+                self._later(self._ensure_session_key())
 
     async def on_revoked_all(self, reason: str) -> None:
         """The session may be gone: stop everything before another worker can be given it."""
@@ -426,13 +426,21 @@ class DistributedHerder(HerderBase):
         self._assigned = WorkerLoad.of(set(self._assigned.connectors) - set(revoked.connectors),
                                        set(self._assigned.tasks) - revoked_tasks)
 
-    async def _apply_new(self, connectors: Iterable[str], tasks: Iterable[ConnectorTaskId]) -> None:
-        connectors, tasks = list(connectors), list(tasks)
-        self._assigned = WorkerLoad.of([*self._assigned.connectors, *connectors], [*self._assigned.tasks, *tasks])
-        for name in connectors:
-            await self._start_owned_connector(name)
-        for task_id in tasks:
-            await self._start_owned_task(task_id)
+    async def _start_assigned(self, assignment: ConnectAssignment, generation: int) -> None:
+        """Start what *assignment* gave us, once the config topic is read up to its offset; work
+        revoked or lost meanwhile (no longer in :meth:`assignment`) is not started."""
+        async with self._lock:
+            with bind_context(generation=generation):
+                await self._catch_up(assignment.config_offset)
+                for name in assignment.connectors:
+                    if name in self._assigned.connectors:
+                        await self._start_owned_connector(name)
+                for task_id in assignment.tasks:
+                    if task_id in self._assigned.tasks:
+                        await self._start_owned_task(task_id)
+                log.info("assignment_applied", leader=assignment.leader, connectors=len(self._assigned.connectors),
+                         tasks=len(self._assigned.tasks), revoked=len(assignment.revoked),
+                         delay_ms=assignment.delay_ms)
 
     def _local_run(self, name: str) -> _ConnectorRun | None:
         """The local run of a configured connector, made on first need; ``None`` if it is not configured."""
@@ -458,7 +466,7 @@ class DistributedHerder(HerderBase):
 
     async def _start_owned_connector(self, name: str) -> None:
         run = self._local_run(name)
-        if run is None:
+        if run is None or run.instance is not None:
             return
         if run.target == "STOPPED":
             self._set(name, None, STOPPED)
@@ -473,6 +481,8 @@ class DistributedHerder(HerderBase):
         if run is None or config is None:
             log.warning("assigned_task_unknown", task=str(task_id))
             return
+        if any(task.id == task_id.task for task in run.tasks):
+            return  # started already (its configs were committed meanwhile)
         task = _TaskRun(task_id.task, dict(config))
         run.tasks.append(task)
         await self._start_task(run, task, self._task_count(run))
