@@ -202,6 +202,7 @@ class KafkaConfigStore:
         self._inconsistent: set[str] = set()
         self._deferred: dict[str, dict[ConnectorTaskId, dict[str, str | None]]] = {}
         self._session_key: SessionKey | None = None
+        self._snapshot: ConfigSnapshot | None = None
 
     @classmethod
     def from_worker_config(cls, config: WorkerConfig, client_id: str = "connectd", *,
@@ -251,6 +252,12 @@ class KafkaConfigStore:
     # --- reading ---
 
     def snapshot(self) -> ConfigSnapshot:
+        """The configs as read so far; the same object until the next record is read."""
+        if self._snapshot is None or self._snapshot.offset != self._offset:
+            self._snapshot = self._build_snapshot()
+        return self._snapshot
+
+    def _build_snapshot(self) -> ConfigSnapshot:
         return ConfigSnapshot(
             offset=self._offset,
             connector_configs=_frozen({c: _frozen(p) for c, p in self._connector_configs.items()}),
