@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -66,7 +67,8 @@ __all__ = ["DistributedHerder"]
 
 log = get_logger(__name__)
 
-_STATES_V2 = {"STARTED", "PAUSED", "STOPPED"}
+_REPUBLISH_FIRST_S = 0.5  # task configs the leader did not take are offered again, doubling up to
+_REPUBLISH_MAX_S = 30.0
 
 
 class DistributedHerder(HerderBase):
@@ -136,7 +138,15 @@ class DistributedHerder(HerderBase):
             self._key_task.cancel()
             await asyncio.gather(self._key_task, return_exceptions=True)
             self._key_task = None
-        await super().stop()  # every task stops gracefully before the group hears we left
+        # Every task stops gracefully and says so (UNASSIGNED) before the group hears we left: the
+        # leader hands work released this way over at once, where a crashed worker's waits for it.
+        async with self._lock:
+            await self._apply_revocations(self._assigned)
+        try:
+            await self.status.flush(self.graceful_timeout_s)
+        except ConnectdError as exc:
+            log.warning("statuses_unwritten_at_stop", error=str(exc))
+        await super().stop()
         await self.member.stop()
         await self.config_store.stop()
         await self.status.stop()
@@ -360,11 +370,50 @@ class DistributedHerder(HerderBase):
         assignments, self._assignor_state = assign(
             leader=leader_id, members=members, config_offset=snapshot.offset,
             connectors=list(snapshot.connector_configs), tasks=tasks, generation=generation,
-            last_completed_generation=self._group_generation, state=self._assignor_state,
+            last_completed_generation=self._group_generation, state=await self._without_released(members),
             now_ms=int(time.time() * 1000), max_delay_ms=self.worker.get("scheduled.rebalance.max.delay.ms"),
         )
         self._members = dict(members)
         return assignments
+
+    async def _without_released(self, members: Mapping[str, WorkerMetadata]) -> AssignorState | None:
+        """The assignor's state, less the work that departed members released cleanly.
+
+        Kafka Connect holds every departed worker's work for ``scheduled.rebalance.max.delay.ms``
+        (5 minutes by default), even after a clean shutdown. A worker that stops cleanly here
+        writes UNASSIGNED for what it ran, after stopping it; such work is no longer counted as
+        the departed worker's (as if it had never been assigned), so it is assigned at once. A
+        crashed worker wrote nothing: its work is still held for it to come back.
+        """
+        state = self._assignor_state
+        if state is None:
+            return None
+        departed = {m: self._members[m].url.partition("://")[2] for m in state.running
+                    if m not in members and m in self._members}
+        if not departed:
+            return state
+        try:
+            await self.status.refresh(self.sync_timeout_s)
+        except ConnectdError as exc:
+            log.warning("status_topic_unread", error=str(exc))
+        released_connectors, released_tasks = [], []
+        for member, worker_id in departed.items():
+            load = state.running[member]
+            for name in load.connectors:
+                status = self.status.connector(name)
+                if status is not None and status.state == UNASSIGNED and status.worker_id == worker_id:
+                    released_connectors.append(name)
+            for task in load.tasks:
+                status = self.status.task(task.connector, task.task)
+                if status is not None and status.state == UNASSIGNED and status.worker_id == worker_id:
+                    released_tasks.append(task)
+        if not released_connectors and not released_tasks:
+            return state
+        log.info("released_work_reassigned", workers=sorted(departed.values()),
+                 connectors=len(released_connectors), tasks=len(released_tasks))
+        previous = state.previous_assignment
+        return replace(state, previous_assignment=WorkerLoad.of(
+            set(previous.connectors) - set(released_connectors), set(previous.tasks) - set(released_tasks)))
 
     async def on_rebalance_start(self) -> None:
         self._settled.clear()
@@ -487,19 +536,39 @@ class DistributedHerder(HerderBase):
         run.tasks.append(task)
         await self._start_task(run, task, self._task_count(run))
 
-    async def _publish_task_configs(self, run: _ConnectorRun, written: list[dict[str, str]]) -> None:
+    async def _publish_task_configs(self, run: _ConnectorRun, written: list[dict[str, str]], attempt: int = 0) -> None:
         """Hand new task configs to the leader, unless the config topic has them already."""
         current = [self.snapshot.task_configs.get(ConnectorTaskId(run.name, i))
                    for i in range(self.snapshot.task_counts.get(run.name, 0))]
         if current == written:
             return
         log.info("task_configs_changed", connector=run.name, tasks_before=len(current), tasks_after=len(written))
-        if self.is_leader:
-            await self.config_store.put_task_configs(run.name, written)
-            return
-        from connectd.cluster.forwarding import send_task_configs
+        try:
+            if self.is_leader:
+                await self.config_store.put_task_configs(run.name, written)
+            else:
+                from connectd.cluster.forwarding import send_task_configs
 
-        await send_task_configs(self, run.name, written)
+                await send_task_configs(self, run.name, written)
+        except ConnectdError as exc:  # the leader moved, is rebalancing, or has not read the connector yet
+            delay_s = min(_REPUBLISH_FIRST_S * 2**attempt, _REPUBLISH_MAX_S)
+            log.warning("task_configs_not_published", connector=run.name, error=str(exc), retry_in_s=delay_s)
+            self._later(self._republish(run, delay_s, attempt + 1))
+
+    async def _republish(self, run: _ConnectorRun, delay_s: float, attempt: int) -> None:
+        """Try again to hand the leader a connector's task configs, while it is still ours and running."""
+        await asyncio.sleep(delay_s)
+        async with self._lock:
+            if (self._connectors.get(run.name) is not run or run.instance is None
+                    or run.name not in self._assigned.connectors):
+                return
+            resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+            try:
+                written = await self._generate_task_configs(run, run.instance, resolved)
+            except Exception as exc:
+                self._set(run.name, None, FAILED, _short_trace(exc))
+                return
+            await self._publish_task_configs(run, written, attempt)
 
     async def _reconfigure(self, run: _ConnectorRun) -> None:
         async with self._lock:
