@@ -348,7 +348,8 @@ _DISTRIBUTED_KEYS = [
               "How long a worker waits to catch up with the config topic before leaving the group.",
               default=3000, importance=M, validator=Range.at_least(1), group="Cluster"),
     ConfigKey("worker.unsync.backoff.ms", Type.INT,
-              "How long a worker that could not catch up waits before rejoining.",
+              "How long a worker that could not catch up waits before rejoining. Not supported yet: "
+              "refused when set (a connectd worker that cannot catch up keeps its work and reads on).",
               default=300000, importance=M, validator=Range.at_least(0), group="Cluster"),
     ConfigKey("connect.protocol", Type.STRING,
               "Rebalance protocol: eager (stop everything), compatible (incremental cooperative) or "
@@ -634,6 +635,12 @@ class WorkerConfig:
                 if name in topics:
                     found.append(ConfigProblem(self.origin(key), key, f"expected a topic different from {topics[name]}'s", name))
                 topics.setdefault(name, key)
+            if self._raw.get("worker.unsync.backoff.ms") is not None:
+                found.append(ConfigProblem(self.origin("worker.unsync.backoff.ms"), "worker.unsync.backoff.ms",
+                                           "is not supported yet: a worker that cannot read the config topic "
+                                           "within worker.sync.timeout.ms keeps its work and reads on, it does "
+                                           "not leave the group; remove the key",
+                                           self._raw["worker.unsync.backoff.ms"]))
             protocol = (self._raw.get("connect.protocol") or "").strip().lower()
             if protocol == "eager":
                 found.append(ConfigProblem(self.origin("connect.protocol"), "connect.protocol",

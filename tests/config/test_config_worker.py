@@ -216,6 +216,13 @@ def test_same_topic_used_twice(tmp_path) -> None:
     assert errors[0].message == "expected a topic different from config.storage.topic's"
 
 
+def test_eager_rebalancing_and_unsync_backoff_are_refused_saying_why(tmp_path) -> None:
+    errors = _errors(_config(tmp_path, "connect.protocol=EAGER", "worker.unsync.backoff.ms=1000", base=DISTRIBUTED))
+    assert [(p.key, p.value) for p in errors] == [("connect.protocol", "eager"), ("worker.unsync.backoff.ms", "1000")]
+    assert "incrementally" in errors[0].message and "not supported yet" in errors[1].message
+    assert _errors(_config(tmp_path, "connect.protocol=compatible", base=DISTRIBUTED)) == []
+
+
 def test_all_three_topics_the_same(tmp_path) -> None:
     lines = [line.replace("connect-status", "t").replace("connect-offsets", "t").replace("connect-configs", "t")
              for line in DISTRIBUTED]
