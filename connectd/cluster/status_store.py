@@ -23,8 +23,10 @@ Which record wins:
   records read meanwhile are older than the last write (the local value
   goes back to what the topic says once that write is read back).
 - As in Kafka Connect, a task's ``UNASSIGNED`` read while the cache has it
-  ``RUNNING`` at the same or a later generation is stale and ignored (a
-  worker that had not yet seen the other's RUNNING); no other record is
+  ``RUNNING`` at a later generation, or at the same one by another worker,
+  is stale and ignored (a worker that had not yet seen the other's RUNNING);
+  a worker's own UNASSIGNED after its own RUNNING (it stopped the task, at
+  shutdown say) stands. No other record is
   ignored for its generation, since generations start again when a group is
   re-created.
 - :meth:`KafkaStatusStore.put_task_safe` / ``put_connector_safe`` (Kafka's
@@ -385,6 +387,8 @@ def _can_write_safely(cached: Status | None, status: Status) -> bool:
 
 
 def _stale_unassigned(status: Status, cached: Status | None) -> bool:
-    # Frequent rebalances: a worker that had not read another's RUNNING reports UNASSIGNED.
+    # Frequent rebalances: a worker that had not read another's RUNNING reports UNASSIGNED. A
+    # worker's own UNASSIGNED after its own RUNNING (it stopped the task, e.g. at shutdown) stands.
     return (status.state == UNASSIGNED and cached is not None and cached.state == RUNNING
-            and cached.generation >= status.generation)
+            and (cached.generation > status.generation
+                 or (cached.generation == status.generation and cached.worker_id != status.worker_id)))

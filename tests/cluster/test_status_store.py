@@ -161,9 +161,11 @@ def test_a_stale_unassigned_task_status_is_ignored(broker, topic_name):
         ("status-task-b-0", status("UNASSIGNED", "w2", 6)),  # a later generation: taken
         ("status-task-c-0", status("RUNNING", "w1", 5)),
         ("status-task-c-0", status("FAILED", "w2", 2)),  # as Kafka: only UNASSIGNED is judged by generation
+        ("status-task-d-0", status("RUNNING", "w1", 5)),
+        ("status-task-d-0", status("UNASSIGNED", "w1", 5)),  # w1 stopped it itself (at shutdown): taken
     ])
-    read = fresh(broker, topic_name, lambda s: [(s.task(c, 0).state, s.task(c, 0).generation) for c in "abc"])
-    assert read == [("RUNNING", 5), ("UNASSIGNED", 6), ("FAILED", 2)]
+    read = fresh(broker, topic_name, lambda s: [(s.task(c, 0).state, s.task(c, 0).generation) for c in "abcd"])
+    assert read == [("RUNNING", 5), ("UNASSIGNED", 6), ("FAILED", 2), ("UNASSIGNED", 5)]
 
 
 def test_safe_puts_yield_to_another_workers_later_generation(broker, topic_name):
