@@ -216,7 +216,24 @@ class DistributedHerder(HerderBase):
                 "Cannot complete request because of a conflicting operation (e.g. worker rebalance): the "
                 f"cluster did not settle within {self.rebalance_wait_s:g} s") from None
         if not self.is_leader:
+            await self._await_session_key()
             raise NotLeaderError("this worker is not the leader", self._leader_url)
+
+    async def _await_session_key(self) -> None:
+        """Under ``sessioned``, a request forwarded to the leader must be signed: a follower that has
+        not read the leader's first session key yet (the cluster just formed) reads on for it."""
+        if str(self.worker.get("connect.protocol")).lower() != SESSIONED or self._session_key is not None:
+            return
+        deadline = asyncio.get_running_loop().time() + self.rebalance_wait_s
+        while self._session_key is None:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise RebalanceInProgressError(
+                    "Cannot complete request because of a conflicting operation (e.g. worker rebalance): no "
+                    f"session key from the leader within {self.rebalance_wait_s:g} s to sign the forwarded request")
+            await self.config_store.refresh(min(left, self.sync_timeout_s))
+            if self._session_key is None:
+                await asyncio.sleep(min(0.1, max(left, 0)))
 
     async def put(self, config: Mapping[str, str], origin: Callable[[str], Origin | None] = lambda key: None,
                   initial_state: str | None = None) -> bool:
@@ -728,6 +745,9 @@ class DistributedHerder(HerderBase):
             return
         fresh = new_session_key(str(self.worker.get("inter.worker.key.generation.algorithm")),
                                 self.worker.get("inter.worker.key.size"))
+        # Known here before any follower can read it and sign with it: a forwarded request may
+        # arrive before this worker has read its own record back.
+        self.on_session_key(fresh)
         await self.config_store.put_session_key(fresh)
         log.info("session_key_rotated")
 

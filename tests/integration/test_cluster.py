@@ -317,9 +317,11 @@ def test_file_source_to_sink_under_load_while_workers_join_and_leave_and_offsets
     source_file, out = workers.directory / "in.txt", workers.directory / "out.txt"
     source_file.write_text("")
     source = {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic_name}
-    assert workers.call("w1", "POST", "/connectors", {"name": "source", "config": source})[0] == 201
-    assert workers.call("w2", "POST", "/connectors", {"name": "sink", "config": {
-        "connector.class": "FileStreamSink", "topics": topic_name, "tasks.max": "2", "file": str(out)}})[0] == 201
+    code, body = workers.call("w1", "POST", "/connectors", {"name": "source", "config": source})
+    assert code == 201, body
+    code, body = workers.call("w2", "POST", "/connectors", {"name": "sink", "config": {
+        "connector.class": "FileStreamSink", "topics": topic_name, "tasks.max": "2", "file": str(out)}})
+    assert code == 201, body
 
     written = 0
     stop_writing = threading.Event()
