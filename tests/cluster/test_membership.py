@@ -105,14 +105,6 @@ def _member(broker, group, handler, **kw) -> WorkerGroupMember:
     )
 
 
-async def _until(condition, timeout=15.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
 def _settled(*pairs) -> bool:
     """Every member stable, same generation, and CONNECTORS split between them without overlap."""
     members = [m for m, _ in pairs]
@@ -127,12 +119,12 @@ def group_id() -> str:
     return f"connect-test-{uuid.uuid4().hex[:12]}"
 
 
-def test_a_lone_member_leads_and_gets_all_the_work(broker, group_id):
+def test_a_lone_member_leads_and_gets_all_the_work(broker, group_id, wait_until_async):
     async def main():
         handler = RoundRobinHandler("a")
         member = _member(broker, group_id, handler)
         async with member:
-            await _until(lambda: _settled((member, handler)), what="the first assignment")
+            await wait_until_async(lambda: _settled((member, handler)), "the first assignment", timeout=15, interval=0.02)
             assert member.is_leader and member.leader_id == member.member_id
             assert member.generation >= 0  # Kafka starts at 1, tansu at 0
             assert member.leader_url == handler.url
@@ -145,7 +137,7 @@ def test_a_lone_member_leads_and_gets_all_the_work(broker, group_id):
     asyncio.run(main())
 
 
-def test_a_second_member_joins_cooperatively_and_the_leader_sees_its_metadata(broker, group_id):
+def test_a_second_member_joins_cooperatively_and_the_leader_sees_its_metadata(broker, group_id, wait_until_async):
     async def main():
         a, b = RoundRobinHandler("a", config_offset=5), RoundRobinHandler("b", config_offset=9)
         # What b says it runs reaches the leader byte for byte (and b then runs nothing of CONNECTORS).
@@ -153,10 +145,10 @@ def test_a_second_member_joins_cooperatively_and_the_leader_sees_its_metadata(br
         ma = _member(broker, group_id, a)
         mb = _member(broker, group_id, b, protocols=["sessioned", "compatible"])
         async with ma:
-            await _until(lambda: _settled((ma, a)), what="a alone")
+            await wait_until_async(lambda: _settled((ma, a)), "a alone", timeout=15, interval=0.02)
             first_generation = ma.generation
             async with mb:
-                await _until(lambda: _settled((ma, a), (mb, b)), what="a and b sharing the work")
+                await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a and b sharing the work", timeout=15, interval=0.02)
                 assert ma.generation > first_generation
                 assert ma.is_leader and not mb.is_leader and mb.leader_id == ma.member_id
                 assert mb.leader_url == a.url
@@ -170,8 +162,7 @@ def test_a_second_member_joins_cooperatively_and_the_leader_sees_its_metadata(br
                 # b asks for a rebalance; its next metadata reports what it runs.
                 rounds = len(a.seen_members)
                 mb.request_rejoin()
-                await _until(lambda: len(a.seen_members) > rounds and not ma.rebalancing and not mb.rebalancing,
-                             what="the rebalance b asked for")
+                await wait_until_async(lambda: len(a.seen_members) > rounds and not ma.rebalancing and not mb.rebalancing, "the rebalance b asked for", timeout=15, interval=0.02)
                 assert a.seen_members[rounds][mb.member_id] == WorkerMetadata(b.url, 9, b.extra_load)
                 assert a.seen_members[rounds][ma.member_id] == WorkerMetadata(a.url, 5, WorkerLoad.of(a.running))
                 assert a.revoked_all == [] and b.revoked_all == []
@@ -180,17 +171,17 @@ def test_a_second_member_joins_cooperatively_and_the_leader_sees_its_metadata(br
     asyncio.run(main())
 
 
-def test_a_member_that_stops_leaves_and_the_other_rebalances_at_once(broker, group_id):
+def test_a_member_that_stops_leaves_and_the_other_rebalances_at_once(broker, group_id, wait_until_async):
     async def main():
         a, b = RoundRobinHandler("a"), RoundRobinHandler("b")
         ma, mb = _member(broker, group_id, a), _member(broker, group_id, b)
         async with ma:
             async with mb:
-                await _until(lambda: _settled((ma, a), (mb, b)), what="a and b sharing the work")
+                await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a and b sharing the work", timeout=15, interval=0.02)
                 generation = ma.generation
             left = time.monotonic()
             await mb.stop()  # idempotent
-            await _until(lambda: ma.generation > generation and _settled((ma, a)), what="a taking all the work")
+            await wait_until_async(lambda: ma.generation > generation and _settled((ma, a)), "a taking all the work", timeout=15, interval=0.02)
             took = time.monotonic() - left
             assert took < SESSION_MS / 1000 * 0.9, f"rebalance took {took:.2f}s: the leave was not seen"
             assert a.running == set(CONNECTORS) and a.revoked_all == []
@@ -198,17 +189,17 @@ def test_a_member_that_stops_leaves_and_the_other_rebalances_at_once(broker, gro
     asyncio.run(main())
 
 
-def test_a_partitioned_member_revokes_all_before_its_work_goes_elsewhere(broker, group_id):
+def test_a_partitioned_member_revokes_all_before_its_work_goes_elsewhere(broker, group_id, wait_until_async):
     async def main():
         a, b = RoundRobinHandler("a"), RoundRobinHandler("b")
         ma, mb = _member(broker, group_id, a), _member(broker, group_id, b)
         async with ma, mb:
-            await _until(lambda: _settled((ma, a), (mb, b)), what="a and b sharing the work")
+            await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a and b sharing the work", timeout=15, interval=0.02)
             a_work = set(a.running)
             assert a_work
             cut = time.monotonic()
             ma._network_gate.clear()  # nothing leaves a from now on
-            await _until(lambda: b.running == set(CONNECTORS), timeout=20, what="b taking a's work")
+            await wait_until_async(lambda: b.running == set(CONNECTORS), "b taking a's work", timeout=20, interval=0.02)
             (revoked_at, reason), = a.revoked_all
             assert reason == "session_deadline" and a.running == set()
             given_at = next(t for t, _, asg in b.assigned if a_work & set(asg.connectors))
@@ -216,17 +207,17 @@ def test_a_partitioned_member_revokes_all_before_its_work_goes_elsewhere(broker,
             assert revoked_at - cut < SESSION_MS / 1000
             ma._network_gate.set()
             # a comes back as a new member and gets a share again.
-            await _until(lambda: _settled((ma, a), (mb, b)), timeout=20, what="a back in the group")
+            await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a back in the group", timeout=20, interval=0.02)
 
     asyncio.run(main())
 
 
-def test_an_assignment_with_a_delay_makes_the_member_rejoin_after_it(broker, group_id):
+def test_an_assignment_with_a_delay_makes_the_member_rejoin_after_it(broker, group_id, wait_until_async):
     async def main():
         handler = RoundRobinHandler("a", first_delay_ms=800)
         member = _member(broker, group_id, handler)
         async with member:
-            await _until(lambda: len(handler.assigned) >= 2, what="the delayed rejoin")
+            await wait_until_async(lambda: len(handler.assigned) >= 2, "the delayed rejoin", timeout=15, interval=0.02)
             (t1, g1, first), (t2, g2, _) = handler.assigned[:2]
             assert first.delay_ms == 800 and g2 > g1
             assert t2 - t1 >= 0.8
@@ -235,12 +226,12 @@ def test_an_assignment_with_a_delay_makes_the_member_rejoin_after_it(broker, gro
     asyncio.run(main())
 
 
-def test_config_mismatch_is_handed_over_and_the_member_rejoins(broker, group_id):
+def test_config_mismatch_is_handed_over_and_the_member_rejoins(broker, group_id, wait_until_async):
     async def main():
         handler = RoundRobinHandler("a", first_error=CONFIG_MISMATCH)
         member = _member(broker, group_id, handler, protocols=["compatible"])
         async with member:
-            await _until(lambda: len(handler.assigned) >= 2, what="the rejoin after CONFIG_MISMATCH")
+            await wait_until_async(lambda: len(handler.assigned) >= 2, "the rejoin after CONFIG_MISMATCH", timeout=15, interval=0.02)
             (_, g1, first), (_, g2, second) = handler.assigned[:2]
             assert first.failed and first.error == CONFIG_MISMATCH
             assert not second.failed and g2 > g1
@@ -248,12 +239,12 @@ def test_config_mismatch_is_handed_over_and_the_member_rejoins(broker, group_id)
     asyncio.run(main())
 
 
-def test_a_member_the_coordinator_no_longer_knows_revokes_all_at_once(broker, group_id):
+def test_a_member_the_coordinator_no_longer_knows_revokes_all_at_once(broker, group_id, wait_until_async):
     async def main():
         a, b = RoundRobinHandler("a"), RoundRobinHandler("b")
         ma, mb = _member(broker, group_id, a), _member(broker, group_id, b)
         async with ma, mb:
-            await _until(lambda: _settled((ma, a), (mb, b)), what="a and b sharing the work")
+            await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a and b sharing the work", timeout=15, interval=0.02)
             a_work = set(a.running)
             # An operator removes a from the group (as kafka-consumer-groups --delete-members would).
             admin = AIOKafkaClient(bootstrap_servers=broker.bootstrap_servers)
@@ -264,10 +255,10 @@ def test_a_member_the_coordinator_no_longer_knows_revokes_all_at_once(broker, gr
                 assert response.error_code == 0
             finally:
                 await admin.close()
-            await _until(lambda: a.revoked_all, what="a revoking its work")
+            await wait_until_async(lambda: a.revoked_all, "a revoking its work", timeout=15, interval=0.02)
             (revoked_at, reason), = a.revoked_all
             assert reason == "unknown_member_id"
-            await _until(lambda: _settled((ma, a), (mb, b)), timeout=20, what="a back in the group")
+            await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a back in the group", timeout=20, interval=0.02)
             given_at = [t for t, _, asg in b.assigned if a_work & set(asg.connectors)]
             assert all(revoked_at < t for t in given_at)
 

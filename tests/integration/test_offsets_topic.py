@@ -183,7 +183,7 @@ def test_last_value_wins_over_many_updates(settings, topic):
     assert len(read_topic_records(settings, topic)) == 40
 
 
-def test_connector_topic_falls_back_to_the_workers(broker, settings, topic_name):
+def test_connector_topic_falls_back_to_the_workers(broker, settings, topic_name, wait_until):
     own, worker = f"{topic_name}-own", f"{topic_name}-worker"
     create(broker.bootstrap_servers, own, worker)
     a, b, c = {"p": "a"}, {"p": "b"}, {"p": "c"}
@@ -201,10 +201,8 @@ def test_connector_topic_falls_back_to_the_workers(broker, settings, topic_name)
     assert store.get("src", [b]) == {}
     assert TopicOffsetStore(worker, settings).get("src", [b]) == {}
     # other offsets are copied to the worker's topic, best effort
-    deadline = time.monotonic() + 30
-    while TopicOffsetStore(worker, settings).get("src", [a])[canonical(a)] != {"o": 10}:
-        assert time.monotonic() < deadline, "offsets not copied to the worker's topic"
-        time.sleep(0.1)
+    wait_until(lambda: TopicOffsetStore(worker, settings).get("src", [a])[canonical(a)] == {"o": 10},
+               "offsets copied to the worker's topic", timeout=30)
     # the worker's topic as the connector's: one store, no fallback
     assert TopicOffsetStore(worker, settings, fallback_topic=worker).fallback is None
 
@@ -239,7 +237,7 @@ def cluster(tmp_path):
         yield own
 
 
-def test_orphans_lists_and_deletes_unused_offsets_topics(cluster, tmp_path, capsys):
+def test_orphans_lists_and_deletes_unused_offsets_topics(cluster, tmp_path, capsys, wait_until):
     bootstrap = cluster.bootstrap_servers
     settings = {"bootstrap.servers": bootstrap}
     create(bootstrap, "connect-configs", partitions=1)
@@ -271,10 +269,8 @@ def test_orphans_lists_and_deletes_unused_offsets_topics(cluster, tmp_path, caps
     assert main(["topics", "orphans", "--delete", str(worker_file)]) == EXIT_OK
     assert capsys.readouterr().out.splitlines() == ["deleted b-offsets\tb", "deleted c-offsets\tc,c2"]
     admin = AdminClient(settings)
-    deadline = time.monotonic() + 30
-    while {"b-offsets", "c-offsets"} & set(admin.list_topics(timeout=10).topics):
-        assert time.monotonic() < deadline, "orphans not deleted"
-        time.sleep(0.1)
+    wait_until(lambda: not {"b-offsets", "c-offsets"} & set(admin.list_topics(timeout=10).topics),
+               "the orphans deleted", timeout=30)
     assert {"a-offsets", "connect-offsets", "not-offsets", "empty-offsets", "data"} <= set(
         admin.list_topics(timeout=10).topics)
     assert main(["topics", "orphans", str(worker_file)]) == EXIT_OK
