@@ -36,9 +36,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol
 
-from connectd.cluster.kafka_log import KafkaLog
+from connectd.cluster.kafka_log import KafkaLog, LogBackedStore
 from connectd.cluster.protocol import ConnectorTaskId
 from connectd.cluster.signing import SessionKey
 from connectd.errors import ConfigError
@@ -171,7 +171,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-class KafkaConfigStore:
+class KafkaConfigStore(LogBackedStore):
     """Connector configurations, task configurations and target states in the config topic.
 
     :param topic: the config topic (one partition; see :func:`~connectd.cluster.kafka_log.ensure_topic`).
@@ -231,23 +231,6 @@ class KafkaConfigStore:
                                "it must have exactly 1 (Kafka Connect refuses it too)")])
         self._started = True
         log.info("config_store_started", topic=self.topic, offset=self._offset, connectors=len(self._connector_configs))
-
-    async def stop(self) -> None:
-        await self._log.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
-
-    async def refresh(self, timeout_s: float | None = None) -> None:
-        """Read every record written before this call.
-
-        :raises ConnectdError: on timeout.
-        """
-        await self._log.read_to_end(self.timeout_s if timeout_s is None else timeout_s)
 
     # --- reading ---
 

@@ -468,6 +468,35 @@ def _shown(key: bytes | None) -> str | None:
     return None if key is None else key.decode("utf-8", "replace")
 
 
+class LogBackedStore:
+    """What the stores on an internal topic share: their :class:`KafkaLog` (``_log``), its
+    lifecycle and :meth:`refresh`. A subclass sets ``_log`` and ``timeout_s`` and defines ``start``."""
+
+    _log: KafkaLog
+    timeout_s: float
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        """Stop; writes already queued get a moment to be acknowledged."""
+        await self._log.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    async def refresh(self, timeout_s: float | None = None) -> None:
+        """Read every record written before this call (by any worker).
+
+        :raises ConnectdError: on timeout.
+        """
+        await self._log.read_to_end(self.timeout_s if timeout_s is None else timeout_s)
+
+
 async def ensure_topic(
     admin_settings: Mapping[str, Any],
     name: str,

@@ -45,9 +45,9 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
-from connectd.cluster.kafka_log import KafkaLog
+from connectd.cluster.kafka_log import KafkaLog, LogBackedStore
 from connectd.errors import ConnectdError
 from connectd.logging import get_logger
 from connectd.status import RUNNING, UNASSIGNED, ActiveTopicsStore, Status, StatusStore
@@ -128,7 +128,7 @@ def parse_key(key: str) -> tuple[str, Any] | None:
     return None
 
 
-class KafkaStatusStore(StatusStore, ActiveTopicsStore):
+class KafkaStatusStore(LogBackedStore, StatusStore, ActiveTopicsStore):
     """Statuses and active topics of a cluster's connectors and tasks, in the status topic.
 
     :param topic: the status topic (see :func:`~connectd.cluster.kafka_log.ensure_topic`).
@@ -167,24 +167,6 @@ class KafkaStatusStore(StatusStore, ActiveTopicsStore):
     async def start(self) -> None:
         """Read the whole topic, so that the first answers are the cluster's latest."""
         await self._log.start(self.timeout_s)
-
-    async def stop(self) -> None:
-        """Stop; writes already queued get a moment to be acknowledged."""
-        await self._log.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
-
-    async def refresh(self, timeout_s: float | None = None) -> None:
-        """Read every record written before this call (by any worker).
-
-        :raises ConnectdError: on timeout.
-        """
-        await self._log.read_to_end(self.timeout_s if timeout_s is None else timeout_s)
 
     def pending_writes(self) -> int:
         """How many of this store's writes have not been read back yet (nor given up)."""
