@@ -59,7 +59,19 @@ class Cluster:
 
     def wait_up(self, *names: str) -> None:
         for name in names:
-            self.wait_until(lambda n=name: self.health(n) == 200, f"worker {name} to be healthy", timeout=120)
+            self.wait_until(lambda n=name: self._rebound(n) or self.health(n) == 200, f"worker {name} to be healthy",
+                            timeout=120)
+
+    def _rebound(self, name: str) -> bool:
+        """A free port picked for a worker may be taken by another process before the worker binds
+        it: the worker then exits saying so, and starts again on another port. Always false."""
+        process = self.workers[name]
+        log = self.directory / f"{name}.log"
+        if process.poll() is not None and "address already in use" in log.read_text(errors="replace"):
+            log.rename(log.with_suffix(f".{process.pid}.log"))
+            del self.urls[name]
+            self.start(name)
+        return False
 
     def health(self, name: str) -> int | None:
         self._check_alive(name)
