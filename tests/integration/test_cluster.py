@@ -372,6 +372,8 @@ def test_file_source_to_sink_under_load_while_workers_join_and_leave_and_offsets
     assert workers.call("w3", "DELETE", "/connectors/source")[0] == 204
     with open(source_file, "a") as f:
         f.write("".join(f"line {i:06d}\n" for i in range(written, written + 100)))
+    # w2 answers 409 (exists) until it has read the deletion, as Kafka Connect's workers do.
+    wait_until(lambda: "source" not in workers.call("w2", "GET", "/connectors")[1], "w2 to see the deletion")
     assert workers.call("w2", "POST", "/connectors", {"name": "source", "config": source})[0] == 201
     wait_until(lambda: set(out.read_text().splitlines()) >= {f"line {i:06d}" for i in range(written + 100)},
                "the lines written while the source was away", timeout=180)
