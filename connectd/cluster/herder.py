@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import replace
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from connectd.cluster.assignor import AssignorState, assign
@@ -477,13 +477,20 @@ class DistributedHerder(HerderBase):
 
     async def _apply_revocations(self, revoked: WorkerLoad, timeout_s: float | None = None) -> None:
         revoked_tasks = set(revoked.tasks)
+
+        async def stop(run: _ConnectorRun, task: _TaskRun) -> None:
+            await asyncio.to_thread(self._stop_task, run, task, timeout_s)
+            # As Kafka's putSafe: only if no other worker has written since (it may run it already).
+            self.status.put_task_safe(run.name, task.id, Status(UNASSIGNED, self.worker_id, None, self._generation()))
+
+        # Every revoked task stops at once: each waits for its batch in flight and its plugin
+        # instances, and the others' rebalance waits for the slowest, not for the sum.
+        stopping = {name: [t for t in run.tasks if ConnectorTaskId(name, t.id) in revoked_tasks]
+                    for name, run in self._connectors.items()}
+        await asyncio.gather(*(stop(self._connectors[name], task) for name, tasks in stopping.items()
+                               for task in tasks))
         for name, run in list(self._connectors.items()):
-            stopping = [t for t in run.tasks if ConnectorTaskId(name, t.id) in revoked_tasks]
-            for task in stopping:
-                await asyncio.to_thread(self._stop_task, run, task, timeout_s)
-                # As Kafka's putSafe: only if no other worker has written since (it may run it already).
-                self.status.put_task_safe(name, task.id, Status(UNASSIGNED, self.worker_id, None, self._generation()))
-            run.tasks = [t for t in run.tasks if t not in stopping]
+            run.tasks = [t for t in run.tasks if t not in stopping.get(name, [])]
             if name in revoked.connectors and run.instance is not None:
                 await asyncio.to_thread(run.instance.stop)
                 run.instance = None

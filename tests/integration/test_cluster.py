@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import urllib.error
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -143,7 +145,7 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 
 @pytest.fixture
-def cluster(tmp_path, worker_config, wait_until, broker):
+def cluster(request, tmp_path, worker_config, wait_until, broker):
     clusters: list[Cluster] = []
 
     def make(**overrides: str) -> Cluster:
@@ -154,6 +156,15 @@ def cluster(tmp_path, worker_config, wait_until, broker):
     yield make
     for made in clusters:
         made.stop_all()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:  # what each worker did last, for the failure's report
+        for log in sorted(tmp_path.glob("*.log")):
+            events = [line for line in log.read_text(errors="replace").splitlines() if _TELLING.search(line)]
+            print(f"--- {log.name}: its last {min(len(events), 60)} telling events", *events[-60:], sep="\n")
+
+
+_TELLING = re.compile(r'"event": "(status_changed|assignment_applied|group_assigned|[a-z_]*(failed|error|lost)[a-z_]*)"'
+                      r'|"level": "(error|warning)"')
 
 
 def _produce(broker, topic: str, start: int, count: int, partitions: int) -> None:
@@ -161,6 +172,11 @@ def _produce(broker, topic: str, start: int, count: int, partitions: int) -> Non
     for i in range(start, start + count):
         producer.produce(topic, value=f"line {i:06d}".encode(), partition=i % partitions)
     assert producer.flush(30) == 0
+
+
+def _connector_in(state: str) -> Callable[[dict], bool]:
+    """For a wait on a connector's status: a timeout then shows the whole status last seen."""
+    return lambda status: status.get("connector", {}).get("state") == state
 
 
 def _status_history(broker, topic: str, consume_records) -> list[dict]:
@@ -253,7 +269,7 @@ def test_three_workers_share_the_work_a_fourth_takes_its_share_and_a_dead_ones_w
     assert all(len(ids) == 1 for ids in owners.values()), {k: v for k, v in owners.items() if len(v) > 1}
 
 
-def test_the_leader_leaves_writes_go_on_and_a_restarted_cluster_remembers_everything(
+def test_the_leader_leaves_writes_go_on_a_restarted_cluster_remembers_everything_a_follower_leaves(
         cluster, broker, topic_name, wait_until):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
@@ -277,8 +293,8 @@ def test_the_leader_leaves_writes_go_on_and_a_restarted_cluster_remembers_everyt
                                                                            "file": str(out) + ".2"}})
     assert code == 201, body
     assert workers.leader() == follower
-    wait_until(lambda: workers.status(follower, "paused-sink").get("connector", {}).get("state") == "PAUSED",
-               "paused-sink PAUSED", timeout=120)
+    wait_until(lambda: workers.status(follower, "paused-sink"), "paused-sink PAUSED",
+               until=_connector_in("PAUSED"), timeout=120)
     follower_id = workers.urls[follower].removeprefix("http://")
     wait_until(lambda: set(_placement(workers, follower, ["sink"], 2).values()) == {follower_id},
                "the leaver's tasks RUNNING on the other worker, without the delay", timeout=60)
@@ -289,8 +305,8 @@ def test_the_leader_leaves_writes_go_on_and_a_restarted_cluster_remembers_everyt
     assert workers.call(leader, "PUT", "/connectors/sink/config", {**sink, "tasks.max": "1"})[0] == 200
     wait_until(lambda: _placement(workers, follower, ["sink"], 1), "the sink reconfigured to 1 task", timeout=120)
     assert workers.call(follower, "PUT", "/connectors/sink/stop")[0] == 204
-    wait_until(lambda: workers.status(leader, "sink").get("connector", {}).get("state") == "STOPPED",
-               "sink STOPPED", timeout=120)
+    wait_until(lambda: workers.status(leader, "sink"), "sink STOPPED",
+               until=_connector_in("STOPPED"), timeout=120)
 
     # The whole cluster stops and starts again: everything comes back from the topics alone.
     workers.stop_all()
@@ -300,10 +316,10 @@ def test_the_leader_leaves_writes_go_on_and_a_restarted_cluster_remembers_everyt
     code, listed = workers.call("w2", "GET", "/connectors?expand=info&expand=status")
     assert code == 200 and set(listed) == {"sink", "paused-sink"}
     assert listed["sink"]["info"]["config"]["tasks.max"] == "1"
-    wait_until(lambda: workers.status("w1", "sink").get("connector", {}).get("state") == "STOPPED",
-               "sink STOPPED again", timeout=120)
-    wait_until(lambda: workers.status("w1", "paused-sink").get("connector", {}).get("state") == "PAUSED",
-               "paused-sink PAUSED again", timeout=120)
+    wait_until(lambda: workers.status("w1", "sink"), "sink STOPPED again",
+               until=_connector_in("STOPPED"), timeout=120)
+    wait_until(lambda: workers.status("w1", "paused-sink"), "paused-sink PAUSED again",
+               until=_connector_in("PAUSED"), timeout=120)
     assert workers.call("w1", "GET", "/connectors/paused-sink/tasks")[1][0]["config"]["file"] == str(out) + ".2"
     # A cluster-wide log level reaches every worker (KIP-976).
     assert workers.call("w2", "PUT", "/admin/loggers/connectd.cluster?scope=cluster", {"level": "DEBUG"})[0] == 204
@@ -314,6 +330,24 @@ def test_the_leader_leaves_writes_go_on_and_a_restarted_cluster_remembers_everyt
     _produce(broker, topic_name, 200, 100, 2)
     wait_until(lambda: len(out.read_text().splitlines()) >= 300, "300 lines in the sink's file", timeout=180)
     assert sorted(set(out.read_text().splitlines())) == [f"line {i:06d}" for i in range(300)]
+
+    # A follower leaves cleanly: its work goes to the leader at once, not after the 2-minute delay.
+    leader = workers.leader()
+    follower = next(n for n in workers.workers if n != leader)
+    leader_id, follower_id = (workers.urls[n].removeprefix("http://") for n in (leader, follower))
+
+    def owners() -> set[str]:
+        found = set()
+        for connector in ("sink", "paused-sink"):
+            status = workers.status(leader, connector)
+            found |= {status.get("connector", {}).get("worker_id")} | {t["worker_id"] for t in status.get("tasks", [])}
+        return found
+
+    assert follower_id in wait_until(owners, "both workers holding work", until=lambda ids: ids == {leader_id, follower_id},
+                                     timeout=60)
+    assert workers.terminate(follower) == 0
+    wait_until(owners, "the follower's work on the leader", until=lambda ids: ids == {leader_id}, timeout=60)
+    wait_until(lambda: _placement(workers, leader, ["sink"], 1), "the sink's task RUNNING on the leader", timeout=60)
 
 
 def test_file_source_to_sink_under_load_while_workers_join_and_leave_and_offsets_live_in_the_topic(
