@@ -34,12 +34,12 @@ __all__ = [
     "OffsetStorageReader",
     "SinkConnector",
     "SinkTask",
-    "SparkSinkTask",
-    "SparkSourceTask",
     "SinkTaskContext",
     "SourceConnector",
     "SourceTask",
     "SourceTaskContext",
+    "SparkSinkTask",
+    "SparkSourceTask",
     "Task",
     "TopicPartition",
 ]
@@ -267,6 +267,14 @@ class SinkTask(Task):
     """
 
     context: SinkTaskContext
+
+    #: ``False`` (the default): the task runs inside Spark executors. An instance is made on
+    #: first use in a Python worker and a later batch may go to another instance (never two
+    #: at once), so what :meth:`put` took must be durable when :meth:`pre_commit` returns.
+    #: ``True``: the task needs one instance for its whole life (it keeps records past
+    #: ``pre_commit``, or state that must not be split); it then runs in the worker process.
+    #: See docs/plugin-authors.md.
+    pinned: ClassVar[bool] = False
 
     def open(self, partitions: Collection[TopicPartition]) -> None:
         """*partitions* were assigned to this task."""

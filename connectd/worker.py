@@ -86,7 +86,11 @@ class Worker:
                 self.config.check(registry)
                 # TLS files and credentials are read now, so that a mistake
                 # stops the worker before it touches Kafka or starts Spark.
-                from connectd.rest.security import admin_listeners, rest_listeners, rest_middlewares
+                from connectd.rest.security import (
+                    admin_listeners,
+                    rest_listeners,
+                    rest_middlewares,
+                )
 
                 self._rest_listeners = await asyncio.to_thread(rest_listeners, self.config)
                 self._admin_listeners = await asyncio.to_thread(admin_listeners, self.config)
@@ -147,6 +151,14 @@ class Worker:
                 log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
                 self.spark = await asyncio.to_thread(start_session, self.config)
                 self._stack.push_async_callback(asyncio.to_thread, self.spark.stop)
+                if not self.config.spark_conf()["spark.master"].startswith("local"):
+                    from connectd.runtime.executors import (
+                        check_executors,
+                        executor_modules,
+                    )
+
+                    await asyncio.to_thread(check_executors, self.spark, executor_modules(self.registry),
+                                            self.config.get("executor.check.timeout.ms") / 1000)
             else:
                 self.spark = spark
             if self.config.mode == "distributed":

@@ -15,6 +15,11 @@ too:
   The only place in the suite that sleeps to wait for something.
 - ``consume_records``: read a topic of the session broker from the beginning,
   N records or up to its end, with a deadline.
+- ``spark_standalone``: a real Spark standalone cluster (master and one
+  worker, from pip's pyspark) on loopback for the session, stopped by
+  killing its process groups.
+- ``tests/support`` is on ``sys.path`` and on ``PYTHONPATH`` (so Spark's
+  Python workers import it too): sink tasks that record their calls.
 - ``worker_config``: a minimal worker config (standalone or distributed) in
   the test's ``tmp_path``, pointing at the session broker when the test uses
   it; each test adds or overrides its own settings.
@@ -25,9 +30,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sized
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,6 +54,22 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 WAIT_INTERVAL_S = 0.1
+
+#: Test plugins' task classes (``recording_sink``), importable by Spark's Python workers too:
+#: they inherit PYTHONPATH from the JVM, which inherits it from this process.
+SUPPORT_DIR = Path(__file__).parent / "support"
+if str(SUPPORT_DIR) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SUPPORT_DIR), os.environ.get("PYTHONPATH")) if p)
+if str(SUPPORT_DIR) not in sys.path:
+    sys.path.insert(0, str(SUPPORT_DIR))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Keeps each phase's report on the test (``item.rep_call``), for fixtures that add to a failure's report."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
 
 
 @pytest.fixture(scope="session")
@@ -77,6 +105,83 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandalone]:
+    """A real Spark standalone cluster on loopback: a master and one worker (2 cores, 2 GiB).
+
+    Started from the pip-installed pyspark's ``spark-class``, each in a process
+    group of its own (the worker's executors join its group), and stopped by
+    killing those groups. Executors run this interpreter and see ``tests/support``.
+    """
+    from pyspark.find_spark_home import _find_spark_home
+
+    home = _find_spark_home()
+    base = tmp_path_factory.mktemp("spark-standalone")
+    env = {**os.environ, "SPARK_HOME": home, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(base),
+           "PYSPARK_PYTHON": sys.executable}
+    master_port, master_ui = free_port(), free_port()
+    url = f"spark://127.0.0.1:{master_port}"
+    commands = {
+        "master": ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(master_port),
+                   "--webui-port", str(master_ui)],
+        "worker": ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", str(free_port()),
+                   "--webui-port", str(free_port()), "--cores", "2", "--memory", "2g",
+                   "--work-dir", str(base / "work")],
+    }
+    processes: dict[str, subprocess.Popen] = {}
+    try:
+        for name, argv in commands.items():
+            with open(base / f"{name}.log", "ab") as log:
+                processes[name] = subprocess.Popen([os.path.join(home, "bin", "spark-class"), *argv], env=env,
+                                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+        def alive_workers() -> int:
+            for name, process in processes.items():
+                if process.poll() is not None:
+                    raise AssertionError(f"Spark {name} exited with {process.returncode}:\n"
+                                         + (base / f"{name}.log").read_text(errors="replace")[-3000:])
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{master_ui}/json", timeout=2) as answer:
+                    return int(json.load(answer).get("aliveworkers", 0))
+            except OSError:
+                return 0
+
+        _wait_until(alive_workers, "the Spark worker to register with the master", timeout=120)
+        yield SparkStandalone(url, processes["worker"].pid, base, f"http://127.0.0.1:{master_ui}")
+    finally:
+        for process in processes.values():
+            _stop_group(process)
+
+
+@dataclass(frozen=True)
+class SparkStandalone:
+    """A running standalone cluster: its master URL, the Spark worker's pid (executors descend from it)."""
+
+    master_url: str
+    worker_pid: int
+    directory: Path
+    ui_url: str
+
+    def active_applications(self) -> list[str]:
+        """The ids of the applications the master runs (a stopped driver's leaves within seconds)."""
+        with urllib.request.urlopen(f"{self.ui_url}/json", timeout=5) as answer:
+            return [app["id"] for app in json.load(answer).get("activeapps", [])]
+
+
+def _stop_group(process: subprocess.Popen, timeout: float = 20.0) -> None:
+    """SIGTERM a process group started with ``start_new_session``, then SIGKILL what is left."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, signum)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 # --- waiting -------------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from connectd.connector import SinkTask, TopicPartition
@@ -14,7 +12,7 @@ from connectd.data.json_converter import JsonConverter
 from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.data.schema import Schema, SchemaAndValue
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
-from connectd.runtime.queries import planned_ranges
+from connectd.runtime.kafka_io import batch_ends
 from connectd.runtime.sink_task import SinkTaskRunner
 from connectd.transforms.chain import TransformationChain
 
@@ -100,24 +98,27 @@ def test_sink_records_match_the_constructor_and_check_timestamps():
         sink_records("t", [("t", 0, 1, -5, 1, None, None, None)], keys[:1], values[:1])
 
 
-def write_offset_log(checkpoint, batch: int, offsets: dict[str, int] | str) -> None:
-    (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
-    body = offsets if isinstance(offsets, str) else json.dumps(offsets)
-    (checkpoint / "offsets" / str(batch)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{body}', encoding="utf-8")
+def test_a_batch_ends_at_the_high_watermarks_when_they_are_within_the_bound():
+    assert batch_ends({"t:0": 5, "t:1": 0}, {"t:0": 9, "t:1": 4}, 100) == {"t:0": 9, "t:1": 4}
 
 
-def test_planned_ranges_come_from_sparks_offset_log(tmp_path):
-    start = {"t:0": 5, "t:1": 0}
-    write_offset_log(tmp_path, 0, {"t:0": 9, "t:1": 0})
-    write_offset_log(tmp_path, 1, {"t:0": 12, "t:1": 4, "u:0": 3})
-    assert planned_ranges(tmp_path, 0, start) == [("t", 0, 5, 9)]
-    assert planned_ranges(tmp_path, 1, start) == [("t", 0, 9, 12), ("t", 1, 0, 4), ("u", 0, 0, 3)]
+def test_unknown_or_lagging_high_watermarks_leave_a_partition_where_it_is():
+    assert batch_ends({"t:0": 5, "t:1": 7}, {"t:1": 3}, 100) == {"t:0": 5, "t:1": 7}
 
 
-@pytest.mark.parametrize("body", ["not json", "[1, 2]", '{"t:0": "x"}'])
-def test_planned_ranges_are_none_when_the_log_is_not_as_expected(tmp_path, body):
-    write_offset_log(tmp_path, 0, body)
-    assert planned_ranges(tmp_path, 0, {"t:0": 0}) is None
-    assert planned_ranges(tmp_path, 3, {"t:0": 0}) is None  # no such batch
-    (tmp_path / "offsets" / "0").write_text('v2\n{}\n{"t:0": 1}', encoding="utf-8")
-    assert planned_ranges(tmp_path, 0, {"t:0": 0}) is None
+def test_the_bound_is_shared_fairly_and_never_exceeded():
+    start = {"a:0": 0, "a:1": 0, "a:2": 100}
+    end = batch_ends(start, {"a:0": 1000, "a:1": 10, "a:2": 1100}, 300)
+    # a:1 needs less than its share; the others split what it leaves
+    assert end == {"a:0": 145, "a:1": 10, "a:2": 245}
+    assert sum(end[k] - start[k] for k in start) == 300
+
+
+@pytest.mark.parametrize("bound", [1, 2, 7, 1000])
+def test_every_partition_moves_or_the_bound_is_used_up(bound):
+    start = {f"t:{p}": p * 10 for p in range(5)}
+    high = {f"t:{p}": p * 10 + 3 for p in range(5)}
+    end = batch_ends(start, high, bound)
+    taken = sum(end[k] - start[k] for k in start)
+    assert taken == min(bound, 15)
+    assert all(start[k] <= end[k] <= high[k] for k in start)

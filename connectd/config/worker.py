@@ -205,6 +205,22 @@ _WORKER_KEYS = [
     ConfigKey("task.shutdown.graceful.timeout.ms", Type.LONG,
               "How long a stopping task may take to finish its batch in flight before it is cancelled "
               "(the batch is then replayed).", default=5000, importance=L, validator=_POSITIVE_MS, group="Tasks"),
+    ConfigKey("sink.batch.max.records", Type.INT,
+              "connectd extension: the most records one micro-batch of a sink task reads, all its partitions "
+              "together (shared fairly among partitions with a backlog). A batch ends at the partitions' high "
+              "watermarks, or earlier at this bound; consumer.max.poll.records bounds each put() within it.",
+              default=100000, importance=L, validator=Range.at_least(1), group="Tasks"),
+    ConfigKey("source.batch.max.records", Type.INT,
+              "connectd extension: the most records one micro-batch of a record-level source task holds. "
+              "The task is polled while the last batch is produced; a batch is what was polled meanwhile, "
+              "up to this bound (polling waits while this many are waiting to be produced).",
+              default=50000, importance=L, validator=Range.at_least(1), group="Tasks"),
+    ConfigKey("executor.check.timeout.ms", Type.LONG,
+              "connectd extension: with a cluster master (spark.master not local), how long Spark's executors "
+              "may take at start-up to import connectd and the plugins, their own start included. A cluster "
+              "that grants no executor in that time (no free cores or memory) stops the worker with an error "
+              "saying so, instead of a worker that starts for ever.",
+              default=120000, importance=L, validator=_POSITIVE_MS, group="Tasks"),
     ConfigKey("listeners", Type.LIST,
               "Where the REST API listens: http://host:port or https://host:port, comma-separated, every one "
               "served; an empty host listens on all interfaces. https listeners take their TLS settings from "
@@ -558,6 +574,12 @@ class WorkerConfig:
         conf.setdefault("spark.ui.enabled", "false")
         # Spark's Python processes must be this interpreter, which has connectd and its plugins.
         conf.setdefault("spark.pyspark.python", sys.executable)
+        # A task's checkpoint is scratch, written twice per micro-batch. Hadoop's default local file
+        # system forks chmod and readlink for each file without its native library (pip's pyspark has
+        # none): ≈100 ms of a batch. The FileSystem API on the raw local file system forks nothing.
+        conf.setdefault("spark.sql.streaming.checkpointFileManagerClass",
+                        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager")
+        conf.setdefault("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
         if conf["spark.master"].startswith("local"):
             conf.setdefault("spark.driver.host", "127.0.0.1")
             conf.setdefault("spark.driver.bindAddress", "127.0.0.1")

@@ -6,7 +6,9 @@ worker::
 
     start(task) ── record-level source ─► start_source_query      (poll in Spark's reader process)
                 ├─ Spark-level source  ─► start_spark_source_query (the plugin's own DataFrame)
-                ├─ record-level sink   ─► SinkTaskRunner + start_sink_query (offset ranges, group commits)
+                ├─ record-level sink   ─► start_sink_query: offset ranges put in an executor
+                │                         (executor_sink), offsets committed here after the batch;
+                │                         a pinned plugin: SinkTaskRunner in this process instead
                 └─ Spark-level sink    ─► start_spark_sink_query   (write_batch per micro-batch)
     stop(handle) ── the query stops gracefully (bounded), then the task's clients close:
                     runner (close/stop the plugin), group consumer, dead-letter queue, Spark-level task
@@ -169,6 +171,7 @@ class TaskAssembler:
             worker_config=self.worker.originals(),
             producer_config=self.client_option("producer", connector_config),
             offsets=self.source_offsets(connector_config),
+            max_records=self.worker.get("source.batch.max.records"),
             paused=paused,
         )
 
@@ -202,9 +205,15 @@ class TaskAssembler:
 
         from connectd.runtime.converters import configure_converters
         from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
+        from connectd.runtime.executor_sink import SinkSpec
         from connectd.runtime.kafka_io import RangeReader, consumer_settings
         from connectd.runtime.queries import start_sink_query, start_spark_sink_query
-        from connectd.runtime.sink_task import SinkTaskRunner, assign_partitions, group_id, start_offsets
+        from connectd.runtime.sink_task import (
+            SinkTaskRunner,
+            assign_partitions,
+            group_id,
+            start_offsets,
+        )
         from connectd.transforms.chain import TransformationChain
 
         config = self._resolved(task_config)
@@ -237,13 +246,34 @@ class TaskAssembler:
             handle.query = start_spark_sink_query(
                 self.spark, connector=connector, task_id=task_id, task=instance,
                 consumer_config=self.client_option("consumer", connector_config), start=start, commit=commit_batch,
-                paused=paused)
+                max_records=self.worker.get("sink.batch.max.records"), paused=paused)
             return
         resolved = self._resolved(connector_config)
         policy = ErrorPolicy.from_config(resolved)
-        send = flush = None
         if policy.dlq_topic:
             self._ensure_dlq(policy.dlq_topic, resolved, metadata)
+        # As in Kafka Connect, max.poll.records bounds what one put() gets.
+        put_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "500"))
+        batch_records = self.worker.get("sink.batch.max.records")
+        consumer_option = self.client_option("consumer", connector_config)
+
+        def topics_used(topics: Iterable[str]) -> None:
+            self._on_topics(connector, topics)
+
+        if not getattr(task_class, "pinned", False):
+            spec = SinkSpec(
+                connector=connector, task_id=task_id, run="", task_class=task_class_name(task_class),
+                task_config=dict(task_config), connector_config=dict(connector_config),
+                worker_config=self.worker.originals(), consumer=consumer_option,
+                producer=self.client_option("producer", connector_config),
+                partitions=[(tp.topic, tp.partition) for tp in assigned], put_records=put_records, workdir="")
+            handle.query = start_sink_query(self.spark, connector=connector, task_id=task_id,
+                                            consumer_config=consumer_option, start=start, commit=commit,
+                                            on_topics=topics_used, spec=spec, max_records=batch_records,
+                                            put_records=put_records, paused=paused)
+            return
+        send = flush = None
+        if policy.dlq_topic:
             from connectd.runtime.dead_letters import DeadLetterQueue
 
             handle.dead_letters = DeadLetterQueue(self.client("producer", connector_config), policy.dlq_topic)
@@ -255,14 +285,12 @@ class TaskAssembler:
                                  lambda n: registry.find_class("converter", n), self.worker.providers.resolve),
             TransformationChain(resolved, registry.find_class), commit,
             ErrorHandler(policy, connector, task_id, send), flush or (lambda: None),
-            on_topics=lambda topics: self._on_topics(connector, topics),
         )
-        # As in Kafka Connect, max.poll.records bounds what one put() gets.
-        put_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "500"))
-        handle.query = start_sink_query(self.spark, connector=connector, task_id=task_id, runner=handle.runner,
-                                        consumer_config=self.client_option("consumer", connector_config),
-                                        start=start, reader=RangeReader(group), put_records=put_records,
-                                        paused=paused)
+        handle.query = start_sink_query(self.spark, connector=connector, task_id=task_id,
+                                        consumer_config=consumer_option, start=start, commit=commit,
+                                        on_topics=topics_used, runner=handle.runner,
+                                        reader=RangeReader(group), max_records=batch_records,
+                                        put_records=put_records, paused=paused)
 
     def _resolved(self, config: Mapping[str, str]) -> dict[str, str]:
         resolve = self.worker.providers.resolve

@@ -14,26 +14,26 @@ per worker process.
 
 Reading (sink tasks)
 --------------------
-Offsets are ``{"<topic>:<partition>": <next offset to read>}``.
+Offsets are ``{"<topic>:<partition>": <next offset to read>}``. A
+micro-batch is offset ranges; its records are read where the batch is
+handled (an executor), never on the driver.
 
 - ``initialOffset`` is the ``start`` option: offsets the task's runtime took
   from the consumer group (Kafka is the truth; the per-run checkpoint is
   scratch), so a moved task resumes where the group committed.
-- ``latestOffset(start)`` consumes up to ``max.records`` records after
-  ``start`` with a consumer assigned to the task's partitions and keeps them;
-  the end offset of a partition is one past the last record read. It never
-  asks the broker for "latest" (ListOffsets): what was read is what is
-  offered, so a batch never names offsets it has not seen.
-- ``partitions(start, end)`` hands out the kept records, one input partition
-  per Kafka partition; when Spark replans a range the reader does not hold
-  (a batch replayed after a restart) the range is read again from Kafka.
-- With ``rows=ranges`` the reader keeps no records: each micro-batch is one
-  row per Kafka partition, ``topic, partition, start, end`` (:data:`RANGE_SCHEMA`),
-  and whoever consumes the batch reads ``[start, end)`` itself. Record-level
-  sink tasks use this: their plugin lives in the worker process, which reads
-  the ranges there with :class:`RangeReader` instead of having every record
-  copied from the reader's process through the JVM into it (5-10 times the
-  cost of reading them from Kafka, measured in BENCHMARKS.md).
+- ``latestOffset(start)`` ends the batch at each partition's high watermark,
+  ``max.records`` in all at most (:func:`batch_ends`). The high watermark
+  comes from Fetch responses of a consumer kept at the partitions' ends
+  (:class:`HighWatermarks`), which reads no records but those that arrive
+  between two batches, a record batch per partition at most; never from
+  ListOffsets LATEST, which the dev broker gets wrong.
+- ``partitions(start, end)``: with ``rows=ranges``, one input partition whose
+  rows are the ranges themselves, ``topic, partition, start, end``
+  (:data:`RANGE_SCHEMA`): one Spark task handles a whole batch, which is how
+  a record-level sink task's one instance gets it
+  (:mod:`connectd.runtime.executor_sink`). Otherwise one input partition per
+  Kafka partition, whose records ``read`` fetches in the executor with a
+  consumer kept per Python worker (:func:`executor_range_reader`).
 - Graceful stop: once the ``stop.file`` exists, ``latestOffset`` offers
   nothing new, so the batch in flight finishes and the query goes idle.
   While the ``pause.file`` exists it does the same, and reading resumes
@@ -67,7 +67,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,9 @@ __all__ = [
     "consumer_settings",
     "decode_tp",
     "encode_tp",
+    "arrow_write_schema",
+    "executor_producer",
+    "produce_batches",
 ]
 
 FORMAT = "connectd-kafka"
@@ -115,7 +118,7 @@ def write_arrow_batch(rows: list[tuple]) -> Any:
     ``read`` may yield: Spark then converts no row in Python)."""
     import pyarrow as pa
 
-    schema = _write_arrow_schema()
+    schema = arrow_write_schema()
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
     return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)],
                                       schema=schema)
@@ -124,7 +127,8 @@ def write_arrow_batch(rows: list[tuple]) -> Any:
 _ARROW_SCHEMA: Any = None
 
 
-def _write_arrow_schema() -> Any:
+def arrow_write_schema() -> Any:
+    """:data:`WRITE_SCHEMA` as a ``pyarrow`` schema (made once)."""
     global _ARROW_SCHEMA
     if _ARROW_SCHEMA is None:
         import pyarrow as pa
@@ -163,7 +167,6 @@ def client_settings(option: str) -> dict[str, Any]:
     return worker.client_config(spec["client"], "confluent", overrides=spec.get("overrides"))
 
 _DEFAULT_MAX_RECORDS = 10_000
-_POLL_TIMEOUT = 0.02
 
 
 def encode_tp(topic: str, partition: int) -> str:
@@ -173,14 +176,6 @@ def encode_tp(topic: str, partition: int) -> str:
 def decode_tp(key: str) -> tuple[str, int]:
     topic, _, partition = key.rpartition(":")
     return topic, int(partition)
-
-
-class _Partition(InputPartition):
-    def __init__(self, key: str, start: int, end: int, rows: list[tuple] | None) -> None:
-        self.key = key
-        self.start = start
-        self.end = end
-        self.rows = rows
 
 
 def _row(message: Any) -> tuple:
@@ -198,26 +193,114 @@ def _row(message: Any) -> tuple:
     )
 
 
+class _Ranges(InputPartition):
+    """One micro-batch's offset ranges, ``(topic, partition, start, end)``, read where they are handled."""
+
+    def __init__(self, ranges: list[tuple[str, int, int, int]]) -> None:
+        self.ranges = ranges
+
+
+def batch_ends(start: dict[str, int], high: dict[str, int], max_records: int) -> dict[str, int]:
+    """Where a micro-batch from *start* ends: each partition's high watermark, *max_records* in all at most.
+
+    The bound is shared fairly: partitions with less backlog than their share
+    leave the rest to the others, so one busy partition cannot starve the
+    rest, and the sum never exceeds *max_records*. A partition whose high
+    watermark is unknown or behind *start* stays where it is.
+    """
+    backlog = {key: max(0, high.get(key, offset) - offset) for key, offset in start.items()}
+    end = dict(start)
+    left, waiting = max_records, sorted((n, key) for key, n in backlog.items() if n > 0)
+    while waiting and left > 0:
+        share = max(1, left // len(waiting))
+        n, key = waiting.pop(0)
+        take = min(n, share, left)
+        end[key] += take
+        left -= take
+    return end
+
+
+class HighWatermarks:
+    """Each partition's high watermark as Fetch responses give it, reading (almost) no records.
+
+    A consumer stays assigned to the partitions *at their high watermark*:
+    a Fetch there returns no records, only the high watermark, until new
+    records arrive, and then at most one record batch per partition (fetch
+    sizes are at their minimum) before :meth:`high` moves it to the new high
+    watermark again. So finding a micro-batch's end costs no read of the
+    batch. The high watermark comes from Fetch responses, not ListOffsets,
+    whose LATEST the dev broker gets wrong (``test-broker.md``); on Kafka
+    both agree. It respects the client's ``isolation.level``: under
+    ``read_committed`` it is the last stable offset, what a reader can read.
+    """
+
+    def __init__(self, client: dict[str, Any]) -> None:
+        from confluent_kafka import Consumer
+
+        settings = consumer_settings(client)
+        # Fetch waits of 100 ms, not the data consumers' 10: an idle task's consumer here fetches all
+        # the time, and at 10 ms five idle sink tasks took a third of a core (with the dev broker's);
+        # a batch's end was not found later for it (p50 latency the same, measured).
+        settings.update({"max.partition.fetch.bytes": 1, "fetch.max.bytes": 1000, "message.max.bytes": 1000,
+                         "queued.max.messages.kbytes": 1, "queued.min.messages": 1,
+                         "fetch.wait.max.ms": client.get("fetch.wait.max.ms", 100)})
+        self._consumer = Consumer(settings)
+        self._known: dict[str, int] = {}
+        self._assigned: dict[str, int] | None = None
+
+    def high(self, partitions: dict[str, int]) -> dict[str, int]:
+        """The latest high watermark known of each of *partitions* (``{key: offset to start at}``)."""
+        from confluent_kafka import TopicPartition
+
+        consumer = self._consumer
+        if self._assigned is None or self._assigned.keys() != partitions.keys():
+            self._assign({key: max(offset, self._known.get(key, offset)) for key, offset in partitions.items()})
+        consumer.consume(num_messages=10_000, timeout=0)  # at most a batch per partition, fetched ahead: dropped
+        for key in partitions:
+            _, high = consumer.get_watermark_offsets(TopicPartition(*decode_tp(key)), cached=True)
+            if high >= 0 and high > self._known.get(key, -1):
+                self._known[key] = high
+        assert self._assigned is not None
+        if any(self._known.get(key, at) > at for key, at in self._assigned.items()):
+            # Fetch at the new ends: only what arrives after them is fetched next.
+            self._assign({key: max(at, self._known.get(key, at)) for key, at in self._assigned.items()})
+        return {key: self._known[key] for key in partitions if key in self._known}
+
+    def _assign(self, positions: dict[str, int]) -> None:
+        # assign(), not seek(): seek() starts offset validation that some brokers never answer,
+        # and the partition would stop fetching.
+        from confluent_kafka import TopicPartition
+
+        self._consumer.assign([TopicPartition(*decode_tp(key), offset) for key, offset in positions.items()])
+        self._assigned = dict(positions)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
 class KafkaStreamReader(DataSourceStreamReader):
-    """Reads the task's assigned partitions from their start offsets."""
+    """Reads the task's assigned partitions from their start offsets.
+
+    A micro-batch is offset ranges; the driver never reads its records. With
+    ``rows=ranges`` the batch is one input partition whose rows are the
+    ranges themselves (whoever handles the batch reads them); otherwise each
+    Kafka partition's range is one input partition whose records an executor
+    reads (:meth:`read`), with a consumer kept per Python worker.
+    """
 
     def __init__(self, options: dict[str, str]) -> None:
         self.client_option = options.get(CLIENT_OPTION, "{}")
-        self.client: dict[str, Any] = {}
         self.start_offsets: dict[str, int] = json.loads(options["start"])
         self.max_records = int(options.get("max.records", _DEFAULT_MAX_RECORDS))
         self.stop_file = options.get("stop.file")
         self.pause_file = options.get("pause.file")
         self.ranges_only = options.get("rows", "records") == "ranges"
-        self._consumer: Any = None
-        self._position: dict[str, int] = {}
-        self._kept: dict[str, list[tuple]] = {}
+        self._watermarks: HighWatermarks | None = None
         self._previous_end: dict[str, int] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_consumer"] = None
-        state["_kept"] = {}
+        state["_watermarks"] = None
         return state
 
     def initialOffset(self) -> dict[str, int]:
@@ -229,58 +312,32 @@ class KafkaStreamReader(DataSourceStreamReader):
             start = self._previous_end if self._previous_end is not None else self.initialOffset()
         start = {k: int(v) for k, v in start.items()}
         if _exists(self.stop_file) or _exists(self.pause_file):
-            self._previous_end = start
-            return start
-        consumer = self._consumer_at(start)
-        end = dict(start)
-        kept: dict[str, list[tuple]] = {}
-        wanted = self.max_records
-        deadline = time.monotonic() + _POLL_TIMEOUT * 4
-        while wanted > 0:
-            asked = min(wanted, 10_000)
-            messages = consumer.consume(num_messages=asked, timeout=_POLL_TIMEOUT)
-            if not messages:
-                break
-            for message in messages:
-                if message.error() is not None:
-                    _raise_unless_benign(message.error())
-                    continue
-                key = encode_tp(message.topic(), message.partition())
-                if not self.ranges_only:
-                    kept.setdefault(key, []).append(_row(message))
-                self._position[key] = end[key] = message.offset() + 1
-                wanted -= 1
-            # Fewer than asked: the backlog is drained; offer what we have now
-            # rather than wait for stragglers (latency).
-            if len(messages) < asked or time.monotonic() > deadline:
-                break
-        self._kept = kept
+            end = start
+        else:
+            if self._watermarks is None:
+                self._watermarks = HighWatermarks(client_settings(self.client_option))
+            end = batch_ends(start, self._watermarks.high(start), self.max_records)
         self._previous_end = end
         return end
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Partition]:
-        if self.ranges_only:
-            ranges = []
-            for key, stop in end.items():
-                begin = int(start.get(key, self.start_offsets.get(key, 0)))
-                if int(stop) > begin:
-                    ranges.append((*decode_tp(key), begin, int(stop)))
-            return [_Partition("ranges", 0, 0, ranges)]
-        parts = []
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        ranges = []
         for key, stop in end.items():
             begin = int(start.get(key, self.start_offsets.get(key, 0)))
-            if int(stop) <= begin:
-                continue
-            kept = [row for row in self._kept.get(key, []) if begin <= row[2] < int(stop)]
-            covered = kept and kept[0][2] == begin and kept[-1][2] == int(stop) - 1
-            parts.append(_Partition(key, begin, int(stop), kept if covered else None))
-        return parts
+            if int(stop) > begin:
+                ranges.append((*decode_tp(key), begin, int(stop)))
+        if self.ranges_only:
+            # One input partition: one Spark task handles the whole batch (one sink task instance);
+            # none for a batch without records, so no Python worker starts an instance for nothing.
+            return [_Ranges(ranges)] if ranges else []
+        return [_Ranges([r]) for r in ranges]
 
-    def read(self, partition: _Partition) -> Iterator[tuple]:
-        if partition.rows is not None:
-            yield from partition.rows
+    def read(self, partition: _Ranges) -> Iterator[tuple]:
+        if self.ranges_only:
+            yield from partition.ranges
             return
-        yield from _read_range(client_settings(self.client_option), partition.key, partition.start, partition.end)
+        for rows in executor_range_reader(self.client_option).read(partition.ranges):
+            yield from rows
 
     def commit(self, end: dict[str, int]) -> None:
         # Offsets are committed to the consumer group by the sink task after
@@ -289,22 +346,29 @@ class KafkaStreamReader(DataSourceStreamReader):
         return None
 
     def stop(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        if self._watermarks is not None:
+            self._watermarks.close()
+            self._watermarks = None
 
-    def _consumer_at(self, start: dict[str, int]) -> Any:
-        """The consumer, positioned at *start* (re-assigned only when it is not there)."""
-        from confluent_kafka import Consumer, TopicPartition
 
-        if self._consumer is None:
-            self.client = client_settings(self.client_option)
-            self._consumer = Consumer(consumer_settings(self.client))
-            self._position = {}
-        if self._position != start:
-            self._consumer.assign([TopicPartition(*decode_tp(k), int(v)) for k, v in start.items()])
-            self._position = dict(start)
-        return self._consumer
+_range_readers: dict[str, RangeReader] = {}
+_range_readers_lock = threading.Lock()
+
+
+def executor_range_reader(client_option: str) -> RangeReader:
+    """The :class:`RangeReader` of this Python worker for *client_option*, made on first use.
+
+    Kept for the life of the Python worker (Spark reuses its workers), so a
+    task's next range usually continues where its consumer already is.
+    """
+    with _range_readers_lock:
+        reader = _range_readers.get(client_option)
+        if reader is None:
+            from confluent_kafka import Consumer
+
+            reader = _range_readers[client_option] = RangeReader(
+                Consumer(consumer_settings(client_settings(client_option))), keep_others=False)
+        return reader
 
 
 def _exists(path: str | None) -> bool:
@@ -329,32 +393,6 @@ def consumer_settings(client: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def _read_range(client: dict[str, Any], key: str, start: int, end: int) -> Iterator[tuple]:
-    """The records of one partition with offsets in [start, end), read again from Kafka."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(consumer_settings(client))
-    try:
-        topic, partition = decode_tp(key)
-        consumer.assign([TopicPartition(topic, partition, start)])
-        next_offset = start
-        deadline = time.monotonic() + 120
-        while next_offset < end:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{key}: offsets {next_offset}..{end - 1} could not be read again within 120 s")
-            for message in consumer.consume(num_messages=min(end - next_offset, 10_000), timeout=0.5):
-                if message.error() is not None:
-                    _raise_unless_benign(message.error())
-                    continue
-                if message.offset() >= end:
-                    next_offset = end
-                    break
-                yield _row(message)
-                next_offset = message.offset() + 1
-    finally:
-        consumer.close()
-
-
 class RangeReader:
     """Reads exact offset ranges of a task's partitions with one long-lived consumer.
 
@@ -369,11 +407,16 @@ class RangeReader:
     :param consumer: a confluent-kafka Consumer (:func:`consumer_settings`); only
         assigned here, never subscribed. The caller closes it.
     :param timeout: seconds without a record before :meth:`read` gives up.
+    :param keep_others: stay assigned to partitions of earlier ranges that the
+        current one lacks (a task's partitions); ``False`` for a reader whose
+        next range may be of any partition (an executor's), which would
+        otherwise fetch ahead for partitions others read.
     """
 
-    def __init__(self, consumer: Any, timeout: float = 120.0) -> None:
+    def __init__(self, consumer: Any, timeout: float = 120.0, keep_others: bool = True) -> None:
         self.consumer = consumer
         self.timeout = timeout
+        self.keep_others = keep_others
         self._next: dict[tuple[str, int], int] = {}  # where the next range of each assigned partition starts
         self._ahead: dict[tuple[str, int], list[tuple]] = {}
 
@@ -383,7 +426,8 @@ class RangeReader:
         Yields lists of at most *chunk* records, in offset order per partition.
         """
         wanted = {(t, p): (start, end) for t, p, start, end in ranges if end > start}
-        if any(self._next.get(tp) != start for tp, (start, _) in wanted.items()):
+        if (any(self._next.get(tp) != start for tp, (start, _) in wanted.items())
+                or (not self.keep_others and self._next.keys() != wanted.keys())):
             self._assign(wanted)
         missing: dict[tuple[str, int], int] = {}  # partition -> end of its range, until read to there
         position: dict[tuple[str, int], int] = {}  # partition -> next offset wanted
@@ -443,7 +487,7 @@ class RangeReader:
     def _assign(self, wanted: dict[tuple[str, int], tuple[int, int]]) -> None:
         from confluent_kafka import TopicPartition
 
-        positions = {tp: start for tp, start in self._next.items()}
+        positions = dict(self._next) if self.keep_others else {}
         positions.update({tp: start for tp, (start, _) in wanted.items()})
         self._ahead.clear()
         self.consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in sorted(positions.items())])
@@ -471,7 +515,7 @@ _producers: dict[str, Any] = {}
 _producers_lock = threading.Lock()
 
 
-def _producer(client_json: str) -> Any:
+def executor_producer(client_json: str) -> Any:
     """One producer per executor Python process and client config, reused across batches."""
     from confluent_kafka import Producer
 
@@ -486,11 +530,60 @@ def _producer(client_json: str) -> Any:
         return producer
 
 
+def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float) -> _Written:
+    """Produce Arrow batches of :data:`WRITE_SCHEMA` rows; return once every record is acknowledged.
+
+    Columns are taken by name, each turned into a Python list at once (no Row
+    object per record). A row whose topic is null only moves its source
+    partition's offset. :returns: the records produced and the last source
+    offset of each source partition. :raises RuntimeError: a record was not
+    acknowledged within *flush_timeout* seconds, or failed.
+    """
+    failures: list[str] = []
+
+    def delivered(error: Any, message: Any) -> None:
+        if error is not None:
+            failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+
+    written = _Written()
+    produce, poll = producer.produce, producer.poll
+    for batch in batches:
+        names = batch.schema.names
+        columns = {name: batch.column(i).to_pylist() for i, name in enumerate(names)}
+        empty = [None] * batch.num_rows
+        rows = zip(*(columns.get(name, empty) for name in _WRITE_COLUMNS), strict=True)
+        for topic, partition, key, value, timestamp, headers, source_partition, source_offset in rows:
+            if source_partition is not None:
+                written.source_offsets[source_partition] = source_offset
+            if topic is None:
+                continue  # an offset-only row: a record a transform dropped still moves the offset
+            kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
+            if partition is not None:
+                kwargs["partition"] = partition
+            if timestamp is not None:
+                kwargs["timestamp"] = timestamp
+            if headers:
+                kwargs["headers"] = [(h["key"], h["value"]) for h in headers]
+            while True:
+                try:
+                    produce(topic, **kwargs)
+                    break
+                except BufferError:
+                    poll(0.05)  # local queue full: let deliveries drain
+            poll(0)
+            written.records += 1
+    remaining = producer.flush(flush_timeout)
+    if remaining:
+        raise RuntimeError(f"{remaining} records not acknowledged within {flush_timeout:.0f} s")
+    if failures:
+        raise RuntimeError(f"{len(failures)} records failed: " + "; ".join(failures[:5]))
+    return written
+
+
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """Produces each micro-batch to Kafka; stores source offsets only after every write is durable.
 
-    It takes Spark's Arrow batches as they come (no Row object per record):
-    columns by name, each turned into a Python list at once.
+    It takes Spark's Arrow batches as they come (:func:`produce_batches`).
     """
 
     def __init__(self, options: dict[str, str]) -> None:
@@ -501,46 +594,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         self.flush_timeout = float(options.get("flush.timeout.s", "60"))
 
     def write(self, batches: Iterator[Any]) -> _Written:
-        producer = _producer(self.client_json)
-        failures: list[str] = []
-
-        def delivered(error: Any, message: Any) -> None:
-            if error is not None:
-                failures.append(f"{message.topic()}[{message.partition()}]: {error}")
-
-        written = _Written()
-        produce, poll = producer.produce, producer.poll
-        for batch in batches:
-            names = batch.schema.names
-            columns = {name: batch.column(i).to_pylist() for i, name in enumerate(names)}
-            empty = [None] * batch.num_rows
-            rows = zip(*(columns.get(name, empty) for name in _WRITE_COLUMNS), strict=True)
-            for topic, partition, key, value, timestamp, headers, source_partition, source_offset in rows:
-                if source_partition is not None:
-                    written.source_offsets[source_partition] = source_offset
-                if topic is None:
-                    continue  # an offset-only row: a record a transform dropped still moves the offset
-                kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
-                if partition is not None:
-                    kwargs["partition"] = partition
-                if timestamp is not None:
-                    kwargs["timestamp"] = timestamp
-                if headers:
-                    kwargs["headers"] = [(h["key"], h["value"]) for h in headers]
-                while True:
-                    try:
-                        produce(topic, **kwargs)
-                        break
-                    except BufferError:
-                        poll(0.05)  # local queue full: let deliveries drain
-                poll(0)
-                written.records += 1
-        remaining = producer.flush(self.flush_timeout)
-        if remaining:
-            raise RuntimeError(f"{remaining} records not acknowledged within {self.flush_timeout:.0f} s")
-        if failures:
-            raise RuntimeError(f"{len(failures)} records failed: " + "; ".join(failures[:5]))
-        return written
+        return produce_batches(executor_producer(self.client_json), batches, self.flush_timeout)
 
     def commit(self, messages: list[_Written | None], batch_id: int) -> None:
         offsets: dict[str, str] = {}

@@ -11,22 +11,28 @@ Stopping, within ``task.shutdown.graceful.timeout.ms``::
             --idle-->   query.stop()  (nothing lost, nothing replayed)
             --timeout-> query.stop() cancels the batch in flight; its offsets were
                         not stored, so the next run replays it (at-least-once)
+    then                a sink task's plugin instances in executors on this host see the
+                        stop file and stop; stop() waits for them (bounded), then removes
+                        the run directory (see :mod:`connectd.runtime.executor_sink`)
 
 All calls block (py4j): run them in a thread, never on the event loop.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
 import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from connectd.runtime import kafka_io, source_task
+from connectd.runtime import executor_sink, kafka_io, source_task
+from connectd.runtime.offsets import store_offsets_hook
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,6 +48,8 @@ __all__ = [
 
 _IDLE_CHECKS = 3
 _POLL_S = 0.1
+#: The least time a stopping sink task waits for its instances in executors to stop.
+_INSTANCES_STOP_S = 5.0
 
 
 @dataclass
@@ -86,8 +94,16 @@ class TaskQuery:
             time.sleep(_POLL_S)
         self.stopped_gracefully = idle >= _IDLE_CHECKS or not self.query.isActive
         self.query.stop()
+        self._wait_for_instances(max(graceful_timeout_s, _INSTANCES_STOP_S))
         shutil.rmtree(self.workdir, ignore_errors=True)
         return self.stopped_gracefully
+
+    def _wait_for_instances(self, timeout_s: float) -> None:
+        """Wait until executors on this host stopped the task's plugin instances (they saw the stop file)."""
+        registered = Path(executor_sink.instances_dir(self.workdir))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and registered.is_dir() and any(registered.iterdir()):
+            time.sleep(_POLL_S)
 
 
 def _as_option(client: dict[str, Any] | str) -> str:
@@ -117,10 +133,12 @@ def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuer
 
 
 def _kafka_stream(spark: SparkSession, workdir: Path, consumer_config: dict[str, Any] | str,
-                  start: dict[str, int], max_records: int, rows: str = "records") -> Any:
+                  start: dict[str, int], max_records: int, rows: str = "records", source: str = kafka_io.FORMAT,
+                  options: dict[str, str] | None = None) -> Any:
     """The task's partitions from *start*, honouring the run's stop and pause files."""
     return (
-        spark.readStream.format(kafka_io.FORMAT)
+        spark.readStream.format(source)
+        .options(**(options or {}))
         .option(kafka_io.CLIENT_OPTION, _as_option(consumer_config))
         .option("start", json.dumps(start))
         .option("max.records", str(max_records))
@@ -129,39 +147,6 @@ def _kafka_stream(spark: SparkSession, workdir: Path, consumer_config: dict[str,
         .option("pause.file", str(workdir / "pause"))
         .load()
     )
-
-
-def planned_ranges(checkpoint: Path, batch_id: int, start: dict[str, int]) -> list[tuple[str, int, int, int]] | None:
-    """The offset ranges of micro-batch *batch_id* of a ``rows=ranges`` query, from Spark's offset log.
-
-    Spark writes a batch's end offsets to ``<checkpoint>/offsets/<batch id>``
-    before it runs the batch (its write-ahead log: ``v1``, a metadata line,
-    then one line per source); the start is the previous batch's end, or
-    *start* for the first. Reading them there costs a file read, where
-    collecting the batch's rows costs a Spark job (≈100-200 ms a batch, most
-    of a record's latency at low load). ``None`` when the log is not in the
-    expected form (another Spark version): the caller then collects the rows.
-    """
-    def offsets(batch: int) -> dict[str, int] | None:
-        try:
-            lines = (checkpoint / "offsets" / str(batch)).read_text(encoding="utf-8").splitlines()
-            if len(lines) != 3 or lines[0] != "v1":
-                return None
-            found = json.loads(lines[2])
-            return {str(k): int(v) for k, v in found.items()} if isinstance(found, dict) else None
-        except (OSError, ValueError, TypeError):
-            return None
-
-    end = offsets(batch_id)
-    begin = start if batch_id == 0 else offsets(batch_id - 1)
-    if end is None or begin is None:
-        return None
-    ranges = []
-    for key, stop in end.items():
-        first = begin.get(key, start.get(key, 0))
-        if stop > first:
-            ranges.append((*kafka_io.decode_tp(key), first, stop))
-    return ranges
 
 
 def _started(writer: Any, checkpoint: str | Path, name: str, trigger_interval: str) -> StreamingQuery:
@@ -179,6 +164,7 @@ def _register(spark: SparkSession) -> None:
     # the thread's active session, which a new thread does not have.
     spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
     spark.dataSource.register(kafka_io.KafkaDataSource)
+    spark.dataSource.register(executor_sink.SinkTaskDataSource)
     spark.dataSource.register(source_task.SourceTaskDataSource)
 
 
@@ -194,7 +180,7 @@ def start_source_query(
     producer_config: dict[str, Any] | str,
     offsets: dict[str, Any] | None = None,
     offsets_path: str | None = None,
-    max_records: int = 10_000,
+    max_records: int = 50_000,
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
 ) -> TaskQuery:
@@ -233,14 +219,22 @@ def start_source_query(
             .option("max.records", str(max_records))
             .load()
         )
-        writer = (
-            stream.writeStream.format(kafka_io.FORMAT)
-            .option(kafka_io.CLIENT_OPTION, _as_option(producer_config))
-            .option("commit.hook", "connectd.runtime.offsets:store_offsets_hook")
-            # redacted: a topic store's spec carries client settings as written
-            .option(kafka_io.COMMIT_HOOK_SECRET_ARG, json.dumps({**offsets_spec, "connector": connector}))
-        )
-        return _started(writer, workdir / "checkpoint", name, trigger_interval)
+        store = json.dumps({**offsets_spec, "connector": connector})
+
+        def each_batch(frame: Any, batch_id: int) -> None:
+            # Collecting the batch is producing it (source_task.SourceTaskReader.read, in an
+            # executor); its offsets come back only once every record was acknowledged.
+            offsets: dict[str, str] = {}
+            records = 0
+            for row in frame.collect():
+                if row["source_partition"] is not None:
+                    offsets[row["source_partition"]] = row["source_offset"]
+                records += row["records"] or 0
+            if offsets:
+                store_offsets_hook(store, batch_id, offsets, records)
+
+        return _started(stream.writeStream.foreachBatch(each_batch), workdir / "checkpoint", name,
+                        trigger_interval)
 
     return _start(spark, name, build, paused)
 
@@ -250,47 +244,70 @@ def start_sink_query(
     *,
     connector: str,
     task_id: int,
-    runner: Any,
     consumer_config: dict[str, Any] | str,
     start: dict[str, int],
+    commit: Callable[[dict[Any, int]], None],
+    on_topics: Callable[[set[str]], None],
+    spec: executor_sink.SinkSpec | None = None,
+    runner: Any = None,
     reader: Any = None,
     max_records: int = 100_000,
     put_records: int = 500,
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
 ) -> TaskQuery:
-    """Start a sink task's query: Kafka → (worker process) converters → transforms → plugin → group offsets.
+    """Start a record-level sink task's query: Kafka → converters → transforms → plugin → group offsets.
 
-    :param runner: a :class:`~connectd.runtime.sink_task.SinkTaskRunner` (its task already started).
+    A micro-batch is the offset ranges of the task's partitions (at most
+    *max_records* records). With a *spec* they are read and put in an
+    executor (:mod:`connectd.runtime.executor_sink`) and this process only
+    commits what the executor's ``pre_commit`` allowed, once the whole batch
+    succeeded. With a *runner* and *reader* instead (a plugin that declares
+    :attr:`~connectd.SinkTask.pinned`), this process reads and puts them.
+
     :param consumer_config: the data consumer's :data:`~connectd.runtime.kafka_io.CLIENT_OPTION`
         value, or confluent-kafka settings.
     :param start: ``{"topic:partition": offset}`` to read from (the group's committed offsets).
-    :param reader: a :class:`~connectd.runtime.kafka_io.RangeReader` in this process: the query's
-        micro-batches are then offset ranges that it reads here (fast); without one, the records
-        themselves come through Spark.
-    :param max_records: the most records of one micro-batch.
-    :param put_records: the most records of one ``put`` (with a *reader*).
+    :param commit: ``commit({TopicPartition: next offset})`` stores offsets in the group.
+    :param on_topics: told the topics each batch consumed (KIP-558).
+    :param spec: the task for executors; its ``run`` and ``workdir`` are filled in here.
+    :param runner: a pinned task's :class:`~connectd.runtime.sink_task.SinkTaskRunner` (started).
+    :param reader: its :class:`~connectd.runtime.kafka_io.RangeReader`.
+    :param put_records: the most records of one ``put``.
     """
+    from connectd.connector import TopicPartition
+
+    if (spec is None) == (runner is None):
+        raise ValueError("start_sink_query needs a spec (executors) or a runner (pinned), not both")
     name = f"{connector}-{task_id}"
 
     def build(workdir: Path) -> StreamingQuery:
-        checkpoint = workdir / "checkpoint"
+        if spec is not None:
+            task_spec = dataclasses.replace(spec, run=uuid.uuid4().hex, workdir=str(workdir),
+                                            put_records=put_records)
 
-        def each_batch(frame: Any, batch_id: int) -> None:
-            if reader is None:
-                runner.process(frame.collect())
-                return
-            ranges = planned_ranges(checkpoint, batch_id, start)
-            if ranges is None:
+            def each_batch(frame: Any, batch_id: int) -> None:
+                # Collecting the batch is running it: executor_sink.SinkTaskReader.read puts it.
+                results = frame.collect()
+                if not results:
+                    return
+                on_topics({row["topic"] for row in results})
+                safe = {TopicPartition(row["topic"], row["partition"]): row["committed"]
+                        for row in results if row["committed"] is not None}
+                if safe:
+                    commit(safe)
+
+            stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
+                                   executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json()})
+        else:
+            def each_batch(frame: Any, batch_id: int) -> None:
                 ranges = [tuple(row) for row in frame.collect()]
-            runner.process_ranges(ranges, reader, put_records)
+                if ranges:
+                    on_topics({topic for topic, _, _, _ in ranges})
+                    runner.process_ranges(ranges, reader, put_records)
 
-        writer = (
-            _kafka_stream(spark, workdir, consumer_config, start, max_records,
-                          "records" if reader is None else "ranges")
-            .writeStream.foreachBatch(each_batch)
-        )
-        return _started(writer, checkpoint, name, trigger_interval)
+            stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges")
+        return _started(stream.writeStream.foreachBatch(each_batch), workdir / "checkpoint", name, trigger_interval)
 
     return _start(spark, name, build, paused)
 

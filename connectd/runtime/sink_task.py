@@ -1,13 +1,14 @@
-"""A record-level sink task fed by a Spark streaming query.
+"""A record-level sink task's plugin, fed one micro-batch at a time.
 
 ::
 
-    connectd-kafka reader, rows=ranges (task's partitions, from the group's committed offsets)
-        └─ foreachBatch, in the worker process: the batch's offset ranges (Spark's offset log)
-              RangeReader reads them, put_records at a time:
+    a batch's offset ranges (connectd-kafka reader, rows=ranges)
+        └─ where the task instance lives: an executor (executor_sink) or, for a
+           pinned plugin, the worker process. RangeReader reads them, put_records at a time:
                   rows ─► converters ─► transforms ─► task.put(records)
               task.pre_commit(offsets)  (flush: the data is durable)
-              commit offsets to consumer group connect-<connector>
+              commit(the offsets it returned)  (executors: handed to the driver, which commits
+                                               them to group connect-<connector> after the batch)
 
 Records are read where the task lives rather than carried by Spark from the
 reader's process through the JVM, which cost several times more than the
@@ -16,10 +17,10 @@ converters' batch methods; if anything in a chunk fails, the chunk is done
 again record by record under the connector's error policy, which then
 retries, skips (dead-letter queue) or fails exactly the bad records.
 
-The task instance lives in the worker process, one per task, so Kafka
-Connect's contract holds exactly: ``open`` with its partitions, ``put`` in
-order per partition, ``flush``/``pre_commit`` before offsets are committed,
-``close`` and ``stop`` once. Offsets committed are one past the last record
+Each instance keeps Kafka Connect's contract: ``open`` with its partitions,
+``put`` in order per partition, ``flush``/``pre_commit`` before offsets are
+committed, ``close`` and ``stop`` once (how many instances a task has over
+its run, and when they stop: :mod:`connectd.runtime.executor_sink`). Offsets committed are one past the last record
 of the batch per partition — records a transform dropped included — so
 lag tools see the group as Kafka Connect's.
 
@@ -100,8 +101,6 @@ class SinkTaskRunner:
     :param commit: ``commit({TopicPartition: next offset})`` stores offsets in the group.
     :param errors: the connector's error handling (default: fail on the first bad record).
     :param flush_dlq: makes dead-letter records durable; called before offsets are committed.
-    :param on_topics: told the topics of each chunk's records before they are converted
-        (active topics, KIP-558: a topic counts once a record of it was consumed).
     """
 
     def __init__(
@@ -114,7 +113,6 @@ class SinkTaskRunner:
         commit: Callable[[Mapping[TopicPartition, int]], None],
         errors: ErrorHandler | None = None,
         flush_dlq: Callable[[], None] = lambda: None,
-        on_topics: Callable[[set[str]], None] = lambda topics: None,
     ) -> None:
         self.task = task
         self.partitions = partitions
@@ -128,7 +126,6 @@ class SinkTaskRunner:
                         retry_delay_max_ms=self.errors.policy.retry_delay_max_ms),
             self.errors.connector, self.errors.task_id)
         self._flush_dlq = flush_dlq
-        self._on_topics = on_topics
         self._next_offsets: dict[tuple[str, int], int] = {}  # of the batch so far
         self.batches = 0
         self.records = 0
@@ -154,8 +151,6 @@ class SinkTaskRunner:
         ranges = [r for r in ranges if r[3] > r[2]]
         if not ranges:
             return {}
-        # The ranges say what the batch consumed: no need to look at each record for it.
-        self._on_topics({topic for topic, _, _, _ in ranges})
         for rows in reader.read(ranges, chunk):
             self._put(rows)
         self._next_offsets.update({(topic, partition): end for topic, partition, _, end in ranges})
@@ -173,7 +168,6 @@ class SinkTaskRunner:
             tp = (row[0], row[1])
             if row[2] >= following.get(tp, 0):
                 following[tp] = row[2] + 1
-        self._on_topics({topic for topic, _ in following})
         self._put(rows)
 
     def _put(self, rows: list[Any]) -> None:

@@ -2,19 +2,46 @@
 
 The plugin's :class:`~connectd.SourceTask` lives in Spark's long-lived
 Python process for the query (where ``latestOffset`` runs), so it keeps its
-state between batches as it would in Kafka Connect::
+state between batches as it would in Kafka Connect. It is polled on a thread
+of its own, so the next batch is polled while the last one is produced::
 
-    latestOffset ── task.poll() ─► transforms ─► converters ─► rows kept as batch N
-    partitions   ── batch N's rows, one input partition (order kept)
-    read         ── yields them in an executor
-    (writer)     ── connectd-kafka produces, flushes, then stores the batch's offsets
+    planner process (Spark's, long-lived)            executor Python worker
+    ─────────────────────────────────────            ──────────────────────
+    poller thread: task.poll() ─► transforms
+      ─► converters ─► Arrow record batches,
+      buffered (max.records at most: it waits)
+    latestOffset: everything buffered is batch N
+      (Arrow IPC bytes; its offsets last)
+    partitions: batch N, one input partition ──────► read: produce it (producer kept per
+                                                     Python worker), flush, then yield the
+                                                     batch's last offset per source partition
+    worker process, foreachBatch: collect() those rows; once the batch succeeded, store them
+
+Batches adapt to the rate by themselves: a batch is whatever was polled
+while the last one was written, up to ``max.records``; the slower the
+writes, the larger the batches. The records cross from the planner process
+to the executor as Arrow IPC bytes and are produced there column by column
+(:func:`~connectd.runtime.kafka_io.produce_batches`); nothing converts them
+row by row in between. A delivery failure fails the batch, so no offset of
+it is stored.
+
+Poller states::
+
+    POLLING ──buffer holds max.records──► FULL ──latestOffset takes it──► POLLING
+    POLLING ──stop or pause file──► IDLE (not polled) ──pause file gone──► POLLING
+    POLLING ──poll() raises──► FAILED: the next latestOffset raises it (the task fails)
+    any ──reader.stop()──► STOPPED (the thread ends; then task.stop(), once)
+
+An empty ``poll()`` is followed by a pause of a few milliseconds before the
+next, so a task that returns at once without data does not spin a core.
 
 Spark's own offsets are a batch counter (``{"seq": N}``); the connector's
-source offsets travel in the rows (``source_partition``/``source_offset``,
-canonical JSON text) and are stored by the Kafka writer's commit hook only
-after the batch is flushed. Every run starts with a fresh checkpoint, so
-Spark never asks for a batch the reader no longer holds; the task reads its
-stored offsets through its context instead.
+source offsets travel in the batch (``source_partition``/``source_offset``,
+canonical JSON text). Every run starts with a fresh checkpoint, so Spark
+never asks for a batch the reader no longer holds; the task reads its
+stored offsets through its context instead. Records polled but not yet in a
+batch when the query stops are polled again by the next run, from the
+stored offsets (at least once).
 
 Configs cross into Spark as written (``${provider:…}`` placeholders
 unresolved) and are resolved in the reader's process: no resolved secret
@@ -42,13 +69,14 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from connectd.runtime.kafka_io import WRITE_SCHEMA, write_arrow_batch
+from connectd.runtime.kafka_io import executor_producer, produce_batches, write_arrow_batch
 
 __all__ = [
     "FORMAT",
@@ -64,7 +92,19 @@ FORMAT = "connectd-source-task"
 # Spark redacts option values whose key matches spark.redaction.regex.
 SPEC_OPTION = "task.secret.spec"
 
-_POLL_BUDGET_S = 0.5
+#: How long stopping waits for a ``poll()`` in progress before ``task.stop()`` is called anyway.
+_STOP_WAIT_S = 5.0
+
+
+def _ipc(batches: list[Any]) -> bytes:
+    """Arrow record batches as one IPC stream."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
 
 
 def active_topics_file(run_dir: str | os.PathLike[str]) -> str:
@@ -108,16 +148,93 @@ def remove_active_topics(run_dir: str | os.PathLike[str]) -> None:
 
 
 class _Batch(InputPartition):
-    def __init__(self, rows: list[tuple]) -> None:
-        self.rows = rows
+    """One or more polled batches as Arrow IPC streams of :data:`WRITE_SCHEMA` rows, in order."""
+
+    def __init__(self, streams: list[bytes]) -> None:
+        self.streams = streams
+
+
+#: What reading a batch yields: each source partition's last offset, then the record count.
+RESULT_SCHEMA = "source_partition string, source_offset string, records long"
+
+_EMPTY_POLL_PAUSE_S = 0.005
+_IDLE_CHECK_S = 0.1
+
+
+class _Poller:
+    """Polls the task on its own thread into a bounded buffer (states in the module docstring)."""
+
+    def __init__(self, poll: Any, max_records: int, idle: Any, name: str) -> None:
+        self._poll = poll  # () -> (Arrow batch or None, {partition: offset}, topics) or None
+        self._idle = idle
+        self.max_records = max_records
+        self._cond = threading.Condition()
+        self._batches: list[Any] = []
+        self._offsets: dict[str, str] = {}
+        self._topics: set[str] = set()
+        self._buffered = 0
+        self._error: BaseException | None = None
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=f"connectd-poll-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopping and self._buffered >= self.max_records:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+            if self._idle():
+                time.sleep(_IDLE_CHECK_S)
+                continue
+            try:
+                polled = self._poll()
+            except BaseException as error:  # noqa: BLE001 - the task fails with it at the next batch
+                with self._cond:
+                    self._error = error
+                return
+            if polled is None:
+                time.sleep(_EMPTY_POLL_PAUSE_S)
+                continue
+            batch, offsets, topics = polled
+            with self._cond:
+                if batch is not None and batch.num_rows:
+                    self._batches.append(batch)
+                    self._buffered += batch.num_rows
+                self._offsets.update(offsets)
+                self._topics |= topics
+
+    def take(self) -> tuple[list[Any], dict[str, str], set[str]] | None:
+        """Everything buffered (Arrow batches, last offsets, topics), or ``None`` if nothing is.
+
+        :raises: what ``poll()`` (or converting its records) raised.
+        """
+        with self._cond:
+            if self._error is not None:
+                raise self._error
+            if not self._batches and not self._offsets:
+                return None
+            taken = (self._batches, self._offsets, self._topics)
+            self._batches, self._offsets, self._topics, self._buffered = [], {}, set(), 0
+            self._cond.notify_all()
+            return taken
+
+    def stop(self, timeout: float) -> None:
+        """End the thread, waiting up to *timeout* seconds for a ``poll()`` in progress."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
 
 
 class SourceTaskReader(DataSourceStreamReader):
-    """Polls the task for each micro-batch.
+    """Polls the task for each micro-batch; :meth:`read` produces the batch in an executor.
 
     Spec (JSON): ``connector``, ``task_id``, ``task_class`` (dotted path),
     ``task_config``, ``connector_config``, ``worker_config`` (values as
-    written), ``offsets`` (``{"kind": "file", "path": …}``).
+    written), ``offsets`` (``{"kind": "file", "path": …}``), ``producer``
+    (the data producer's client option).
     """
 
     def __init__(self, options: dict[str, str]) -> None:
@@ -125,10 +242,12 @@ class SourceTaskReader(DataSourceStreamReader):
         self.stop_file = options.get("stop.file")
         self.pause_file = options.get("pause.file")
         self.max_records = int(options.get("max.records", "10000"))
+        self.flush_timeout = float(options.get("flush.timeout.s", "60"))
         tracking = str(self.spec["worker_config"].get("topic.tracking.enable", "true")).strip().lower() != "false"
         self.topics_file = active_topics_file(os.path.dirname(self.stop_file)) if tracking and self.stop_file else None
         self._topics_written: set[str] = set()
         self._task: Any = None
+        self._poller: _Poller | None = None
         self._chain: Any = None
         self._converters: dict[str, Any] = {}
         self._errors: Any = None
@@ -137,53 +256,58 @@ class SourceTaskReader(DataSourceStreamReader):
         self._admin: Any = None
         self._known_topics: set[str] = set()
         self._seq = 0
-        self._kept: dict[int, list[tuple]] = {}
+        self._kept: dict[int, bytes] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_task=None, _chain=None, _converters={}, _kept={}, _errors=None, _dlq=None, _admin=None)
+        state.update(_task=None, _poller=None, _chain=None, _converters={}, _kept={}, _errors=None, _dlq=None,
+                     _admin=None)
         return state
 
     def initialOffset(self) -> dict[str, int]:
         return {"seq": 0}
 
+    def _held(self) -> bool:
+        """Stopping or paused: the task is not polled and no batch is offered."""
+        return any(path and os.path.exists(path) for path in (self.stop_file, self.pause_file))
+
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
-        if any(path and os.path.exists(path) for path in (self.stop_file, self.pause_file)):
-            return {"seq": self._seq}  # stopping or paused: the task is not polled
-        self._ensure_started()
-        records: list[Any] = []
-        deadline = time.monotonic() + _POLL_BUDGET_S
-        while len(records) < self.max_records and time.monotonic() < deadline:
-            polled = self._task.poll()
-            if polled:
-                records.extend(polled)
-            elif records:
-                break
-        if not records:
+        if self._held():
             return {"seq": self._seq}
-        rows = self._rows(records)
-        topics = {row[0] for row in rows if row[0] is not None}
+        self._ensure_started()
+        assert self._poller is not None
+        taken = self._poller.take()
+        if taken is None:
+            return {"seq": self._seq}
+        batches, offsets, topics = taken
         if self._admin is not None:
             from connectd.runtime.topic_creation import ensure_topics
 
             ensure_topics(self._admin, topics, self._topic_rules, self._known_topics)
         if self.topics_file is not None:
             self._record_topics(topics)
+        # Offsets last: read() yields them only after every record above was acknowledged.
+        batches.append(write_arrow_batch([(None, None, None, None, None, None, p, o) for p, o in offsets.items()]))
         self._seq += 1
-        self._kept[self._seq] = rows
+        self._kept[self._seq] = _ipc(batches)
         return {"seq": self._seq}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Batch]:
-        rows: list[tuple] = []
+        streams: list[bytes] = []
         for seq in range(int(start["seq"]) + 1, int(end["seq"]) + 1):
             if seq not in self._kept:
                 raise RuntimeError(f"batch {seq} of {self._name()} is no longer held; the query must start afresh")
-            rows.extend(self._kept[seq])
-        return [_Batch(rows)] if rows else []
+            streams.append(self._kept[seq])
+        return [_Batch(streams)] if streams else []
 
-    def read(self, partition: _Batch) -> Iterator[Any]:
-        # One Arrow batch: Spark takes it as it is, instead of checking and converting each tuple.
-        yield write_arrow_batch(partition.rows)
+    def read(self, partition: _Batch) -> Iterator[tuple[str | None, str | None, int | None]]:
+        import pyarrow as pa
+
+        batches = (batch for stream in partition.streams for batch in pa.ipc.open_stream(stream))
+        written = produce_batches(executor_producer(self.spec.get("producer", "{}")), batches, self.flush_timeout)
+        for source_partition, source_offset in written.source_offsets.items():
+            yield source_partition, source_offset, None
+        yield None, None, written.records
 
     def commit(self, end: dict[str, int]) -> None:
         for seq in [s for s in self._kept if s <= int(end["seq"])]:
@@ -192,6 +316,9 @@ class SourceTaskReader(DataSourceStreamReader):
             self._task.commit()
 
     def stop(self) -> None:
+        if self._poller is not None:
+            poller, self._poller = self._poller, None
+            poller.stop(_STOP_WAIT_S)
         if self._task is not None:
             task, self._task = self._task, None
             task.stop()
@@ -269,6 +396,7 @@ class SourceTaskReader(DataSourceStreamReader):
         task.context = SourceTaskContext(task_config, OffsetStorageReader(lambda parts: store.get(connector, parts)))
         task.start(task_config)
         self._task = task
+        self._poller = _Poller(self._poll_once, self.max_records, self._held, self._name())
 
     def _error_handler(self, connector_config: dict[str, str]) -> Any:
         from connectd.runtime.dead_letters import DeadLetterQueue
@@ -283,9 +411,17 @@ class SourceTaskReader(DataSourceStreamReader):
             send = self._dlq.send
         return ErrorHandler(policy, self.spec["connector"], int(self.spec["task_id"]), send)
 
-    def _rows(self, records: list[Any]) -> list[tuple]:
+    def _poll_once(self) -> tuple[Any, dict[str, str], set[str]] | None:
+        """One ``poll()``, its records transformed and converted (on the poller thread).
+
+        :returns: the records as an Arrow batch (``None`` if every one was dropped), the
+            last offset of each source partition (canonical JSON text), and their topics.
+        """
         from connectd.runtime.offsets import canonical
 
+        records = self._task.poll()
+        if not records:
+            return None
         # The last record of each source partition carries the batch's offset for it.
         # Tasks usually reuse one partition dict, so canonical text is made once per dict.
         texts: dict[int, str] = {}
@@ -297,18 +433,53 @@ class SourceTaskReader(DataSourceStreamReader):
                 if text is None:
                     text = texts[id(partition)] = canonical(partition)
                 last[text] = record
-        last_offsets = {text: canonical(record.source_offset) for text, record in last.items()}
-        rows: list[tuple] = []
-        for record in self._transform(records):
-            row = self._convert(record)
-            if row is not None:
-                rows.append(row)
+        offsets = {text: canonical(record.source_offset) for text, record in last.items()}
+        transformed = self._transform(records)
+        try:
+            batch, topics = self._convert_batch(transformed)
+        except Exception:  # noqa: BLE001 - find the failing record(s) under the connector's error handling
+            rows = [row for row in map(self._convert, transformed) if row is not None]
+            batch, topics = (write_arrow_batch(rows) if rows else None), {row[0] for row in rows}
         if self._dlq is not None:
             self._dlq.flush()
-        # Offsets last: the writer records them, and its commit stores them
-        # only after every row above was acknowledged.
-        rows.extend((None, None, None, None, None, None, p, o) for p, o in last_offsets.items())
-        return rows
+        return batch, offsets, topics
+
+    def _convert_batch(self, records: list[Any]) -> tuple[Any, set[str]]:
+        """Every record converted, per topic with the converters' batch methods, as one Arrow batch.
+
+        Raises on any failure, which :meth:`_convert` then finds record by record.
+        """
+        import pyarrow as pa
+
+        from connectd.runtime.kafka_io import arrow_write_schema
+
+        if not records:
+            return None, set()
+        converters = self._converters
+        header_converter = converters["header"].from_connect_header
+        topics = {record.topic for record in records}
+        groups = [records] if len(topics) == 1 else [[r for r in records if r.topic == t] for t in topics]
+        columns: dict[str, list[Any]] = {name: [] for name in ("topic", "partition", "key", "value", "timestamp",
+                                                               "headers")}
+        for group in groups:
+            topic = group[0].topic
+            headers = [record.headers or None for record in group]
+            batch_headers = headers if any(headers) else None
+            columns["key"] += converters["key"].from_connect_batch(
+                topic, [(record.key_schema, record.key) for record in group], batch_headers)
+            columns["value"] += converters["value"].from_connect_batch(
+                topic, [(record.value_schema, record.value) for record in group], batch_headers)
+            columns["headers"] += [None if h is None else [(item.key, header_converter(topic, item.key, item.schema,
+                                                                                       item.value)) for item in h]
+                                   for h in headers]
+            columns["topic"] += [topic] * len(group)
+            columns["partition"] += [record.kafka_partition for record in group]
+            columns["timestamp"] += [record.timestamp for record in group]
+        schema = arrow_write_schema()
+        n = len(columns["topic"])
+        arrays = [pa.array(columns[f.name], type=f.type) if f.name in columns else pa.nulls(n, type=f.type)
+                  for f in schema]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema), topics
 
     def _transform(self, records: list[Any]) -> list[Any]:
         try:
@@ -372,7 +543,7 @@ class SourceTaskDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return WRITE_SCHEMA
+        return RESULT_SCHEMA
 
     def streamReader(self, schema: Any) -> SourceTaskReader:
         return SourceTaskReader(self.options)

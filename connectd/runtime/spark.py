@@ -7,7 +7,9 @@ in the environment before the JVM starts, not only in the Spark conf:
 - ``PYSPARK_PYTHON``: the Python processes Spark starts for Python data
   sources (the streaming source runner among them) use it, and must be this
   interpreter so they find connectd, its plugins and pyarrow; the system
-  ``python3`` would not.
+  ``python3`` would not. PySpark hands the same value to executors for their
+  Python workers. A ``spark.pyspark.python`` in the worker properties sets it;
+  otherwise an inherited ``PYSPARK_PYTHON`` is kept, else this interpreter.
 - ``SPARK_LOCAL_IP``: with a local master, 127.0.0.1, so nothing binds to
   the host's public address.
 
@@ -42,7 +44,12 @@ def start_session(config: WorkerConfig) -> SparkSession:
     from pyspark.sql import SparkSession
 
     conf = config.spark_conf()
-    os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python", sys.executable))
+    if "spark.pyspark.python" in config.originals():
+        # Set in the worker properties: it wins over an inherited PYSPARK_PYTHON, as
+        # spark-submit has it (PySpark itself reads only the environment).
+        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python", sys.executable))
     if conf["spark.master"].startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", conf.get("spark.driver.bindAddress", "127.0.0.1"))
     builder = SparkSession.builder

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import sys
-
 from pathlib import Path
 
 import pytest
 
 from connectd import secrets
-from connectd.config.connector import COMMON_DEF, SINK_DEF, SOURCE_DEF, connector_problems
+from connectd.config.connector import (
+    COMMON_DEF,
+    SINK_DEF,
+    SOURCE_DEF,
+    connector_problems,
+)
 from connectd.config.definitions import ConfigProblem, ValidationContext
 from connectd.config.properties import Origin, parse_properties
 from connectd.config.worker import (
@@ -390,9 +394,17 @@ def test_spark_conf_defaults(tmp_path) -> None:
         "spark.scheduler.mode": "FAIR",
         "spark.ui.enabled": "false",
         "spark.pyspark.python": sys.executable,
+        "spark.sql.streaming.checkpointFileManagerClass":
+            "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+        "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
     }
+
+
+def test_spark_conf_checkpoint_settings_can_be_overridden(tmp_path) -> None:
+    conf = _config(tmp_path, "spark.hadoop.fs.file.impl=org.apache.hadoop.fs.LocalFileSystem").spark_conf()
+    assert conf["spark.hadoop.fs.file.impl"] == "org.apache.hadoop.fs.LocalFileSystem"
 
 
 def test_spark_conf_passes_spark_keys_through_resolved(tmp_path, monkeypatch) -> None:

@@ -1,22 +1,32 @@
-"""A record-level sink task fed by a Spark query: Kafka → converters → transforms → plugin → group offsets."""
+"""A record-level sink task's query: offset ranges put in a Spark executor (or, pinned, in this process)."""
 
 from __future__ import annotations
+
+import json
+import os
 
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from connectd_file.tasks import FileStreamSinkTask
+from recording_sink import PinnedRecordingSinkTask, events
 
 from connectd import TopicPartition
 from connectd.plugins import get_registry
 from connectd.runtime.converters import configure_converters
-from connectd.runtime.kafka_io import RangeReader, consumer_settings
-from connectd.runtime.queries import planned_ranges, start_sink_query
-from connectd.runtime.sink_task import SinkTaskRunner, assign_partitions, group_id, start_offsets
+from connectd.runtime.executor_sink import SinkSpec
+from connectd.runtime.kafka_io import HighWatermarks, RangeReader, consumer_settings
+from connectd.runtime.queries import start_sink_query
+from connectd.runtime.sink_task import (
+    SinkTaskRunner,
+    assign_partitions,
+    group_id,
+    start_offsets,
+)
 from connectd.transforms.chain import TransformationChain
 
 pytestmark = pytest.mark.integration
+
 
 def produce_lines(broker, topic: str, first: int, count: int, partitions: int) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
@@ -30,43 +40,59 @@ def lines_in(path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def run_sink(spark, worker: dict[str, str], connector: str, topic: str, out, partitions: int, rows: str):
-    """*rows*: ``records`` (they come through Spark) or ``ranges`` (read in this process)."""
-    registry = get_registry()
-    group = Consumer(consumer_settings({"bootstrap.servers": worker["bootstrap.servers"],
-                                        "group.id": group_id(connector), "enable.auto.commit": False}))
+class Sink:
+    """One run of a sink task's query over *partitions* partitions of *topic*, and its group."""
 
-    def commit(offsets):
-        group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
-                     asynchronous=False)
+    def __init__(self, spark, worker: dict[str, str], connector: str, topic: str, partitions: int,
+                 config: dict[str, str], pinned: bool) -> None:
+        self.group = Consumer(consumer_settings({"bootstrap.servers": worker["bootstrap.servers"],
+                                                 "group.id": group_id(connector)}))
+        self.topics: set[str] = set()
+        assigned = assign_partitions([TopicPartition(topic, p) for p in range(partitions)], 0, 1)
+        client = json.dumps({"bootstrap.servers": worker["bootstrap.servers"]})
+        common = dict(connector=connector, task_id=0, consumer_config=client,
+                      start=start_offsets(self.group, assigned), commit=self.commit, on_topics=self.topics.update,
+                      max_records=2000, put_records=300)
+        self.runner = None
+        if pinned:
+            registry = get_registry()
+            self.runner = SinkTaskRunner(
+                PinnedRecordingSinkTask(), config, assigned,
+                configure_converters(worker, {}, lambda n: registry.find_class("converter", n)),
+                TransformationChain({}, registry.find_class), self.commit)
+            self.query = start_sink_query(spark, runner=self.runner, reader=RangeReader(self.group), **common)
+        else:
+            spec = SinkSpec(connector=connector, task_id=0, run="", task_class="recording_sink.RecordingSinkTask",
+                            task_config=config, connector_config={}, worker_config=worker, consumer=client,
+                            producer="{}", partitions=[(tp.topic, tp.partition) for tp in assigned],
+                            put_records=300, workdir="")
+            self.query = start_sink_query(spark, spec=spec, **common)
 
-    assigned = assign_partitions([TopicPartition(topic, p) for p in range(partitions)], 0, 1)
-    config = {"file": str(out), "topics": topic}
-    runner = SinkTaskRunner(
-        FileStreamSinkTask(), config, assigned,
-        configure_converters(worker, {}, lambda n: registry.find_class("converter", n)),
-        TransformationChain({}, registry.find_class), commit,
-    )
-    query = start_sink_query(spark, connector=connector, task_id=0, runner=runner,
-                             consumer_config={"bootstrap.servers": worker["bootstrap.servers"]},
-                             start=start_offsets(group, assigned), max_records=2000,
-                             reader=RangeReader(group) if rows == "ranges" else None, put_records=300)
-    return runner, query, group
+    def commit(self, offsets) -> None:
+        self.group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
+                          asynchronous=False)
+
+    def committed(self, topic: str, partitions: int) -> dict[int, int]:
+        return {tp.partition: tp.offset for tp in
+                self.group.committed([KafkaTopicPartition(topic, p) for p in range(partitions)], timeout=30)}
+
+    def stop(self) -> bool:
+        try:
+            return self.query.stop(graceful_timeout_s=30)
+        finally:
+            if self.runner is not None:
+                self.runner.close()
 
 
-def committed(group, topic: str, partitions: int) -> dict[int, int]:
-    return {tp.partition: tp.offset for tp in
-            group.committed([KafkaTopicPartition(topic, p) for p in range(partitions)], timeout=30)}
-
-
-@pytest.mark.parametrize("rows", ["records", "ranges"])
-def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, broker, topic_name, tmp_path, rows,
+@pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
+def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, broker, topic_name, tmp_path, pinned,
                                                                         wait_until, worker_config):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
-    out = tmp_path / "out.txt"
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
     produce_lines(broker, topic_name, 0, 6000, 3)
-    runner, query, group = run_sink(spark, worker_config.settings(), "files-out", topic_name, out, 3, rows)
+    sink = Sink(spark, worker_config.settings(), "files-out", topic_name, 3, config, pinned)
     try:
         lines = wait_until(lambda: lines_in(out), "6000 lines written", until=lambda lines: len(lines) >= 6000,
                            timeout=90)
@@ -74,26 +100,75 @@ def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, b
         for p in range(3):  # lines of one partition keep their order
             seq = [int(line.split()[1]) for line in lines if line.startswith(f"p{p} ")]
             assert seq == sorted(seq)
-        if rows == "ranges":  # batches were planned from Spark's offset log, not collected
-            first = planned_ranges(query.workdir / "checkpoint", 0, {f"{topic_name}:{p}": 0 for p in range(3)})
-            assert first and {r[1] for r in first} <= {0, 1, 2} and all(r[2] == 0 < r[3] for r in first)
-        assert query.stop(graceful_timeout_s=30) is True
+        assert sink.stop() is True
     finally:
-        if query.is_active():
-            query.stop(graceful_timeout_s=5)
-        runner.close()
-    assert committed(group, topic_name, 3) == {0: 2000, 1: 2000, 2: 2000}
-    group.close()
+        if sink.query.is_active():
+            sink.stop()
+    assert sink.committed(topic_name, 3) == {0: 2000, 1: 2000, 2: 2000}
+    assert sink.topics == {topic_name}
+    recorded = events(calls)
+    put_by = {pid for pid, call, _ in recorded if call == "put"}
+    if pinned:  # in this process, one instance for the whole run
+        assert put_by == {os.getpid()}
+        assert [call for _, call, _ in recorded if call != "put" and call != "pre_commit"] == [
+            "start", "open", "close", "stop"]
+    else:  # in Spark's Python workers; each instance was stopped before stop() returned
+        assert os.getpid() not in put_by
+        started = [pid for pid, call, _ in recorded if call == "start"]
+        assert sorted(started) == sorted(pid for pid, call, _ in recorded if call == "stop")
+        for pid in started:
+            own = [call for p, call, _ in recorded if p == pid and call not in ("put", "pre_commit")]
+            assert own == ["start", "open", "close", "stop"]
+    assert all(int(n) <= 300 for _, call, n in recorded if call == "put")  # put_records bounds put()
+    sink.group.close()
 
     # a new run starts from the group's offsets: only new lines, none twice
     produce_lines(broker, topic_name, 6000, 300, 3)
-    runner, query, group = run_sink(spark, worker_config.settings(), "files-out", topic_name, out, 3, rows)
+    sink = Sink(spark, worker_config.settings(), "files-out", topic_name, 3, config, pinned)
     try:
         wait_until(lambda: lines_in(out), "6300 lines written", until=lambda lines: len(lines) >= 6300, timeout=90)
     finally:
-        query.stop(graceful_timeout_s=30)  # idle: everything read has been written
-        runner.close()
+        sink.stop()  # idle: everything read has been written
     lines = out.read_text().splitlines()
     assert sorted(lines) == sorted(f"p{i % 3} {i}" for i in range(6300))  # nothing twice
-    assert committed(group, topic_name, 3) == {0: 2100, 1: 2100, 2: 2100}
-    group.close()
+    assert sink.committed(topic_name, 3) == {0: 2100, 1: 2100, 2: 2100}
+    sink.group.close()
+
+
+def test_a_failed_batch_commits_nothing_and_its_instance_is_stopped(spark, broker, topic_name, tmp_path,
+                                                                    wait_until, worker_config):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(timeout=30)
+    calls = tmp_path / "events.txt"
+    produce_lines(broker, topic_name, 0, 50, 1)
+    # The file is a directory: put() fails once it has been called.
+    config = {"file": str(tmp_path), "events.file": str(calls), "topics": topic_name}
+    sink = Sink(spark, worker_config.settings(), "failing", topic_name, 1, config, pinned=False)
+    try:
+        wait_until(lambda: sink.query.is_active(), "the query to fail", until=lambda active: not active, timeout=90)
+        assert "IsADirectoryError" in (sink.query.failure() or "")
+    finally:
+        sink.stop()
+    assert sink.committed(topic_name, 1) == {0: -1001}  # nothing committed
+    recorded = [call for _, call, _ in events(calls)]
+    assert recorded[:3] == ["start", "open", "put"] and recorded[-2:] == ["close", "stop"]
+    assert "pre_commit" not in recorded
+    sink.group.close()
+
+
+def test_high_watermarks_come_from_fetches_so_a_batch_ends_after_the_last_record(broker, topic_name, wait_until):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    produce_lines(broker, topic_name, 0, 3001, 2)  # batched: ListOffsets LATEST is wrong on the dev broker
+    watermarks = HighWatermarks({"bootstrap.servers": broker.bootstrap_servers})
+    try:
+        start = {f"{topic_name}:0": 0, f"{topic_name}:1": 0}
+        expected = {f"{topic_name}:0": 1501, f"{topic_name}:1": 1500}
+        wait_until(lambda: watermarks.high(start), "both high watermarks", until=lambda high: high == expected,
+                   timeout=30)
+        produce_lines(broker, topic_name, 3001, 10, 2)  # new records move them on, partition by partition
+        expected = {f"{topic_name}:0": 1506, f"{topic_name}:1": 1505}
+        wait_until(lambda: watermarks.high(start), "the new high watermarks", until=lambda high: high == expected,
+                   timeout=30)
+    finally:
+        watermarks.close()

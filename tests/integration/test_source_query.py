@@ -24,13 +24,13 @@ def read_topic(consume_records, topic: str, expected: int) -> list:
     return consume_records(topic, expected, partitions=1, timeout=90, linger=1.0)
 
 
-def run(spark, worker: dict[str, str], path, topic, connector_extra=None, offsets_topic=None):
+def run(spark, worker: dict[str, str], path, topic, connector_extra=None, offsets_topic=None, producer_extra=None):
     connector = {"name": "lines", "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
                  **(connector_extra or {})}
     return start_source_query(
         spark, connector="lines", task_id=0, task_class="connectd_file.tasks.FileStreamSourceTask",
         task_config=connector, connector_config=connector, worker_config=worker,
-        producer_config={"bootstrap.servers": worker["bootstrap.servers"]},
+        producer_config={"bootstrap.servers": worker["bootstrap.servers"], **(producer_extra or {})},
         max_records=500,
         **({"offsets_path": worker["offset.storage.file.filename"]} if offsets_topic is None else
            {"offsets": {"kind": "topic", "topic": offsets_topic, "client": client_option(worker, "producer")}}),
@@ -71,6 +71,21 @@ def test_file_source_query_resumes_exactly_where_it_stopped(spark, broker, topic
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2300)]  # no duplicates, no gap
     finally:
         second.stop(graceful_timeout_s=30)
+
+
+def test_a_batch_not_wholly_acknowledged_stores_no_offset_and_fails_the_task(spark, broker, topic_name, tmp_path,
+                                                                            wait_until, worker_config):
+    create_topic(broker, topic_name)
+    path = tmp_path / "in.txt"
+    # The producer refuses records over 2,000 bytes: the third line cannot be written.
+    path.write_text("short 1\nshort 2\n" + "x" * 5000 + "\nshort 4\n")
+    query = run(spark, worker_config.settings(), path, topic_name, producer_extra={"message.max.bytes": "2000"})
+    try:
+        wait_until(query.is_active, "the query to fail", until=lambda active: not active, timeout=90)
+        assert "MSG_SIZE_TOO_LARGE" in (query.failure() or "")
+    finally:
+        query.stop(graceful_timeout_s=30)
+    assert FileOffsetStore(tmp_path / "offsets.json").get("lines", [{"filename": str(path)}]) == {}
 
 
 def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, topic_name, tmp_path, wait_until,

@@ -1,0 +1,56 @@
+"""Sink tasks that record every call made on them, with the process that made it.
+
+Importable by Spark's Python workers: ``tests/conftest.py`` puts this folder
+on ``PYTHONPATH`` before Spark starts. Each line of the ``events.file`` is
+``<pid> <call> <detail>``; the record values go to ``file``, one per line,
+as FileStreamSink writes them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+
+from connectd import SinkRecord, SinkTask, TopicPartition
+
+
+class RecordingSinkTask(SinkTask):
+    def _event(self, call: str, detail: str = "") -> None:
+        with open(self.config["events.file"], "a", encoding="utf-8") as events:
+            events.write(f"{os.getpid()} {call} {detail}\n")
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.config = dict(config)
+        self._event("start")
+
+    def open(self, partitions: Collection[TopicPartition]) -> None:
+        self._event("open", ",".join(f"{tp.topic}[{tp.partition}]" for tp in sorted(partitions)))
+
+    def put(self, records: list[SinkRecord]) -> None:
+        self._event("put", str(len(records)))
+        with open(self.config["file"], "a", encoding="utf-8") as out:
+            out.write("".join(f"{record.value}\n" for record in records))
+
+    def pre_commit(self, offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+        self._event("pre_commit", ",".join(f"{tp.partition}:{o}" for tp, o in sorted(offsets.items())))
+        return offsets
+
+    def close(self, partitions: Collection[TopicPartition]) -> None:
+        self._event("close")
+
+    def stop(self) -> None:
+        self._event("stop")
+
+
+class PinnedRecordingSinkTask(RecordingSinkTask):
+    pinned = True
+
+
+def events(path: str | os.PathLike[str]) -> list[tuple[int, str, str]]:
+    """The recorded calls: ``(pid, call, detail)``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return []
+    return [(int(pid), call, detail) for pid, call, detail in (line.split(" ", 2) for line in lines)]

@@ -1,0 +1,112 @@
+"""The source poller's states (pure logic: a poll function instead of a task, no Spark, no Kafka)."""
+
+from __future__ import annotations
+
+import threading
+
+from connectd.runtime.kafka_io import write_arrow_batch
+from connectd.runtime.source_task import _Poller
+
+
+class Polls:
+    """A poll function: each call returns *size* records and moves the offset of partition "p"."""
+
+    def __init__(self, size: int = 10) -> None:
+        self.size = size
+        self.calls = 0
+        self.release = threading.Event()
+        self.release.set()
+        self.error: BaseException | None = None
+
+    def __call__(self):
+        self.release.wait()
+        if self.error is not None:
+            raise self.error
+        self.calls += 1
+        rows = [("t", None, None, f"{self.calls}-{i}".encode(), None, None, None, None) for i in range(self.size)]
+        return write_arrow_batch(rows), {'{"p":1}': f'{{"n":{self.calls}}}'}, {"t"}
+
+
+def values(batches) -> list[bytes]:
+    return [v for batch in batches for v in batch.column("value").to_pylist()]
+
+
+def test_it_polls_ahead_until_the_buffer_is_full_then_waits_for_a_batch_to_take_it(wait_until):
+    polls = Polls(size=10)
+    poller = _Poller(polls, max_records=30, idle=lambda: False, name="t")
+    try:
+        wait_until(lambda: polls.calls, "three polls", until=lambda n: n >= 3)
+        calls = polls.calls
+        assert calls == 3  # FULL: 30 records buffered, no fourth poll
+        batches, offsets, topics = poller.take()
+        assert values(batches) == [f"{c}-{i}".encode() for c in (1, 2, 3) for i in range(10)]
+        assert offsets == {'{"p":1}': '{"n":3}'}  # the last offset of the partition
+        assert topics == {"t"}
+        wait_until(lambda: polls.calls, "polling again once the batch was taken", until=lambda n: n >= 6)
+    finally:
+        poller.stop(5)
+
+
+def test_nothing_buffered_offers_no_batch_and_an_idle_task_is_not_polled(wait_until):
+    idle = threading.Event()
+    idle.set()
+    polls = Polls()
+    poller = _Poller(polls, max_records=100, idle=idle.is_set, name="t")
+    try:
+        assert poller.take() is None
+        assert polls.calls == 0  # IDLE: paused or stopping
+        idle.clear()
+        taken = wait_until(poller.take, "a batch once the task is no longer idle")
+        assert values(taken[0])
+    finally:
+        poller.stop(5)
+
+
+def test_an_error_from_poll_is_raised_by_the_next_take(wait_until):
+    polls = Polls()
+    polls.error = RuntimeError("the source is gone")
+    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    try:
+        def raised() -> bool:
+            try:
+                poller.take()
+            except RuntimeError as error:
+                return "the source is gone" in str(error)
+            return False
+
+        wait_until(raised, "take() to raise poll()'s error")
+    finally:
+        poller.stop(5)
+
+
+def test_stop_ends_the_thread_after_the_poll_in_progress():
+    polls = Polls()
+    polls.release.clear()  # the next poll() blocks
+    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    stopper = threading.Thread(target=poller.stop, args=(30,))
+    stopper.start()
+    polls.release.set()
+    stopper.join(30)
+    assert not stopper.is_alive() and not poller._thread.is_alive()
+
+
+def test_stop_gives_up_on_a_poll_that_does_not_return():
+    polls = Polls()
+    polls.release.clear()
+    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    poller.stop(0.2)  # returns: task.stop() is then called anyway, as Kafka Connect does
+    assert poller._thread.is_alive()
+    polls.release.set()
+    poller._thread.join(5)
+
+
+def test_a_poll_whose_records_were_all_dropped_still_moves_the_offset(wait_until):
+    def dropped():
+        return None, {'{"p":1}': '{"n":7}'}, set()
+
+    poller = _Poller(dropped, max_records=100, idle=lambda: False, name="t")
+    try:
+        batches, offsets, _ = wait_until(poller.take, "the offset of dropped records")
+        assert batches == [] and offsets == {'{"p":1}': '{"n":7}'}
+    finally:
+        poller.stop(5)
