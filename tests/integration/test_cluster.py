@@ -112,12 +112,29 @@ class Cluster:
         _kill_group(process)
         return code
 
-    def stop_all(self) -> None:
+    def stop_all(self, settle: bool = False) -> None:
+        """Stop every worker. With *settle*, one at a time, each once the others form a settled
+        group: the dev broker (tansu) keeps a leader that leaves while another member's
+        JoinGroup is held as the leader of the next generation, and every later SyncGroup of
+        the group then fails with REBALANCE_IN_PROGRESS — a restarted cluster would never
+        form. Kafka elects another leader."""
         for name in list(self.workers):
+            if settle:
+                self.wait_until(self._group_events, "the group to settle", until=_settled, timeout=60)
             try:
                 self.terminate(name)
             except subprocess.TimeoutExpired:
                 self.kill(name)
+
+    def _group_events(self) -> dict[str, tuple[str, int]]:
+        """Each running worker's last group event and the generation it names."""
+        last = {}
+        for name in self.workers:
+            for line in (self.directory / f"{name}.log").read_text(errors="replace").splitlines():
+                if '"event": "group_' in line:
+                    event = json.loads(line)
+                    last[name] = (event["event"], event.get("generation", -1))
+        return last
 
     def leader(self) -> str:
         """The worker whose log says it leads the latest generation it joined."""
@@ -135,6 +152,12 @@ class Cluster:
         if process.poll() is not None:
             log = (self.directory / f"{name}.log").read_text(errors="replace")[-3000:]
             raise AssertionError(f"worker {name} exited with {process.returncode}:\n{log}")
+
+
+def _settled(events: dict[str, tuple[str, int]]) -> bool:
+    """Whether every worker's last group event is its assignment, all of one generation."""
+    return all(event == "group_assigned" for event, _ in events.values()) and \
+        len({generation for _, generation in events.values()}) <= 1
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -309,7 +332,7 @@ def test_the_leader_leaves_writes_go_on_a_restarted_cluster_remembers_everything
                until=_connector_in("STOPPED"), timeout=120)
 
     # The whole cluster stops and starts again: everything comes back from the topics alone.
-    workers.stop_all()
+    workers.stop_all(settle=True)
     for name in ("w1", "w2"):
         workers.start(name)
     workers.wait_up("w1", "w2")
