@@ -28,6 +28,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -220,6 +221,8 @@ class EmbeddedBroker:
                 # Its own process group: a Ctrl-C in the terminal reaches only
                 # us, and we stop the broker in order.
                 process_group=0,
+                # And it dies with us, even by SIGKILL: an orphaned broker keeps its port.
+                preexec_fn=_die_with_parent(os.getpid()),  # noqa: PLW1509 - only prctl and getppid run there
             )
         except OSError as exc:
             self._close_output()
@@ -407,3 +410,22 @@ def run_broker(
         broker.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _die_with_parent(parent: int) -> Callable[[], None] | None:
+    """For ``Popen(preexec_fn=…)``: on Linux, the child gets SIGKILL when this process dies
+    (``PR_SET_PDEATHSIG``; strictly, when the thread that started it exits: start brokers
+    from a thread that lives as long as they do, as the CLI's main thread does)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+
+    def arm() -> None:
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before the line above ran
+            os._exit(1)
+
+    return arm

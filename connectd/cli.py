@@ -268,15 +268,43 @@ def _run_worker(mode: str, file: str, connector_files: Sequence[str] = ()) -> in
     from connectd.config.worker import WorkerConfig
 
     config = WorkerConfig.from_file(file, mode)
-    config.check()
-    from connectd.herder import load_connector_file
+    from connectd.plugins import get_registry
 
-    connectors = [load_connector_file(path) for path in connector_files]  # every file's errors before starting
-    asyncio.run(_serve(config, connectors))
+    registry = get_registry()
+    config.check(registry)
+    connectors = _checked_connector_files(config, registry, connector_files)
+    from connectd.secrets import OutputScrubber
+
+    with OutputScrubber():  # Spark's JVM and Python workers write to our stdout and stderr too
+        asyncio.run(_serve(config, connectors, registry=registry))
     return EXIT_OK
 
 
-async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_up: Any = None) -> None:
+def _checked_connector_files(config: Any, registry: Any, files: Sequence[str]) -> list[tuple[dict[str, str], Any]]:
+    """Every connector file read and checked as a create request would be, before anything
+    starts: one ConfigError listing the problems of all of them."""
+    from connectd.herder import check_connector, load_connector_file
+
+    connectors, problems, names = [], [], {}
+    for path in files:
+        try:
+            connector, origin = load_connector_file(path)
+            check_connector(connector, registry, origin, config.providers.resolve)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        name = connector["name"].strip()
+        if name in names:
+            problems.append(f"{path}: connector {name} is also defined in {names[name]}")
+        names[name] = path
+        connectors.append((connector, origin))
+    if problems:
+        raise ConfigError(problems)
+    return connectors
+
+
+async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_up: Any = None,
+                 registry: Any = None) -> None:
     """Run a worker (with *connectors*, standalone) until SIGTERM/SIGINT; a second signal stops at once."""
     import signal
 
@@ -295,7 +323,7 @@ async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_u
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal)
     try:
-        async with Worker(config) as worker:
+        async with Worker(config, registry=registry) as worker:
             herder = await worker.start_herder()
             for connector, origin in connectors:
                 await herder.put(connector, origin)
@@ -346,7 +374,10 @@ def _quickstart(port: int, directory: str | None, duration: float | None, out: T
         ]
         print(f"starting a standalone worker (Spark takes a few seconds): datagen -> {topic} -> {output}",
               file=out, flush=True)
-        asyncio.run(_quickstart_serve(worker, connectors, output, duration, out))
+        from connectd.secrets import OutputScrubber
+
+        with OutputScrubber():
+            asyncio.run(_quickstart_serve(worker, connectors, output, duration, out))
     print(f"broker and worker stopped; the records are in {output}", file=out, flush=True)
     return EXIT_OK
 

@@ -57,6 +57,7 @@ from connectd.connector import ConnectorContext, SinkConnector, TopicPartition
 from connectd.errors import BadRequestError, ConfigError, ConnectorError, NotFoundError, PluginError
 from connectd.logging import bind_context, get_logger
 from connectd.runtime.assembly import TaskAssembler, TaskHandle
+from connectd.secrets import redact
 from connectd.status import (
     FAILED,
     PAUSED,
@@ -71,14 +72,15 @@ from connectd.status import (
     StatusStore,
 )
 
-__all__ = ["Herder", "HerderBase", "RestartPlan", "StandaloneHerder", "load_connector_file", "validate_connector"]
+__all__ = ["Herder", "HerderBase", "RestartPlan", "StandaloneHerder", "check_connector", "load_connector_file",
+           "validate_connector"]
 
 log = get_logger(__name__)
 
 _WATCH_INTERVAL_S = 0.5
 _DISCOVERY_INTERVAL_S = 5.0
 _FIRST_RESTART_DELAY_S = 1.0
-_HEALTH_CHECK_TIMEOUT_S = 10.0  # Kafka Connect's, for its herder's health check
+_HEALTH_CHECK_TIMEOUT_S = 10.0  # Kafka Connect's herder health check timeout
 _ADMIN_TIMEOUT_S = 30.0
 
 
@@ -107,6 +109,29 @@ def load_connector_file(path: str | Path) -> tuple[dict[str, str], Callable[[str
         return config, lambda key: Origin(str(path))
     properties = load_properties(path)
     return dict(properties), properties.origin
+
+
+def check_connector(
+    config: Mapping[str, str],
+    registry: Any,
+    origin: Callable[[str], Origin | None] = lambda key: None,
+    resolve: Callable[[str], str] | None = None,
+) -> type:
+    """The class of a connector config fit to run: :func:`validate_connector` and its name.
+
+    :raises ConfigError: listing every error of the config.
+    """
+    problems, cls = validate_connector(config, registry, origin, resolve)
+    name = (config.get("name") or "").strip()
+    if not name:
+        problems.insert(0, ConfigProblem(origin("name"), "name", "is required"))
+    elif problem := _name_problem(name):
+        problems.insert(0, ConfigProblem(origin("name"), "name", problem))
+    errors = [p for p in problems if p.is_error]
+    if errors:
+        raise ConfigError(errors)
+    assert cls is not None
+    return cls
 
 
 def validate_connector(
@@ -264,7 +289,7 @@ class HerderBase:
     :param active_topics: where the topics connectors use go; in memory by default.
     """
 
-    #: How long :meth:`health_check` waits for the watch loop to come round.
+    #: How long a pass of the watch loop may wait for an operation before :meth:`health_check` says the herder is stuck.
     health_check_timeout_s = _HEALTH_CHECK_TIMEOUT_S
 
     def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, status: StatusStore | None = None,
@@ -287,8 +312,7 @@ class HerderBase:
         self._watcher: asyncio.Task[None] | None = None
         self._admin_client: Any = None
         self._started = False
-        self._pass_waiters: list[asyncio.Future[None]] = []
-        self._wake = asyncio.Event()  # a health check starts the next pass now
+        self._pass_started: float | None = None  # when the watch loop's current pass began (loop time)
         self.assembler = TaskAssembler(worker, spark, self.registry, self._admin, self._source_offsets_spec,
                                        self.record_active_topics, self._spark_checkpoints())
 
@@ -305,32 +329,29 @@ class HerderBase:
         return self._started
 
     async def health_check(self) -> str | None:
-        """``None`` when the herder can do its work; otherwise why it cannot.
+        """``None`` when the herder can do its work; otherwise why it cannot. Answers at once.
 
-        As Kafka Connect's health check runs a no-op through its herder's
-        loop, this waits (up to :attr:`health_check_timeout_s`) for the watch
-        loop to complete a pass, which needs the herder's lock.
+        Kafka Connect's health check runs a no-op through its herder's loop and
+        waits for it; a liveness probe then fails whenever the loop is slow,
+        for instance while the Kafka cluster is away. Here the watch loop says
+        when its current pass began: the herder is unhealthy when that loop has
+        stopped, or when a pass has waited more than
+        :attr:`health_check_timeout_s` for an operation holding the herder (a
+        connector's plugin stuck in ``start`` or ``stop``, say). The loop never
+        waits for the Kafka cluster while it holds the herder.
         """
         watcher = self._watcher
         if watcher is None:
             return "The herder is not running." if self._started else "The herder has not been started."
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if not watcher.done():
-            self._pass_waiters.append(waiter)
-            self._wake.set()
-            try:
-                await asyncio.wait({waiter, watcher}, timeout=self.health_check_timeout_s,
-                                   return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if waiter in self._pass_waiters:
-                    self._pass_waiters.remove(waiter)
         if watcher.done():
             failure = None if watcher.cancelled() else watcher.exception()
             reason = f"it failed with {type(failure).__name__}" if failure else "it was cancelled"
             return f"The herder's watch loop has stopped: {reason}; see the worker's log."
-        if not waiter.done():
-            return (f"The herder has not completed a pass of its watch loop within {self.health_check_timeout_s:g} s: "
-                    "an operation on a connector may be stuck.")
+        started = self._pass_started
+        waited = 0.0 if started is None else asyncio.get_running_loop().time() - started
+        if waited > self.health_check_timeout_s:
+            return (f"The herder's watch loop has waited {waited:.0f} s (more than {self.health_check_timeout_s:g} s) "
+                    "for an operation on a connector: it may be stuck.")
         return None
 
     async def stop(self) -> None:
@@ -394,8 +415,11 @@ class HerderBase:
         try:
             offsets = await asyncio.to_thread(group_offsets, admin, group_id(name), _ADMIN_TIMEOUT_S)
         except Exception as exc:
-            log.error("sink_offsets_unreadable", connector=name, error=str(exc))
-            raise ConnectorError(f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}") from exc
+            reason = str(exc) or (f"no answer from the Kafka cluster at {self.worker.raw('bootstrap.servers')} "
+                                  f"within {_ADMIN_TIMEOUT_S:g} s")
+            log.error("sink_offsets_unreadable", connector=name, error=reason)
+            raise ConnectorError(f"Failed to retrieve consumer group offsets for sink connector {name}: "
+                                 f"{reason}") from exc
         return [({KAFKA_TOPIC: tp.topic, KAFKA_PARTITION: tp.partition}, {KAFKA_OFFSET: offset})
                 for tp, offset in sorted(offsets.items())]
 
@@ -532,7 +556,8 @@ class HerderBase:
     # --- internals ---
 
     def _set(self, name: str, task: int | None, state: str, trace: str | None = None) -> None:
-        status = Status(state, self.worker_id, trace, self._generation())
+        # A trace leaves the process (REST, the status topic): no resolved secret in it.
+        status = Status(state, self.worker_id, None if trace is None else redact(trace), self._generation())
         if task is None:
             self.status.put_connector(name, status)
         else:
@@ -666,23 +691,20 @@ class HerderBase:
         loop = asyncio.get_running_loop()
         next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), _WATCH_INTERVAL_S)
-            except TimeoutError:
-                pass
-            self._wake.clear()
+            await asyncio.sleep(_WATCH_INTERVAL_S)
+            self._pass_started = loop.time()
             async with self._lock:
                 for run in list(self._connectors.values()):
                     for task in run.tasks:
                         await self._check_task(run, task, loop.time())
-                if loop.time() >= next_discovery:
-                    next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
-                    for run in [r for r in self._connectors.values() if r.kind == "sink" and any(t.handle for t in r.tasks)]:
-                        await self._rediscover(run)
-            waiters, self._pass_waiters = self._pass_waiters, []
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
+                sinks = [r for r in self._connectors.values() if r.kind == "sink" and any(t.handle for t in r.tasks)]
+            self._pass_started = None
+            if loop.time() >= next_discovery:
+                next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
+                # The Kafka cluster may take long to answer (or be away): never while holding the
+                # lock, which every REST operation waits for.
+                for run in sinks:
+                    await self._rediscover(run)
 
     async def _check_task(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
         if task.restart_at is not None:
@@ -726,8 +748,11 @@ class HerderBase:
         except Exception as exc:  # the cluster is briefly unreachable: look again next time
             log.warning("topic_discovery_failed", connector=run.name, error=str(exc))
             return
-        if partitions == run.partitions:
-            return
+        async with self._lock:
+            if partitions != run.partitions and self._connectors.get(run.name) is run and run.tasks:
+                await self._partitions_changed(run, partitions)
+
+    async def _partitions_changed(self, run: _ConnectorRun, partitions: frozenset[TopicPartition]) -> None:
         with bind_context(connector=run.name):
             log.info("sink_topics_changed", before=len(run.partitions), after=len(partitions))
             for task in run.tasks:
@@ -767,14 +792,7 @@ class HerderBase:
         initial = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED", None: "STARTED"}
         if (initial_state or None) not in initial:
             raise ConfigError([f"initial_state: {initial_state!r}: expected RUNNING, PAUSED or STOPPED"])
-        problems, cls = await asyncio.to_thread(validate_connector, config, self.registry, origin,
-                                                self.worker.providers.resolve)
-        if not name:
-            problems.insert(0, ConfigProblem(origin("name"), "name", "is required"))
-        errors = [p for p in problems if p.is_error]
-        if errors:
-            raise ConfigError(errors)
-        assert cls is not None
+        cls = await asyncio.to_thread(check_connector, config, self.registry, origin, self.worker.providers.resolve)
         return name, cls, initial[initial_state or None]
 
 
@@ -932,6 +950,23 @@ class StandaloneHerder(HerderBase):
                 run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
                 for task in run.tasks:
                     await self._start_task(run, task, len(run.tasks))
+
+
+#: The longest connector name accepted: it names files, consumer groups and status records.
+MAX_NAME_LENGTH = 255
+
+
+def _name_problem(name: str) -> str | None:
+    """What is wrong with a connector's *name* (already stripped), as Kafka Connect refuses it."""
+    import unicodedata
+
+    control = next((i for i, char in enumerate(name) if unicodedata.category(char) == "Cc"), None)
+    if control is not None:
+        return (f"must not contain control characters (Kafka Connect refuses them), but has "
+                f"U+{ord(name[control]):04X} at position {control}")
+    if len(name) > MAX_NAME_LENGTH:
+        return f"is {len(name)} characters long: at most {MAX_NAME_LENGTH} are accepted"
+    return None
 
 
 def _restarting(status: Status) -> Status:

@@ -3,14 +3,17 @@
 Every value a config provider resolves is registered here; :func:`redact`
 replaces each registered value in a text by ``[hidden]``. The log chain runs
 every rendered line through it, so a secret that slips into a message
-(an exception text from a client library, say) is still never written out.
+(an exception text from a client library, say) is still never written out;
+so do status traces, REST error messages and dead letter queue headers, and
+:class:`OutputScrubber` does it for whatever a worker's process or its
+children (Spark's JVM and Python workers) write to stdout and stderr.
 """
 
 from __future__ import annotations
 
 import threading
 
-__all__ = ["HIDDEN", "Secret", "forget_all", "looks_secret", "redact", "register"]
+__all__ = ["HIDDEN", "OutputScrubber", "Secret", "forget_all", "looks_secret", "redact", "register"]
 
 HIDDEN = "[hidden]"
 
@@ -98,3 +101,98 @@ class Secret:
 
     def __reduce__(self):  # pickling keeps the value; only display hides it
         return (Secret, (self._value,))
+
+
+class OutputScrubber:
+    """Runs this process's stdout and stderr, at the file-descriptor level, through :func:`redact`.
+
+    What the log chain does for log lines, this does for everything else written to
+    fd 1 and 2 — by this process and by every child that inherits them: Spark's JVM
+    (its error blocks quote a failed Python task's traceback), the Python workers it
+    forks, py4j. Each fd is pointed at a pipe; a thread reads it, hides every
+    registered secret line by line, and writes to where the fd pointed before. A line
+    not ended by a newline goes out after ``_PARTIAL_FLUSH_S`` of quiet (a prompt, a
+    progress line). Use as a context manager; leaving points the fds back and
+    passes on what children still write until they close their copies.
+    """
+
+    _PARTIAL_FLUSH_S = 0.2
+    _MAX_PENDING = 1 << 20
+
+    def __init__(self, fds: tuple[int, ...] = (1, 2)) -> None:
+        self.fds = fds
+        self._originals: dict[int, int] = {}
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> OutputScrubber:
+        import os
+        import sys
+
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        for fd in self.fds:
+            original = os.dup(fd)
+            read_end, write_end = os.pipe()
+            os.dup2(write_end, fd)
+            os.close(write_end)
+            self._originals[fd] = original
+            thread = threading.Thread(target=self._pump, args=(read_end, original), name=f"scrub-fd{fd}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        import os
+        import sys
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        for fd, original in self._originals.items():
+            os.dup2(original, fd)  # the pipe's last writers now are children still running, if any
+        for thread in self._threads:
+            thread.join(1.0)
+
+    def _pump(self, read_end: int, out: int) -> None:
+        import os
+        import select
+
+        pending = b""
+        try:
+            while True:
+                ready, _, _ = select.select([read_end], [], [], self._PARTIAL_FLUSH_S if pending else None)
+                if not ready:
+                    _write_all(out, pending)
+                    pending = b""
+                    continue
+                chunk = os.read(read_end, 1 << 16)
+                if not chunk:
+                    break
+                pending += chunk
+                complete, newline, rest = pending.rpartition(b"\n")
+                if newline:
+                    _write_all(out, complete + newline)
+                    pending = rest
+                elif len(pending) > self._MAX_PENDING:
+                    _write_all(out, pending)
+                    pending = b""
+            _write_all(out, pending)
+        finally:
+            os.close(read_end)
+            os.close(out)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    import os
+
+    if not data:
+        return
+    data = redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+    while data:
+        try:
+            written = os.write(fd, data)
+        except BrokenPipeError:
+            return  # the reader went away: nothing to pass on to
+        data = data[written:]

@@ -28,7 +28,6 @@ too:
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import json
 import os
@@ -184,6 +183,50 @@ def _stop_group(process: subprocess.Popen, timeout: float = 20.0) -> None:
             continue
 
 
+class ConnectdProcesses:
+    """``connectd`` commands a test runs as a user would: real processes, each in its own
+    process group, stdout and stderr to one log file in the test's directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.started: list[subprocess.Popen] = []
+
+    def start(self, *args: str | os.PathLike[str], env: dict[str, str] | None = None,
+              log: str = "connectd.log") -> subprocess.Popen:
+        with open(self.directory / log, "ab") as out:
+            process = subprocess.Popen([sys.executable, "-m", "connectd.cli", *map(str, args)], stdout=out,
+                                       stderr=subprocess.STDOUT, start_new_session=True,
+                                       env={**os.environ, **(env or {})})
+        self.started.append(process)
+        return process
+
+    def terminate(self, process: subprocess.Popen, timeout: float = 60.0) -> int | None:
+        """SIGTERM the command alone (a graceful stop): its exit code, or ``None`` if it did not
+        exit within *timeout*; then whatever is left of its group (Spark's JVM) is killed."""
+        try:
+            process.send_signal(signal.SIGTERM)
+            return process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            _stop_group(process, timeout=5.0)
+
+    def output(self, log: str = "connectd.log") -> str:
+        path = self.directory / log
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+@pytest.fixture
+def connectd_processes(tmp_path: Path) -> Iterator[ConnectdProcesses]:
+    """Starts ``connectd`` commands (:class:`ConnectdProcesses`); any still running at the
+    test's end are stopped by PID, with their process groups."""
+    processes = ConnectdProcesses(tmp_path)
+    yield processes
+    for process in processes.started:
+        if process.poll() is None:
+            _stop_group(process)
+
+
 # --- waiting -------------------------------------------------------------------
 
 
@@ -314,9 +357,9 @@ def _consume_records(bootstrap_servers: str, topic: str, count: int | None = Non
 
 @pytest.fixture(scope="session")
 def consume_records(broker: EmbeddedBroker) -> Callable[..., list[Message]]:
-    """``consume_records(topic, count=None, *, partitions=None, timeout=60.0, linger=0.0)``.
+    """``consume_records(topic, count=None, *, partitions=None, timeout=60.0, linger=0.0, bootstrap_servers=None)``.
 
-    Reads *topic* of the session broker from the beginning of each of its
+    Reads *topic* of the session broker (or of the cluster at *bootstrap_servers*) from the beginning of each of its
     partitions (the first *partitions*, or all of them) with a consumer that
     joins no group, and returns the confluent-kafka messages in the order
     they arrived (offset order within a partition). It reads until *count*
@@ -326,7 +369,11 @@ def consume_records(broker: EmbeddedBroker) -> Callable[..., list[Message]]:
     expected. It may return more than *count*: what else was there, or
     arrived while lingering.
     """
-    return functools.partial(_consume_records, broker.bootstrap_servers)
+    def consume(topic: str, count: int | None = None, *, bootstrap_servers: str | None = None,
+                **options: Any) -> list[Message]:
+        return _consume_records(bootstrap_servers or broker.bootstrap_servers, topic, count, **options)
+
+    return consume
 
 
 # --- worker configs ------------------------------------------------------------

@@ -110,8 +110,18 @@ def test_standalone_reports_every_bad_connector_file_before_starting(tmp_path, c
     worker.write_text(VALID.format(converter=CONVERTER) + f"offset.storage.file.filename={tmp_path}/o\n")
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    assert main(["standalone", str(worker), str(broken)]) == EXIT_CONFIG
-    assert f"{broken}: not JSON" in capsys.readouterr().err
+    good = tmp_path / "good.properties"
+    good.write_text(f"name=good\nconnector.class=FileStreamSink\ntopics=t\nfile={tmp_path}/out\n")
+    unknown = tmp_path / "unknown.properties"
+    unknown.write_text("name=unknown\nconnector.class=NoSuchConnector\n")
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps({"name": "good", "config": {"connector.class": "FileStreamSink", "topics": "t",
+                                                            "file": f"{tmp_path}/out2"}}))
+    assert main(["standalone", str(worker), str(good), str(broken), str(unknown), str(again)]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert f"{broken}: not JSON" in err
+    assert f"{unknown}:2: connector.class" in err and "NoSuchConnector" in err
+    assert f"{again}: connector good is also defined in {good}" in err
 
 
 def test_not_landed_verb_still_reports_config_errors_first(tmp_path, capsys):

@@ -83,6 +83,27 @@ def test_tolerated_failures_go_to_the_dead_letter_topic_with_context_headers():
     assert (handler.failures, handler.skipped, handler.dlq_produced) == (1, 1, 1)
 
 
+def test_context_headers_hide_resolved_secrets():
+    from connectd import secrets
+
+    secrets.register("s3cr3t-value")
+    try:
+        sent = []
+        policy = ErrorPolicy(tolerate_all=True, dlq_topic="dlq", dlq_context_headers=True)
+        handler = ErrorHandler(policy, "c", 0, send_to_dlq=lambda *args: sent.append(args))
+
+        def fails() -> None:
+            raise ValueError("cannot use pattern s3cr3t-value")
+
+        handler.run("TRANSFORMATION", "T", fails, ORIGINAL)
+    finally:
+        secrets.forget_all()
+    named = dict(sent[0][3])
+    assert named["__connect.errors.exception.message"] == b"cannot use pattern [hidden]"
+    assert b"s3cr3t" not in named["__connect.errors.exception.stacktrace"]
+    assert b"[hidden]" in named["__connect.errors.exception.stacktrace"]
+
+
 def test_without_context_headers_only_the_records_own_headers_are_sent():
     sent = []
     handler = ErrorHandler(ErrorPolicy(tolerate_all=True, dlq_topic="dlq"), "c", 0,

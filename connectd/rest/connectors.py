@@ -107,6 +107,8 @@ async def read_json(request: web.Request) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise RestError(400, f"Request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise RestError(400, "Request body is nested too deeply to be a connector request") from None
 
 
 def string_map(value: Any, field: str, *, nulls: bool = False) -> dict[str, Any]:

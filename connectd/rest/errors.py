@@ -8,6 +8,7 @@ from aiohttp import web
 
 from connectd.errors import BadRequestError, ConfigError, ConnectorError, NotFoundError
 from connectd.logging import get_logger
+from connectd.secrets import redact
 
 __all__ = ["RestError", "error_middleware", "error_response"]
 
@@ -26,7 +27,8 @@ class RestError(Exception):
 
 
 def error_response(status: int, message: str) -> web.Response:
-    return web.json_response({"error_code": status, "message": message}, status=status)
+    # A message may quote a config value or a client library's error: no resolved secret in it.
+    return web.json_response({"error_code": status, "message": redact(message)}, status=status)
 
 
 @web.middleware

@@ -133,6 +133,8 @@ class TaskAssembler:
                 if not handle.query.stop(graceful_timeout_s):
                     log.warning("task_stop_not_graceful",
                                 message="the batch in flight was cancelled and will be replayed")
+            elif handle.query is not None:  # it failed: nothing to stop, its scratch to remove
+                handle.query.discard()
         finally:
             self.release(handle)
 
@@ -178,7 +180,7 @@ class TaskAssembler:
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                             task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:
         from connectd.connector import OffsetStorageReader, SourceTaskContext
-        from connectd.runtime.queries import start_spark_source_query
+        from connectd.runtime.queries import file_name_part, start_spark_source_query
 
         if self.checkpoints is None:
             raise ConnectorError(
@@ -190,7 +192,7 @@ class TaskAssembler:
         instance.context = SourceTaskContext(config, OffsetStorageReader(lambda parts: {}))
         instance.start(config)
         handle.spark_task = instance
-        checkpoint = self.checkpoints / f"{connector}-{task_id}"
+        checkpoint = self.checkpoints / file_name_part(f"{connector}-{task_id}")
         handle.query = start_spark_source_query(
             self.spark, connector=connector, task_id=task_id, task=instance, default_topic=config.get("topic"),
             producer_config=self.client_option("producer", connector_config), checkpoint=str(checkpoint),

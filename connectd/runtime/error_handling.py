@@ -26,6 +26,7 @@ from typing import Any
 
 from connectd.errors import ConnectorError
 from connectd.logging import get_logger
+from connectd.secrets import redact
 
 __all__ = ["ErrorHandler", "ErrorPolicy", "Original", "RecordFailure", "STAGES"]
 
@@ -173,7 +174,8 @@ class ErrorHandler:
             "stage": stage,
             "class.name": executing,
             "exception.class.name": f"{type(exc).__module__}.{type(exc).__qualname__}",
-            "exception.message": str(exc),
-            "exception.stacktrace": "".join(traceback.format_exception(exc)),
+            # Resolved secrets hidden: a message may quote a config value (the record's data stays).
+            "exception.message": redact(str(exc)),
+            "exception.stacktrace": redact("".join(traceback.format_exception(exc))),
         }
         return [(HEADER_PREFIX + k, str(v).encode()) for k, v in values.items() if v is not None]

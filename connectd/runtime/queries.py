@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TaskQuery",
+    "file_name_part",
     "start_sink_query",
     "start_source_query",
     "start_spark_sink_query",
@@ -50,6 +51,20 @@ _IDLE_CHECKS = 3
 _POLL_S = 0.1
 #: The least time a stopping sink task waits for its instances in executors to stop.
 _INSTANCES_STOP_S = 5.0
+
+
+def file_name_part(name: str, limit: int = 100) -> str:
+    """*name* (a connector's, a task's) as one part of a file name, never a path of its own:
+    anything but letters, digits and ``_.-~`` is percent-encoded (``/`` and control
+    characters among them), and a name longer than *limit* is cut, a hash of the whole
+    name kept, so two names never share a directory. A plain name stays as it is."""
+    import hashlib
+    import urllib.parse
+
+    encoded = urllib.parse.quote(name, safe="")
+    if len(encoded) <= limit:
+        return encoded
+    return f"{encoded[:limit - 17]}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:16]}"
 
 
 @dataclass
@@ -98,6 +113,10 @@ class TaskQuery:
         shutil.rmtree(self.workdir, ignore_errors=True)
         return self.stopped_gracefully
 
+    def discard(self) -> None:
+        """Remove the run directory of a query that ended by itself (it failed)."""
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
     def _wait_for_instances(self, timeout_s: float) -> None:
         """Wait until executors on this host stopped the task's plugin instances (they saw the stop file)."""
         registered = Path(executor_sink.instances_dir(self.workdir))
@@ -118,7 +137,7 @@ def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuer
     creates the pause file first, so not even a first batch is read.
     """
     _register(spark)
-    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{name}-"))
+    workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{file_name_part(name)}-"))
     if paused:
         (workdir / "pause").touch()
     spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)

@@ -49,6 +49,39 @@ def test_broker_verb_serves_until_sigterm():
             process.wait()
 
 
+def test_broker_verb_killed_takes_its_broker_along_and_frees_the_port(wait_until):
+    import os
+    import socket
+
+    port = free_port()
+    process = subprocess.Popen([*CONNECTD, "broker", "--port", str(port)], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        read_line_until(process, "broker listening", timeout=30)
+        children = [int(pid) for pid in
+                    open(f"/proc/{process.pid}/task/{process.pid}/children").read().split()]
+        assert children, "the broker runs as a child process"
+        process.kill()  # SIGKILL: no handler, no atexit
+        process.wait(10)
+
+        def port_free() -> bool:
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    probe.bind(("127.0.0.1", port))
+                    return True
+                except OSError:
+                    return False
+
+        wait_until(port_free, f"port {port} to be free again", timeout=30)
+        wait_until(lambda: [pid for pid in children if os.path.exists(f"/proc/{pid}")], "the broker to be gone",
+                   until=lambda alive: not alive, timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 def test_quickstart_moves_generated_records_to_a_file_and_stops_cleanly(tmp_path):
     result = subprocess.run([*CONNECTD, "quickstart", "--dir", str(tmp_path), "--duration", "15"],
                             capture_output=True, text=True, timeout=240)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -93,13 +96,14 @@ def test_a_failing_task_is_failed_with_its_trace(spark, broker, topic_name, tmp_
 def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker, topic_name, tmp_path,
                                                                   wait_until_async, worker_config):
     (tmp_path / "in.txt").write_text("x\n")
+    name = f"flaky-{uuid.uuid4().hex[:8]}"
 
     async def scenario():
         herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
         await herder.start()
         seen = []
         try:
-            await herder.put(source("flaky", tmp_path / "in.txt", topic_name, **{
+            await herder.put(source(name, tmp_path / "in.txt", topic_name, **{
                 "transforms": "x",
                 "transforms.x.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
                 "transforms.x.field": "f",
@@ -107,10 +111,10 @@ def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker,
                 "errors.restart.max.attempts": "2",
                 "errors.restart.backoff.max.ms": "1500",
             }))
-            run = herder._connectors["flaky"]
+            run = herder._connectors[name]
 
             def observe() -> tuple[str, int, float | None]:
-                state = herder.status.task("flaky", 0).state
+                state = herder.status.task(name, 0).state
                 if not seen or seen[-1] != state:
                     seen.append(state)
                 return state, run.tasks[0].restarts, run.tasks[0].restart_at
@@ -125,6 +129,8 @@ def test_failed_task_restarts_with_backoff_until_attempts_run_out(spark, broker,
     assert restarts == 2
     assert seen[-1] == FAILED
     assert seen.count(RESTARTING) == 2  # FAILED -> RESTARTING -> RUNNING -> FAILED, twice, then it stays FAILED
+    # Each failed run's scratch directory went with it.
+    assert not list(Path(tempfile.gettempdir()).glob(f"connectd-{name}-*"))
 
 
 def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name, tmp_path, wait_until_async,

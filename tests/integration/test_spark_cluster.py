@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,27 +22,6 @@ def idle_cluster(spark_standalone, wait_until):
     wait_until(spark_standalone.active_applications, "the cluster to run no application", until=lambda a: not a,
                timeout=60)
     return spark_standalone
-
-
-def connectd(directory: Path, *files: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    with open(directory / "connectd.log", "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "connectd.cli", "standalone", *map(str, files)],
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, **(env or {})})
-
-
-def stop(process: subprocess.Popen) -> int | None:
-    """SIGTERM (a graceful stop); then whatever is left of its group goes."""
-    try:
-        process.send_signal(signal.SIGTERM)
-        return process.wait(60)
-    except subprocess.TimeoutExpired:
-        return None
-    finally:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def ancestors(pid: int) -> list[int]:
@@ -79,8 +56,8 @@ def holders(path: Path) -> set[int]:
     return found
 
 
-def test_file_to_kafka_to_file_runs_on_the_cluster_with_put_in_an_executor(idle_cluster, broker, topic_name,
-                                                                         tmp_path, worker_config, wait_until):
+def test_file_to_kafka_to_file_runs_on_the_cluster_with_put_in_an_executor(idle_cluster, broker, topic_name, tmp_path,
+                                                                         worker_config, wait_until, connectd_processes):
     spark_standalone = idle_cluster
     source, out = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("".join(f"line {i}\n" for i in range(2000)))
@@ -89,12 +66,13 @@ def test_file_to_kafka_to_file_runs_on_the_cluster_with_put_in_an_executor(idle_
         f"name=lines-in\nconnector.class=FileStreamSource\nfile={source}\ntopic={topic_name}\n")
     (tmp_path / "sink.properties").write_text(
         f"name=lines-out\nconnector.class=FileStreamSink\ntopics={topic_name}\nfile={out}\n")
-    process = connectd(tmp_path, worker, tmp_path / "source.properties", tmp_path / "sink.properties")
+    process = connectd_processes.start("standalone", worker, tmp_path / "source.properties",
+                                       tmp_path / "sink.properties")
     try:
         def lines() -> int:
             if process.poll() is not None:
                 raise AssertionError(f"connectd exited with {process.returncode}:\n"
-                                     + (tmp_path / "connectd.log").read_text(errors="replace")[-4000:])
+                                     + connectd_processes.output()[-4000:])
             return len(out.read_text().splitlines()) if out.exists() else 0
 
         wait_until(lines, "2000 lines through the cluster", until=lambda n: n >= 2000, timeout=240)
@@ -105,12 +83,12 @@ def test_file_to_kafka_to_file_runs_on_the_cluster_with_put_in_an_executor(idle_
         assert all(spark_standalone.worker_pid in ancestors(pid) for pid in writers), writers
         assert sorted(out.read_text().splitlines()) == sorted(f"line {i}" for i in range(2000))
     finally:
-        code = stop(process)
-    assert code == 0, (tmp_path / "connectd.log").read_text(errors="replace")[-4000:]
+        code = connectd_processes.terminate(process)
+    assert code == 0, connectd_processes.output()[-4000:]
 
 
-def test_executors_that_cannot_import_connectd_stop_the_worker_naming_the_package(idle_cluster, broker, tmp_path,
-                                                                                   worker_config):
+def test_executors_that_cannot_import_connectd_stop_the_worker_naming_the_package(idle_cluster, broker, worker_config,
+                                                                                   connectd_processes):
     spark_standalone = idle_cluster
     # Python without connectd's environment (the venv's base interpreter): as on a host where it is not installed.
     if sys.prefix == sys.base_prefix:
@@ -119,26 +97,27 @@ def test_executors_that_cannot_import_connectd_stop_the_worker_naming_the_packag
     worker = worker_config.file(**cluster_settings(spark_standalone),
                                 **{"spark.executorEnv.PYSPARK_PYTHON": bare, "spark.pyspark.python": bare})
     # An inherited PYSPARK_PYTHON (connectd's own) must not win over the worker's spark.pyspark.python.
-    process = connectd(tmp_path, worker, env={"PYSPARK_PYTHON": sys.executable})
+    process = connectd_processes.start("standalone", worker, env={"PYSPARK_PYTHON": sys.executable})
     try:
         code = process.wait(240)
     finally:
-        stop(process)
-    log = (tmp_path / "connectd.log").read_text(errors="replace")
+        connectd_processes.terminate(process)
+    log = connectd_processes.output()
     assert code != 0
     assert "Spark executors cannot import" in log
     assert "executor on" in log and "connectd: ModuleNotFoundError" in log
 
 
-def test_a_cluster_that_grants_no_executor_stops_the_worker_saying_so(idle_cluster, broker, tmp_path, worker_config):
+def test_a_cluster_that_grants_no_executor_stops_the_worker_saying_so(idle_cluster, broker, worker_config,
+                                                                     connectd_processes):
     # The cluster's only worker has 2 GiB: an executor of 8 GiB is never granted.
     worker = worker_config.file(**{**cluster_settings(idle_cluster), "spark.executor.memory": "8g",
                                    "executor.check.timeout.ms": "5000"})
-    process = connectd(tmp_path, worker)
+    process = connectd_processes.start("standalone", worker)
     try:
         code = process.wait(120)
     finally:
-        stop(process)
-    log = (tmp_path / "connectd.log").read_text(errors="replace")
+        connectd_processes.terminate(process)
+    log = connectd_processes.output()
     assert code != 0
     assert "no Spark executor ran connectd's start-up check within 5 s" in log

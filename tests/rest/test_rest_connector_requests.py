@@ -15,6 +15,11 @@ import pytest
     ('{"name": "a", "config": {"tasks.max": 1}}', "tasks.max"),
     ('{"name": "a", "config": {"name": "b"}}', "doesn't match"),
     ('{"name": "a", "config": {}, "initial_state": "ASLEEP"}', "initial_state"),
+    ('{"name": "a\\nb", "config": {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/x"}}',
+     "must not contain control characters (Kafka Connect refuses them), but has U+000A at position 1"),
+    ('{"name": "%s", "config": {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/x"}}' % ("n" * 5000),
+     "is 5000 characters long: at most 255 are accepted"),
+    ("[" * 1000 + "]" * 1000, "nested too deeply"),
 ])
 def test_bad_body_is_400_naming_the_field(rest, body, words):
     async def scenario(http, herder):
