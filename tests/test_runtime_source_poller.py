@@ -110,3 +110,26 @@ def test_a_poll_whose_records_were_all_dropped_still_moves_the_offset(wait_until
         assert batches == [] and offsets == {'{"p":1}': '{"n":7}'}
     finally:
         poller.stop(5)
+
+
+def test_a_batch_reaches_the_executor_as_bytes_or_as_a_file_in_the_same_order(tmp_path):
+    from connectd.runtime.source_task import _Batch, _ipc, _ipc_file
+
+    first = write_arrow_batch([("t", None, None, b"a", None, None, None, None)])
+    second = write_arrow_batch([("t", None, None, b"b", None, None, '{"p":1}', '{"n":2}')])
+    as_file = _ipc_file([second], str(tmp_path / "handoff" / "2.arrow"))
+    assert values(_Batch([_ipc([first])], [as_file]).record_batches()) == [b"a", b"b"]
+
+
+def test_a_handoff_file_goes_once_spark_committed_its_batch(tmp_path):
+    import json
+
+    from connectd.runtime.source_task import SPEC_OPTION, SourceTaskReader, _ipc_file
+
+    reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}}), "handoff.dir": str(tmp_path)})
+    batch = write_arrow_batch([("t", None, None, b"a", None, None, None, None)])
+    reader._kept = {1: _ipc_file([batch], str(tmp_path / "1.arrow")), 2: _ipc_file([batch], str(tmp_path / "2.arrow"))}
+    (partition,) = reader.partitions({"seq": 0}, {"seq": 2})
+    assert partition.files == [str(tmp_path / "1.arrow"), str(tmp_path / "2.arrow")] and partition.streams == []
+    reader.commit({"seq": 1})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2.arrow"]

@@ -522,8 +522,10 @@ def executor_producer(client_json: str) -> Any:
     with _producers_lock:
         producer = _producers.get(client_json)
         if producer is None:
-            # murmur2_random: keyed records land in the partition Java clients choose.
-            config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random"}
+            # murmur2_random: keyed records land in the partition Java clients choose. Only failed
+            # deliveries are reported (flush() waits for every one): no Python callback per record.
+            config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
+                      "delivery.report.only.error": True}
             config.update(client_settings(client_json))
             producer = Producer(config)
             _producers[client_json] = producer
@@ -549,14 +551,30 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float)
     produce, poll = producer.produce, producer.poll
     for batch in batches:
         names = batch.schema.names
-        columns = {name: batch.column(i).to_pylist() for i, name in enumerate(names)}
+        columns = {name: batch.column(i).to_pylist() for i, name in enumerate(names)
+                   if batch.column(i).null_count < batch.num_rows}  # an all-null column is not read
         empty = [None] * batch.num_rows
-        rows = zip(*(columns.get(name, empty) for name in _WRITE_COLUMNS), strict=True)
-        for topic, partition, key, value, timestamp, headers, source_partition, source_offset in rows:
-            if source_partition is not None:
-                written.source_offsets[source_partition] = source_offset
+        for name, last in zip(columns.get("source_partition", ()), columns.get("source_offset", ()), strict=True):
+            if name is not None:
+                written.source_offsets[name] = last
+        if not any(name in columns for name in ("partition", "timestamp", "headers")):
+            # The common case: topic, key and value only, each produced with positional arguments.
+            rows = zip(columns.get("topic", empty), columns.get("value", empty), columns.get("key", empty), strict=True)
+            for topic, value, key in rows:
+                if topic is None:
+                    continue  # an offset-only row: a record a transform dropped still moves the offset
+                try:
+                    produce(topic, value, key, on_delivery=delivered)
+                except BufferError:
+                    _produce_when_room(producer, topic, value=value, key=key, on_delivery=delivered)
+                written.records += 1
+                if not written.records % 1000:
+                    poll(0)
+            continue
+        rows = zip(*(columns.get(name, empty) for name in _WRITE_COLUMNS[:6]), strict=True)
+        for topic, partition, key, value, timestamp, headers in rows:
             if topic is None:
-                continue  # an offset-only row: a record a transform dropped still moves the offset
+                continue
             kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
             if partition is not None:
                 kwargs["partition"] = partition
@@ -564,20 +582,30 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float)
                 kwargs["timestamp"] = timestamp
             if headers:
                 kwargs["headers"] = [(h["key"], h["value"]) for h in headers]
-            while True:
-                try:
-                    produce(topic, **kwargs)
-                    break
-                except BufferError:
-                    poll(0.05)  # local queue full: let deliveries drain
-            poll(0)
+            try:
+                produce(topic, **kwargs)
+            except BufferError:
+                _produce_when_room(producer, topic, **kwargs)
             written.records += 1
+            if not written.records % 1000:
+                poll(0)
     remaining = producer.flush(flush_timeout)
     if remaining:
         raise RuntimeError(f"{remaining} records not acknowledged within {flush_timeout:.0f} s")
     if failures:
         raise RuntimeError(f"{len(failures)} records failed: " + "; ".join(failures[:5]))
     return written
+
+
+def _produce_when_room(producer: Any, topic: str, **kwargs: Any) -> None:
+    """Produce once the local queue has room (deliveries drain while it waits)."""
+    while True:
+        producer.poll(0.05)
+        try:
+            producer.produce(topic, **kwargs)
+            return
+        except BufferError:
+            continue
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):

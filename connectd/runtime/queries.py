@@ -236,8 +236,10 @@ def start_source_query(
             .option("stop.file", str(workdir / "stop"))
             .option("pause.file", str(workdir / "pause"))
             .option("max.records", str(max_records))
-            .load()
         )
+        if spark.sparkContext.master.startswith("local"):  # executors on this host: batches as files
+            stream = stream.option("handoff.dir", str(workdir / "batches"))
+        stream = stream.load()
         store = json.dumps({**offsets_spec, "connector": connector})
 
         def each_batch(frame: Any, batch_id: int) -> None:

@@ -11,7 +11,7 @@ of its own, so the next batch is polled while the last one is produced::
       ─► converters ─► Arrow record batches,
       buffered (max.records at most: it waits)
     latestOffset: everything buffered is batch N
-      (Arrow IPC bytes; its offsets last)
+      (Arrow IPC, a file or bytes; its offsets last)
     partitions: batch N, one input partition ──────► read: produce it (producer kept per
                                                      Python worker), flush, then yield the
                                                      batch's last offset per source partition
@@ -20,9 +20,12 @@ of its own, so the next batch is polled while the last one is produced::
 Batches adapt to the rate by themselves: a batch is whatever was polled
 while the last one was written, up to ``max.records``; the slower the
 writes, the larger the batches. The records cross from the planner process
-to the executor as Arrow IPC bytes and are produced there column by column
+to the executor as Arrow IPC, and are produced there column by column
 (:func:`~connectd.runtime.kafka_io.produce_batches`); nothing converts them
-row by row in between. A delivery failure fails the batch, so no offset of
+row by row in between. With executors on the planner's host (``spark.master``
+``local[…]``) the IPC stream is a file in the run directory, which the
+executor maps (the batch's plan holds only its path; the planner removes the
+file once Spark committed the batch); otherwise its bytes travel in the plan. A delivery failure fails the batch, so no offset of
 it is stored.
 
 Poller states::
@@ -66,6 +69,7 @@ reset is reported again, as in Kafka Connect. With
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -105,6 +109,17 @@ def _ipc(batches: list[Any]) -> bytes:
         for batch in batches:
             writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
+
+
+def _ipc_file(batches: list[Any], path: str) -> str:
+    """Arrow record batches as one IPC stream in the file *path* (its directory made if need be)."""
+    import pyarrow as pa
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return path
 
 
 def active_topics_file(run_dir: str | os.PathLike[str]) -> str:
@@ -148,10 +163,21 @@ def remove_active_topics(run_dir: str | os.PathLike[str]) -> None:
 
 
 class _Batch(InputPartition):
-    """One or more polled batches as Arrow IPC streams of :data:`WRITE_SCHEMA` rows, in order."""
+    """One or more polled batches, in order: Arrow IPC streams of :data:`WRITE_SCHEMA` rows,
+    carried in the plan (*streams*) or, for executors on the planner's host, in files there
+    (*files*, see ``handoff.dir``)."""
 
-    def __init__(self, streams: list[bytes]) -> None:
+    def __init__(self, streams: list[bytes], files: list[str] | None = None) -> None:
         self.streams = streams
+        self.files = files or []
+
+    def record_batches(self) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for stream in self.streams:
+            yield from pa.ipc.open_stream(stream)
+        for path in self.files:
+            yield from pa.ipc.open_stream(pa.memory_map(path))
 
 
 #: What reading a batch yields: each source partition's last offset, then the record count.
@@ -243,6 +269,9 @@ class SourceTaskReader(DataSourceStreamReader):
         self.pause_file = options.get("pause.file")
         self.max_records = int(options.get("max.records", "10000"))
         self.flush_timeout = float(options.get("flush.timeout.s", "60"))
+        # Set when the executors run on this host (spark.master local): a batch goes to them as
+        # a file here rather than inside the plan, which would copy it twice more through the JVM.
+        self.handoff_dir = options.get("handoff.dir") or None
         tracking = str(self.spec["worker_config"].get("topic.tracking.enable", "true")).strip().lower() != "false"
         self.topics_file = active_topics_file(os.path.dirname(self.stop_file)) if tracking and self.stop_file else None
         self._topics_written: set[str] = set()
@@ -256,7 +285,7 @@ class SourceTaskReader(DataSourceStreamReader):
         self._admin: Any = None
         self._known_topics: set[str] = set()
         self._seq = 0
-        self._kept: dict[int, bytes] = {}
+        self._kept: dict[int, bytes | str] = {}  # a batch's IPC bytes, or its handoff file
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -289,29 +318,35 @@ class SourceTaskReader(DataSourceStreamReader):
         # Offsets last: read() yields them only after every record above was acknowledged.
         batches.append(write_arrow_batch([(None, None, None, None, None, None, p, o) for p, o in offsets.items()]))
         self._seq += 1
-        self._kept[self._seq] = _ipc(batches)
+        if self.handoff_dir is None:
+            self._kept[self._seq] = _ipc(batches)
+        else:
+            self._kept[self._seq] = _ipc_file(batches, os.path.join(self.handoff_dir, f"{self._seq}.arrow"))
         return {"seq": self._seq}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Batch]:
-        streams: list[bytes] = []
+        kept: list[bytes | str] = []
         for seq in range(int(start["seq"]) + 1, int(end["seq"]) + 1):
             if seq not in self._kept:
                 raise RuntimeError(f"batch {seq} of {self._name()} is no longer held; the query must start afresh")
-            streams.append(self._kept[seq])
-        return [_Batch(streams)] if streams else []
+            kept.append(self._kept[seq])
+        if not kept:
+            return []
+        return [_Batch([k for k in kept if isinstance(k, bytes)], [k for k in kept if isinstance(k, str)])]
 
     def read(self, partition: _Batch) -> Iterator[tuple[str | None, str | None, int | None]]:
-        import pyarrow as pa
-
-        batches = (batch for stream in partition.streams for batch in pa.ipc.open_stream(stream))
-        written = produce_batches(executor_producer(self.spec.get("producer", "{}")), batches, self.flush_timeout)
+        producer = executor_producer(self.spec.get("producer", "{}"))
+        written = produce_batches(producer, partition.record_batches(), self.flush_timeout)
         for source_partition, source_offset in written.source_offsets.items():
             yield source_partition, source_offset, None
         yield None, None, written.records
 
     def commit(self, end: dict[str, int]) -> None:
         for seq in [s for s in self._kept if s <= int(end["seq"])]:
-            del self._kept[seq]
+            kept = self._kept.pop(seq)
+            if isinstance(kept, str):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(kept)
         if self._task is not None:
             self._task.commit()
 
