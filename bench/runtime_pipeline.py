@@ -19,7 +19,7 @@ Four measures, in one run, against one embedded tansu broker:
 Throughput is counted from the first record seen to the last (the query's
 start-up is reported apart). Record bytes are key + value. It also times
 connectd's per-record Python work in this process without Spark (the source
-reader's ``latestOffset`` and the sink runner's ``process``), to show how
+reader's poller and the sink runner's ``process``), to show how
 much of the gap is Python and how much is Spark's micro-batches.
 
 Run:  .venv/bin/python bench/runtime_pipeline.py [--records 500000] [--quick]
@@ -522,7 +522,7 @@ def python_costs(tmp: Path, records: int = 50_000) -> dict[str, Any]:
 
     worker = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
               "value.converter": "org.apache.kafka.connect.storage.StringConverter"}
-    # Source side: the reader's latestOffset (task.poll + transforms + converters) in the query's Python process.
+    # Source side: the reader's poller (task.poll + transforms + converters + Arrow) in the query's Python process.
     connector = {"name": "cost", "connector.class": "DatagenConnector", "kafka.topic": "t", "quickstart": "orders",
                  "max.interval": "0", "iterations": "-1", "batch.size": "5000",
                  "value.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -532,14 +532,20 @@ def python_costs(tmp: Path, records: int = 50_000) -> dict[str, Any]:
             "worker_config": {**worker, "bootstrap.servers": "127.0.0.1:9",
                               "offset.storage.file.filename": str(tmp / "cost-offsets.json")},
             "offsets": {"kind": "file", "path": str(tmp / "cost-offsets.json")}}
+    import pyarrow as pa
+
     reader = SourceTaskReader({SPEC_OPTION: json.dumps(spec), "max.records": "10000"})
-    reader.latestOffset({"seq": 0})  # start the task, warm the converter caches
+    reader.latestOffset({"seq": 0})  # start the task and its poller, warm the converter caches
     produced = 0
     start = time.perf_counter()
     while produced < records:
         before = reader._seq
         end = reader.latestOffset({"seq": before})
-        produced += sum(1 for row in reader._kept[end["seq"]] if row[0] is not None)
+        if end["seq"] == before:
+            time.sleep(0.001)  # the poller has nothing buffered yet
+            continue
+        table = pa.ipc.open_stream(reader._kept[end["seq"]]).read_all()
+        produced += table.num_rows - table.column("topic").null_count
         reader.commit(end)
     source_s = time.perf_counter() - start
     reader.stop()
@@ -580,72 +586,6 @@ def python_costs(tmp: Path, records: int = 50_000) -> dict[str, Any]:
 # --- 2-4. connectd through the herder ------------------------------------------------------
 
 
-class SinkTimer:
-    """Times the sink runner's ``process`` (in this, the driver's, process) and its group commit.
-
-    Instrumentation only: wraps the class's methods for this run, nothing in connectd changes.
-    """
-
-    def __init__(self) -> None:
-        self.batches: list[tuple[int, float, float]] = []  # rows, process seconds, commit seconds
-        self._commit_s = 0.0
-
-    def install(self) -> None:
-        from connectd.runtime.sink_task import SinkTaskRunner
-
-        timer = self
-        init, process, process_ranges = SinkTaskRunner.__init__, SinkTaskRunner.process, SinkTaskRunner.process_ranges
-
-        def timed_init(runner: Any, *args: Any, **kwargs: Any) -> None:
-            init(runner, *args, **kwargs)
-            commit = runner._commit
-
-            def timed_commit(offsets: Any) -> None:
-                start = time.perf_counter()
-                try:
-                    commit(offsets)
-                finally:
-                    timer._commit_s += time.perf_counter() - start
-
-            runner._commit = timed_commit
-
-        def timed_process(runner: Any, rows: list[Any]) -> Any:
-            timer._commit_s = 0.0
-            start = time.perf_counter()
-            try:
-                return process(runner, rows)
-            finally:
-                if rows:
-                    timer.batches.append((len(rows), time.perf_counter() - start, timer._commit_s))
-
-        def timed_process_ranges(runner: Any, ranges: list[Any], *args: Any) -> Any:
-            timer._commit_s = 0.0
-            before = runner.records
-            start = time.perf_counter()
-            try:
-                return process_ranges(runner, ranges, *args)
-            finally:
-                if runner.records > before:
-                    timer.batches.append((runner.records - before, time.perf_counter() - start, timer._commit_s))
-
-        SinkTaskRunner.__init__, SinkTaskRunner.process = timed_init, timed_process  # type: ignore[method-assign]
-        SinkTaskRunner.process_ranges = timed_process_ranges  # type: ignore[method-assign]
-
-    def mark(self) -> int:
-        return len(self.batches)
-
-    def summary(self, since: int = 0) -> dict[str, Any]:
-        batches = self.batches[since:]
-        if len(batches) > 1:
-            batches = batches[1:]  # the first is start-up
-        if not batches:
-            return {"batches": 0}
-        return {"batches": len(batches),
-                "rows_mean": round(statistics.mean(b[0] for b in batches)),
-                "process_ms_mean": round(statistics.mean(b[1] for b in batches) * 1000, 1),
-                "group_commit_ms_mean": round(statistics.mean(b[2] for b in batches) * 1000, 1)}
-
-
 async def wait_for(what: str, done: Any, timeout: float, herder: Any, name: str, thread: Any = None) -> None:
     from connectd.status import FAILED
 
@@ -668,9 +608,6 @@ async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw
                         latency_rate: int, latency_seconds: float, memory: MemoryPeak) -> dict[str, Any]:
     from connectd.config.worker import WorkerConfig
     from connectd.herder import StandaloneHerder
-
-    sink_timer = SinkTimer()
-    sink_timer.install()
 
     worker = WorkerConfig({
         "bootstrap.servers": bootstrap,
@@ -744,7 +681,6 @@ async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw
             "put_to_last_line_s": round(lines.last - t_put, 1),
             "cpu_from_put": cpu_since(cpu),
             "cpu": lines.cpu_steady,
-            "driver_process": sink_timer.summary(),
             "spark": await asyncio.to_thread(progress_summary, sink_query),
             "memory_mib": memory.take(),
         }
@@ -755,11 +691,9 @@ async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw
                 "file_offset": out_file.stat().st_size, "start": {str(p): o for p, o in raw_ends.items()},
                 "rate": latency_rate, "seconds": latency_seconds}
         progress_before = len(await asyncio.to_thread(lambda: sink_query.query.recentProgress))
-        timer_before = sink_timer.mark()
         cpu = cpu_sample()
         out["latency"] = await asyncio.to_thread(run_latency_child, spec)
         out["latency"]["cpu"] = cpu_since(cpu)
-        out["latency"]["driver_process"] = sink_timer.summary(timer_before)
         out["latency"]["memory_mib"] = memory.take()
         recent = await asyncio.to_thread(lambda: sink_query.query.recentProgress)
         busy = [p for p in recent[progress_before:] if had_data(p)]
@@ -846,27 +780,22 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         f"5 ms linger). Received: file {fmt(lat['file']['received'])}, raw {fmt(lat['raw']['received'])}; "
         f"max: file {fmt(lat['file']['max_ms'], ' ms')}, raw {fmt(lat['raw']['max_ms'], ' ms')}.",
         "",
-        "Where the time goes — Spark's progress reports, mean per micro-batch with data (first batch apart); "
-        "for the sink, the runner's `process_ranges` in the worker (driver) process timed around it (a sink "
-        "micro-batch's rows are offset ranges, one per partition; records/batch counts the records it read):",
+        "Where the time goes — Spark's progress reports, mean per micro-batch with data (first batch apart). "
+        "A sink's batch rows are its offset ranges (one row per partition), and a source's are its offsets, "
+        "so Spark's row counts are not record counts; records/batch is connectd's count where it has one:",
         "",
-        "| query | batches | records/batch | first batch | trigger | latestOffset | addBatch | of which connectd `process_ranges` (group commit) | offset + commit logs |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| query | batches | rows/batch | first batch | trigger | latestOffset | addBatch | offset + commit logs |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    rows = (("datagen → Kafka", dg["spark"], None), ("Kafka → file", fs["spark"], fs.get("driver_process")),
-            ("Kafka → file, latency run", lat.get("spark"), lat.get("driver_process")))
-    for label, sp, driver in rows:
+    rows = (("datagen → Kafka", dg["spark"]), ("Kafka → file", fs["spark"]), ("Kafka → file, latency run", lat.get("spark")))
+    for label, sp in rows:
         if not sp or not sp.get("batches"):
             continue
         ms = sp["ms_mean"]
-        inside, records = "—", sp["rows_mean"]
-        if driver and driver.get("batches"):
-            inside = f"{fmt(driver['process_ms_mean'], ' ms')} ({fmt(driver['group_commit_ms_mean'], ' ms')})"
-            records = driver["rows_mean"]
         lines.append(
-            f"| {label} | {sp['batches']} | {fmt(records)} | {fmt(sp.get('first_batch_ms'), ' ms')} "
+            f"| {label} | {sp['batches']} | {fmt(sp['rows_mean'])} | {fmt(sp.get('first_batch_ms'), ' ms')} "
             f"| {fmt(ms.get('triggerExecution'), ' ms')} | {fmt(ms.get('latestOffset'), ' ms')} "
-            f"| {fmt(ms.get('addBatch'), ' ms')} | {inside} "
+            f"| {fmt(ms.get('addBatch'), ' ms')} "
             f"| {fmt(ms.get('walCommit', 0) + ms.get('commitOffsets', 0), ' ms')} |"
         )
 
@@ -888,8 +817,8 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         f"Kafka → file {cpu(fs)}; latency run {cpu(lat)}. (This run's processes: the bench and worker process, "
         "Spark's JVM and Python workers, the broker.)",
         "",
-        "connectd's own Python per record, timed in one thread without Spark or Kafka: the source reader's "
-        f"`latestOffset` (datagen `poll`, transforms, key/JSON converters) {costs['source_latest_offset_us_per_record']} µs "
+        "connectd's own Python per record, timed without Spark or Kafka: the source reader's poller "
+        f"(datagen `poll`, transforms, key/JSON converters, Arrow) {costs['source_latest_offset_us_per_record']} µs "
         f"(≈{fmt(costs['source_python_ceiling_records_per_s'])} records/s); the sink runner's `process` "
         f"(StringConverter, SinkRecord, FileStreamSink `put`/`flush`) {costs['sink_process_us_per_record']} µs "
         f"(≈{fmt(costs['sink_python_ceiling_records_per_s'])} records/s).",
@@ -907,38 +836,29 @@ def notes(summary: dict[str, Any]) -> list[str]:
     sp = dg["spark"]
     if sp.get("batches"):
         ms = sp["ms_mean"]
-        python_ms = sp["rows_mean"] * costs["source_latest_offset_us_per_record"] / 1000
         out.append(
-            f"- datagen → Kafka is one micro-batch of ≈{fmt(sp['rows_mean'])} records (the reader's `max.records`) "
-            f"every ≈{fmt(ms.get('triggerExecution'))} ms, one after the other: `latestOffset` "
-            f"≈{fmt(ms.get('latestOffset'))} ms is the task's `poll` and the converters in the query's long-lived "
-            f"Python process (≈{python_ms:.0f} ms of Python work when timed alone), then `addBatch` "
-            f"≈{fmt(ms.get('addBatch'))} ms moves the rows from the reader's Python worker into the JVM and out to "
-            "the writer's Python worker, which produces them one by one and flushes; the writer's commit then "
-            "rewrites the offsets file. Generating and producing never overlap: the next batch is polled only "
-            "once the last one is flushed."
+            f"- datagen → Kafka: a micro-batch every ≈{fmt(ms.get('triggerExecution'))} ms. The task is polled "
+            "on a thread of the query's long-lived Python process while the last batch is produced, so "
+            f"`latestOffset` (≈{fmt(ms.get('latestOffset'))} ms) only takes what was polled meanwhile, as Arrow; "
+            f"`addBatch` (≈{fmt(ms.get('addBatch'))} ms) is the executor producing it and flushing, and the "
+            "worker process storing its offsets."
         )
-    sp, driver = fs["spark"], fs.get("driver_process") or {}
-    if sp.get("batches") and driver.get("batches"):
+    sp = fs["spark"]
+    if sp.get("batches"):
         ms = sp["ms_mean"]
-        spark_ms = ms.get("addBatch", 0) - driver["process_ms_mean"]
         out.append(
-            f"- Kafka → file: of a ≈{fmt(ms.get('triggerExecution'))} ms micro-batch of ≈{fmt(driver['rows_mean'])} "
-            "records, connectd's `process_ranges` (reading the batch's offset ranges from Kafka in the worker "
-            "process, converters, SinkRecords, the file write and fsync, the group commit) takes "
-            f"≈{fmt(driver['process_ms_mean'])} ms; ≈{spark_ms:.0f} ms of `addBatch` is Spark's own "
-            "`foreachBatch` overhead (the ranges come from Spark's offset log; no rows are collected), and "
-            f"`latestOffset` (the reader consuming up to the batch's end) ≈{fmt(ms.get('latestOffset'))} ms."
+            f"- Kafka → file: a micro-batch every ≈{fmt(ms.get('triggerExecution'))} ms; `latestOffset` "
+            f"(≈{fmt(ms.get('latestOffset'))} ms) finds the high watermarks; `addBatch` (≈{fmt(ms.get('addBatch'))} "
+            "ms) is the executor reading the ranges, converting and `put()`ting them, `pre_commit`, and the "
+            "worker process committing the offsets to the group."
         )
-    spl, dl = lat.get("spark") or {}, lat.get("driver_process") or {}
+    spl = lat.get("spark") or {}
     if lat["file"]["p50_ms"] is not None and spl.get("batches"):
         ms = spl["ms_mean"]
         out.append(
-            f"- Latency at {fmt(lat['rate_per_s'])} records/s: the sink is never idle — micro-batches of "
-            f"≈{fmt(dl.get('rows_mean', spl['rows_mean']))} records follow each other every ≈{fmt(ms.get('triggerExecution'))} ms "
-            f"(`latestOffset` ≈{fmt(ms.get('latestOffset'))} ms, mostly the reader's poll window; `addBatch` "
-            f"≈{fmt(ms.get('addBatch'))} ms, of which connectd's `process_ranges` ≈{fmt(dl.get('process_ms_mean'))} ms; "
-            f"offset and commit logs ≈{fmt(ms.get('walCommit', 0) + ms.get('commitOffsets', 0))} ms). "
+            f"- Latency at {fmt(lat['rate_per_s'])} records/s: micro-batches follow each other every "
+            f"≈{fmt(ms.get('triggerExecution'))} ms (`latestOffset` ≈{fmt(ms.get('latestOffset'))} ms, `addBatch` "
+            f"≈{fmt(ms.get('addBatch'))} ms, offset and commit logs ≈{fmt(ms.get('walCommit', 0) + ms.get('commitOffsets', 0))} ms). "
             "A record waits for the batch in progress to end, then goes through a whole batch: p50 "
             f"{fmt(lat['file']['p50_ms'])} ms, against {fmt(lat['raw']['p50_ms'])} ms for a raw consumer. The cost "
             "per micro-batch, not per record, sets the latency."

@@ -1,0 +1,138 @@
+"""FileStreamSource → Kafka through connectd, beside raw confluent-kafka, on the embedded broker.
+
+One run, one broker, one SparkSession (``--master``, ``local[2]`` by default):
+
+1. raw baseline: confluent-kafka alone produces the same N 200-byte lines
+   (idempotent, acks=all, linger 5 ms) into a topic: the producer's limit;
+2. connectd: a FileStreamSource connector (StringConverter) on a file of N
+   such lines, in a standalone herder in this process; a consumer counts the
+   records arriving in its topic. Records/s from the first record seen to
+   the last; the connector's creation to its first record apart;
+3. where the time goes: Spark's progress per micro-batch (latestOffset is
+   taking what the poller thread buffered; addBatch is an executor producing
+   the batch and the worker storing its offsets).
+
+Run:  .venv/bin/python bench/source_file.py [--records 1000000] [--master local[2]] [--conf spark.key=value]
+Prints a JSON summary (BENCHMARKS.md, "Sources at speed", holds the figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import runtime_pipeline as rp
+
+
+def write_lines(path: Path, records: int) -> None:
+    """*records* lines of ``RECORD_BYTES`` bytes each (newline apart), printable ASCII."""
+    pool = rp.value_pool()
+    with open(path, "wb") as out:
+        for i in range(records):
+            out.write(pool[i % len(pool)] + b"\n")
+
+
+async def source_run(herder: Any, bootstrap: str, topic: str, path: Path, records: int,
+                     memory: Any) -> dict[str, Any]:
+    counter = rp.TopicCounter(bootstrap, topic, records)
+    counter.start()
+    cpu = rp.cpu_sample()
+    t_put = time.monotonic()
+    await herder.put({"name": "bench-file-source", "connector.class": "FileStreamSource", "file": str(path),
+                      "topic": topic})
+    try:
+        await rp.wait_for("file → Kafka", lambda: counter.count >= records, max(180, records / 2000), herder,
+                          "bench-file-source", counter)
+    finally:
+        counter.halt.set()
+        await asyncio.to_thread(counter.join, 10)
+    return {
+        **rp.steady_rates(counter.count, counter.first_count, counter.first, counter.last,
+                          counter.value_bytes + counter.key_bytes),
+        "total_records": counter.count,
+        "put_to_first_record_s": round(counter.first - t_put, 1),
+        "put_to_last_record_s": round(counter.last - t_put, 1),
+        "cpu_from_put": rp.cpu_since(cpu),
+        "cpu": counter.cpu_steady,
+        "spark": await asyncio.to_thread(rp.progress_summary, herder.task_queries("bench-file-source")[0]),
+        "memory_mib": memory.take(),
+    }
+
+
+async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, path: Path, records: int,
+               memory: Any) -> dict[str, Any]:
+    from connectd.config.worker import WorkerConfig
+    from connectd.herder import StandaloneHerder
+
+    worker = WorkerConfig({
+        "bootstrap.servers": bootstrap,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp / "offsets.json"),
+    }, "standalone", source="bench")
+    herder = StandaloneHerder(worker, "bench-worker", spark)
+    await herder.start()
+    try:
+        return await source_run(herder, bootstrap, topic, path, records, memory)
+    finally:
+        await herder.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--master", default="local[2]", help="spark.master (default local[2])")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="more settings of the worker, spark.* or connectd's (repeatable)")
+    args = parser.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    from connectd.broker import EmbeddedBroker
+    from connectd.config.worker import WorkerConfig
+    from connectd.runtime.spark import start_session
+
+    summary: dict[str, Any] = {"records": args.records, "master": args.master, "conf": args.conf,
+                               "machine": rp.machine_info(), "loadavg_start": rp.loadavg(),
+                               "date": time.strftime("%Y-%m-%d")}
+    with tempfile.TemporaryDirectory(prefix="connectd-bench-") as tmp_name, EmbeddedBroker(host="127.0.0.1") as broker:
+        tmp, bootstrap = Path(tmp_name), broker.bootstrap_servers
+        rp.PARTITIONS = 1
+        rp.create_topic(bootstrap, "bench-raw", 1)
+        rp.create_topic(bootstrap, "bench-file", 1)
+        summary["raw_produce"] = rp.raw_produce(bootstrap, "bench-raw", args.records)
+        print(json.dumps(summary["raw_produce"]), file=sys.stderr)
+        path = tmp / "in.txt"
+        write_lines(path, args.records)
+        t0 = time.monotonic()
+        settings = {
+            "bootstrap.servers": bootstrap, "offset.storage.file.filename": str(tmp / "offsets.json"),
+            "spark.master": args.master, "spark.sql.warehouse.dir": str(tmp / "warehouse"),
+            "spark.local.dir": str(tmp / "spark-local"), "spark.ui.showConsoleProgress": "false",
+            **dict(item.split("=", 1) for item in args.conf),
+        }
+        spark = start_session(WorkerConfig(settings, "standalone", source="bench"))
+        summary["spark_start_s"] = round(time.monotonic() - t0, 1)
+        memory = rp.MemoryPeak(broker.pid)
+        memory.start()
+        try:
+            spark.sparkContext.setLogLevel("ERROR")
+            summary["connectd"] = asyncio.run(runs(bootstrap, spark, tmp, "bench-file", path, args.records, memory))
+        finally:
+            memory.halt.set()
+            spark.stop()
+    summary["ratio_to_raw"] = round(summary["connectd"]["records_per_s"]
+                                    / summary["raw_produce"]["records_per_s"], 3)
+    summary["loadavg_end"] = rp.loadavg()
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
