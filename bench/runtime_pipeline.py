@@ -604,8 +604,8 @@ async def wait_for(what: str, done: Any, timeout: float, herder: Any, name: str,
         await asyncio.sleep(0.05)
 
 
-async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw_topic: str, raw_ends: dict[int, int],
-                        latency_rate: int, latency_seconds: float, memory: MemoryPeak) -> dict[str, Any]:
+async def started_herder(bootstrap: str, spark: Any, tmp: Path) -> Any:
+    """A standalone herder in this process (StringConverter keys and values, offsets in *tmp*), started."""
     from connectd.config.worker import WorkerConfig
     from connectd.herder import StandaloneHerder
 
@@ -617,6 +617,12 @@ async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw
     }, "standalone", source="bench")
     herder = StandaloneHerder(worker, "bench-worker", spark)
     await herder.start()
+    return herder
+
+
+async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw_topic: str, raw_ends: dict[int, int],
+                        latency_rate: int, latency_seconds: float, memory: MemoryPeak) -> dict[str, Any]:
+    herder = await started_herder(bootstrap, spark, tmp)
     out: dict[str, Any] = {}
     try:
         # 2. datagen → Kafka

@@ -114,17 +114,7 @@ async def sink_run(herder: Any, bootstrap: str, topic: str, out: Path, tasks: in
 
 async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, records: int, raw_ends: dict[int, int],
                latency_rate: int, latency_seconds: float, memory: PssPeak) -> dict[str, Any]:
-    from connectd.config.worker import WorkerConfig
-    from connectd.herder import StandaloneHerder
-
-    worker = WorkerConfig({
-        "bootstrap.servers": bootstrap,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp / "offsets.json"),
-    }, "standalone", source="bench")
-    herder = StandaloneHerder(worker, "bench-worker", spark)
-    await herder.start()
+    herder = await rp.started_herder(bootstrap, spark, tmp)
     out: dict[str, Any] = {}
     try:
         for tasks in (4, 2):

@@ -68,17 +68,7 @@ async def source_run(herder: Any, bootstrap: str, topic: str, path: Path, record
 
 async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, path: Path, records: int,
                memory: Any) -> dict[str, Any]:
-    from connectd.config.worker import WorkerConfig
-    from connectd.herder import StandaloneHerder
-
-    worker = WorkerConfig({
-        "bootstrap.servers": bootstrap,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp / "offsets.json"),
-    }, "standalone", source="bench")
-    herder = StandaloneHerder(worker, "bench-worker", spark)
-    await herder.start()
+    herder = await rp.started_herder(bootstrap, spark, tmp)
     try:
         return await source_run(herder, bootstrap, topic, path, records, memory)
     finally:

@@ -200,6 +200,19 @@ class ConnectdProcesses:
         self.started.append(process)
         return process
 
+    def run(self, *args: str | os.PathLike[str], timeout: float, env: dict[str, str] | None = None,
+            log: str = "connectd.log") -> tuple[int | None, str]:
+        """Run a command that is expected to end by itself: its exit code (``None`` if it still
+        ran after *timeout* seconds, and was then stopped) and its output."""
+        process = self.start(*args, env=env, log=log)
+        try:
+            code: int | None = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            self.terminate(process)
+        return code, self.output(log)
+
     def terminate(self, process: subprocess.Popen, timeout: float = 60.0) -> int | None:
         """SIGTERM the command alone (a graceful stop): its exit code, or ``None`` if it did not
         exit within *timeout*; then whatever is left of its group (Spark's JVM) is killed."""

@@ -64,7 +64,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -513,21 +515,71 @@ class _Written(WriterCommitMessage):
 
 _producers: dict[str, Any] = {}
 _producers_lock = threading.Lock()
+#: Client errors that retrying cannot cure: a batch fails at once with them, not after its flush timeout.
+_REFUSALS = frozenset({"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+                       "CLUSTER_AUTHORIZATION_FAILED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "_SSL"})
+#: The same client log line (numbers aside) is written at most once per this many seconds.
+CLIENT_LOG_EVERY_S = 30.0
+
+
+class _RateLimited(logging.Filter):
+    """Lets a client log line through once per :data:`CLIENT_LOG_EVERY_S` (lines that differ
+    only in numbers are the same line), saying how many were held back meanwhile: a client
+    retrying a refused connection logs ~20 lines a second."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: dict[str, tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        shape = re.sub(r"\d+", "#", record.getMessage())
+        now = time.monotonic()
+        last, held = self._last.get(shape, (float("-inf"), 0))
+        if now - last < CLIENT_LOG_EVERY_S:
+            self._last[shape] = (last, held + 1)
+            return False
+        self._last[shape] = (now, 0)
+        if held:
+            record.msg, record.args = f"{record.getMessage()} ({held} more like it in {now - last:.0f} s)", ()
+        return True
+
+
+def _client_logger() -> logging.Logger:
+    logger = logging.getLogger("connectd.kafka.client")
+    if not any(isinstance(f, _RateLimited) for f in logger.filters):
+        logger.addFilter(_RateLimited())
+    return logger
+
+
+class _Producer:
+    """A confluent-kafka producer and the refusal (``_REFUSALS``) its client last reported."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        from confluent_kafka import Producer
+
+        self.refusal: str | None = None
+        self.client = Producer({**config, "error_cb": self._error, "logger": _client_logger()})
+
+    def _error(self, error: Any) -> None:
+        if error.fatal() or error.name() in _REFUSALS:
+            self.refusal = f"{error.name()}: {error.str()}"
+
+    def __getattr__(self, name: str) -> Any:  # produce, poll, flush, list_topics, …
+        return getattr(self.client, name)
 
 
 def executor_producer(client_json: str) -> Any:
-    """One producer per executor Python process and client config, reused across batches."""
-    from confluent_kafka import Producer
-
+    """One producer per executor Python process and client config, reused across batches
+    (made anew after one its cluster refused)."""
     with _producers_lock:
         producer = _producers.get(client_json)
-        if producer is None:
+        if producer is None or producer.refusal is not None:
             # murmur2_random: keyed records land in the partition Java clients choose. Only failed
             # deliveries are reported (flush() waits for every one): no Python callback per record.
             config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
                       "delivery.report.only.error": True}
             config.update(client_settings(client_json))
-            producer = Producer(config)
+            producer = _Producer(config)
             _producers[client_json] = producer
         return producer
 
@@ -589,7 +641,12 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float)
             written.records += 1
             if not written.records % 1000:
                 poll(0)
-    remaining = producer.flush(flush_timeout)
+    deadline = time.monotonic() + flush_timeout
+    remaining = producer.flush(0)
+    while remaining and time.monotonic() < deadline:
+        _raise_if_refused(producer)
+        remaining = producer.flush(min(0.5, max(deadline - time.monotonic(), 0)))
+    _raise_if_refused(producer)
     if remaining:
         raise RuntimeError(f"{remaining} records not acknowledged within {flush_timeout:.0f} s")
     if failures:
@@ -597,9 +654,17 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float)
     return written
 
 
+def _raise_if_refused(producer: Any) -> None:
+    refusal = getattr(producer, "refusal", None)
+    if refusal is not None:
+        raise RuntimeError(f"the Kafka cluster refused the producer ({refusal}); retrying will not help "
+                           "until its settings change")
+
+
 def _produce_when_room(producer: Any, topic: str, **kwargs: Any) -> None:
     """Produce once the local queue has room (deliveries drain while it waits)."""
     while True:
+        _raise_if_refused(producer)
         producer.poll(0.05)
         try:
             producer.produce(topic, **kwargs)

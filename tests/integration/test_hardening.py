@@ -98,9 +98,8 @@ def test_a_bad_connector_file_among_good_ones_exits_78_before_spark_starts(broke
     good.write_text(f"name=good\nconnector.class=FileStreamSink\ntopics=t\nfile={tmp_path / 'out.txt'}\n")
     bad = tmp_path / "bad.properties"
     bad.write_text("name=bad\nconnector.class=NoSuchConnector\n")
-    process = connectd_processes.start("standalone", worker, good, bad)
-    assert process.wait(60) == 78
-    output = connectd_processes.output()
+    code, output = connectd_processes.run("standalone", worker, good, bad, timeout=60)
+    assert code == 78, output
     assert f"{bad}:2: connector.class" in output and "NoSuchConnector" in output, output
     assert "Spark" not in output and "log4j" not in output, output  # its JVM never started
 
@@ -158,3 +157,32 @@ def test_with_the_broker_away_health_and_pause_answer_at_once_and_the_source_run
         assert status["tasks"][0]["state"] == "RUNNING"
     finally:
         own.stop()
+
+
+def test_a_producer_the_cluster_refuses_fails_its_task_at_once_and_quietly(broker, topic_name, tmp_path, worker_config,
+                                                                          wait_until, connectd_processes):
+    import time
+
+    source_file = tmp_path / "in.txt"
+    source_file.write_text("".join(f"line {i}\n" for i in range(10)))
+    url = f"http://127.0.0.1:{free_port()}"
+    worker = worker_config.file(listeners=url)
+    # The dev broker speaks no SASL: every authentication is refused, as a wrong password would be.
+    (tmp_path / "source.properties").write_text(
+        f"name=refused\nconnector.class=FileStreamSource\nfile={source_file}\ntopic={topic_name}\n"
+        "producer.override.security.protocol=SASL_PLAINTEXT\nproducer.override.sasl.mechanism=PLAIN\n"
+        "producer.override.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="connect" password="not-the-password";\n')
+    process = connectd_processes.start("standalone", worker, tmp_path / "source.properties")
+    wait_until(lambda: _up(url, process, connectd_processes), "the worker's REST API", timeout=120)
+    started = time.monotonic()
+    status = wait_until(lambda: json.loads(call(url, "GET", "/connectors/refused/status")[1]), "the task FAILED",
+                        until=lambda s: [t["state"] for t in s.get("tasks", [])] == ["FAILED"], timeout=120)
+    failed_after = time.monotonic() - started
+    assert "the Kafka cluster refused the producer" in status["tasks"][0]["trace"]
+    assert "AUTHENTICATION" in status["tasks"][0]["trace"]
+    assert failed_after < 30, f"FAILED only after {failed_after:.0f} s (the batch's flush timeout is 60 s)"
+    seconds = time.monotonic() - started
+    connectd_processes.terminate(process)
+    lines = [line for line in connectd_processes.output().splitlines() if "SASL" in line and "FAIL" in line]
+    assert len(lines) <= 2 + seconds / 10, f"{len(lines)} client log lines in {seconds:.0f} s"

@@ -97,13 +97,8 @@ def test_executors_that_cannot_import_connectd_stop_the_worker_naming_the_packag
     worker = worker_config.file(**cluster_settings(spark_standalone),
                                 **{"spark.executorEnv.PYSPARK_PYTHON": bare, "spark.pyspark.python": bare})
     # An inherited PYSPARK_PYTHON (connectd's own) must not win over the worker's spark.pyspark.python.
-    process = connectd_processes.start("standalone", worker, env={"PYSPARK_PYTHON": sys.executable})
-    try:
-        code = process.wait(240)
-    finally:
-        connectd_processes.terminate(process)
-    log = connectd_processes.output()
-    assert code != 0
+    code, log = connectd_processes.run("standalone", worker, env={"PYSPARK_PYTHON": sys.executable}, timeout=240)
+    assert code not in (0, None)
     assert "Spark executors cannot import" in log
     assert "executor on" in log and "connectd: ModuleNotFoundError" in log
 
@@ -113,11 +108,6 @@ def test_a_cluster_that_grants_no_executor_stops_the_worker_saying_so(idle_clust
     # The cluster's only worker has 2 GiB: an executor of 8 GiB is never granted.
     worker = worker_config.file(**{**cluster_settings(idle_cluster), "spark.executor.memory": "8g",
                                    "executor.check.timeout.ms": "5000"})
-    process = connectd_processes.start("standalone", worker)
-    try:
-        code = process.wait(120)
-    finally:
-        connectd_processes.terminate(process)
-    log = connectd_processes.output()
-    assert code != 0
+    code, log = connectd_processes.run("standalone", worker, timeout=120)
+    assert code not in (0, None)
     assert "no Spark executor ran connectd's start-up check within 5 s" in log
