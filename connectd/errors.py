@@ -18,6 +18,7 @@ __all__ = [
     "ConfigError",
     "ConnectdError",
     "ConnectorError",
+    "KafkaUnavailableError",
     "NotFoundError",
     "NotLeaderError",
     "NotYetAvailableError",
@@ -78,6 +79,10 @@ class NotLeaderError(ConnectdError):
 
 class RebalanceInProgressError(ConnectorError):
     """The cluster is rebalancing and did not settle within the bound a write waits (REST answers 409)."""
+
+
+class KafkaUnavailableError(ConnectdError):
+    """The Kafka cluster did not answer a request within its bound (REST answers 500 with the reason)."""
 
 
 class NotYetAvailableError(ConnectdError):

@@ -54,7 +54,14 @@ from connectd.config.definitions import ConfigProblem, ValidationContext
 from connectd.config.properties import Origin, load_properties
 from connectd.config.worker import WorkerConfig
 from connectd.connector import ConnectorContext, SinkConnector, TopicPartition
-from connectd.errors import BadRequestError, ConfigError, ConnectorError, NotFoundError, PluginError
+from connectd.errors import (
+    BadRequestError,
+    ConfigError,
+    ConnectorError,
+    KafkaUnavailableError,
+    NotFoundError,
+    PluginError,
+)
 from connectd.logging import bind_context, get_logger
 from connectd.runtime.assembly import TaskAssembler, TaskHandle
 from connectd.secrets import redact
@@ -415,11 +422,14 @@ class HerderBase:
         try:
             offsets = await asyncio.to_thread(group_offsets, admin, group_id(name), _ADMIN_TIMEOUT_S)
         except Exception as exc:
-            reason = str(exc) or (f"no answer from the Kafka cluster at {self.worker.raw('bootstrap.servers')} "
-                                  f"within {_ADMIN_TIMEOUT_S:g} s")
-            log.error("sink_offsets_unreadable", connector=name, error=reason)
-            raise ConnectorError(f"Failed to retrieve consumer group offsets for sink connector {name}: "
-                                 f"{reason}") from exc
+            if not str(exc) or _unreachable(exc):  # the future, or the request, timed out
+                reason = (f"no answer from the Kafka cluster at {self.worker.raw('bootstrap.servers')} "
+                          f"within {_ADMIN_TIMEOUT_S:g} s")
+                log.error("sink_offsets_unreadable", connector=name, error=reason)
+                raise KafkaUnavailableError(f"Failed to retrieve consumer group offsets for sink connector {name}: "
+                                            f"{reason}") from exc
+            log.error("sink_offsets_unreadable", connector=name, error=str(exc))
+            raise ConnectorError(f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}") from exc
         return [({KAFKA_TOPIC: tp.topic, KAFKA_PARTITION: tp.partition}, {KAFKA_OFFSET: offset})
                 for tp, offset in sorted(offsets.items())]
 
@@ -967,6 +977,15 @@ def _name_problem(name: str) -> str | None:
     if len(name) > MAX_NAME_LENGTH:
         return f"is {len(name)} characters long: at most {MAX_NAME_LENGTH} are accepted"
     return None
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether a confluent-kafka error says the cluster did not answer (rather than refused)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(error, KafkaError) and error.code() in (
+        KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT)
 
 
 def _restarting(status: Status) -> Status:

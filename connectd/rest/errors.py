@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from connectd.errors import BadRequestError, ConfigError, ConnectorError, NotFoundError
+from connectd.errors import BadRequestError, ConfigError, ConnectorError, KafkaUnavailableError, NotFoundError
 from connectd.logging import get_logger
 from connectd.secrets import redact
 
@@ -51,6 +51,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(404, _capitalised(str(exc)))
     except BadRequestError as exc:  # written as shown: it may start with a field's name
         return error_response(400, str(exc))
+    except KafkaUnavailableError as exc:  # as Kafka Connect: 500, saying which cluster did not answer
+        return error_response(500, _capitalised(str(exc)))
     except ConnectorError as exc:
         # Anything else the herder refuses is the connector's state being in the way.
         return error_response(409, _capitalised(str(exc)))

@@ -68,3 +68,24 @@ def test_server_takes_a_free_port_and_stops_twice():
             assert other.port > 0
 
     asyncio.run(main())
+
+
+def test_a_sinks_offsets_with_no_kafka_answering_are_500_naming_the_cluster_within_the_bound(rest, monkeypatch):
+    import time
+
+    from connectd import herder as herders
+
+    monkeypatch.setattr(herders, "_ADMIN_TIMEOUT_S", 1.0)  # the bound (30 s) made short
+
+    async def scenario(http, herder):
+        config = {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/connectd-unused.txt"}
+        async with http.post("/connectors", json={"name": "s", "config": config, "initial_state": "STOPPED"}) as r:
+            assert r.status == 201
+        asked = time.monotonic()
+        async with http.get("/connectors/s/offsets") as r:
+            return r.status, await r.json(), time.monotonic() - asked
+
+    status, body, took = rest(scenario)
+    assert status == 500 and took < 10
+    assert body["message"] == ("Failed to retrieve consumer group offsets for sink connector s: no answer from the "
+                               "Kafka cluster at 127.0.0.1:9 within 1 s")
