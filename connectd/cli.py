@@ -142,7 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from connectd.logging import configure_logging
 
-        configure_logging(args.log_level)
+        # A worker logs to stdout, as Kafka Connect does; a command whose output is its answer
+        # (plugins, config check, topics orphans, connectors …) keeps its log lines on stderr.
+        worker = args.verb in ("standalone", "distributed", "quickstart", "broker")
+        configure_logging(args.log_level, stream=None if worker else sys.stderr)
         return _dispatch(args, out)
     except ConfigError as exc:
         _print_error(exc, out=sys.stderr)

@@ -260,6 +260,8 @@ class Herder(Protocol):
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
     async def health_check(self) -> str | None: ...
+    async def wait_ready(self, timeout_s: float) -> bool: ...
+    def attach_spark(self, spark: Any) -> None: ...
     def connectors(self) -> list[str]: ...
     def config(self, name: str) -> dict[str, str]: ...
     def task_configs(self, name: str) -> list[dict[str, str]]: ...
@@ -320,15 +322,29 @@ class HerderBase:
         self._admin_client: Any = None
         self._started = False
         self._pass_started: float | None = None  # when the watch loop's current pass began (loop time)
+        self._ready = asyncio.Event()
         self.assembler = TaskAssembler(worker, spark, self.registry, self._admin, self._source_offsets_spec,
                                        self.record_active_topics, self._spark_checkpoints())
 
     # --- lifecycle ---
 
+    def attach_spark(self, spark: Any) -> None:
+        """Give a herder made before Spark started (so the REST API could answer meanwhile) its session."""
+        self.spark = self.assembler.spark = spark
+
     async def start(self) -> None:
         self._watcher = asyncio.create_task(self._watch(), name="herder-watch")
         self._watcher.add_done_callback(_log_watch_end)
         self._started = True
+        self._ready.set()
+
+    async def wait_ready(self, timeout_s: float) -> bool:
+        """Wait up to *timeout_s* for :meth:`start` to have run; whether it has."""
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     @property
     def ready(self) -> bool:

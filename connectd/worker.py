@@ -131,11 +131,11 @@ class Worker:
         return admin
 
     async def start_herder(self, spark: Any = None) -> Herder:
-        """Start Spark, the herder that runs connectors and the REST API; stopped with the worker.
+        """Serve the REST API, start Spark, then the herder that runs connectors; all stopped
+        with the worker.
 
-        A standalone worker starts its herder, then serves REST. A distributed one serves REST
-        first (``/health`` says "starting" until it has joined), since the other workers reach it
-        at its advertised URL as soon as it is in the group.
+        The API answers within moments of the start: ``/health`` says "starting" (503) and a
+        write waits until the herder has started (a distributed one has also joined its group).
 
         :param spark: a SparkSession to use instead of starting one; the worker
             does not stop a session it did not start.
@@ -147,40 +147,37 @@ class Worker:
         from connectd.runtime.spark import start_session
 
         with bind_context(worker=self.worker_id):
+            # The REST API listens first: /health says "starting" and writes wait while Spark starts
+            # (seconds), and the other workers of a cluster reach this one at its advertised URL.
+            if self.config.mode == "distributed":
+                from connectd.cluster.herder import DistributedHerder
+
+                cluster_herder = DistributedHerder(self.config, self.worker_id, None, rest_url="",
+                                                   registry=self.registry)
+                await self._start_rest(cluster_herder)
+                cluster_herder.rest_url = self.advertised_url()
+                herder: Herder = cluster_herder
+            else:
+                herder = StandaloneHerder(self.config, self.worker_id, None, registry=self.registry)
+                await self._start_rest(herder)
             if spark is None:
                 log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
                 self.spark = await asyncio.to_thread(start_session, self.config)
                 self._stack.push_async_callback(asyncio.to_thread, self.spark.stop)
                 if not self.config.spark_conf()["spark.master"].startswith("local"):
-                    from connectd.runtime.executors import (
-                        check_executors,
-                        executor_modules,
-                    )
+                    from connectd.runtime.executors import check_executors, executor_modules
 
                     await asyncio.to_thread(check_executors, self.spark, executor_modules(self.registry),
                                             self.config.get("executor.check.timeout.ms") / 1000)
             else:
                 self.spark = spark
-            if self.config.mode == "distributed":
-                from connectd.cluster.herder import DistributedHerder
-
-                herder: Herder = DistributedHerder(self.config, self.worker_id, self.spark, rest_url="",
-                                                          registry=self.registry)
-                await self._start_rest(herder)
-                herder.rest_url = self.advertised_url()
-                await herder.start()
-                # Stopped before the REST API (entered after it): followers' forwarded requests
-                # keep reaching this worker while it hands its work over.
-                self._stack.push_async_callback(herder.stop)
-                self.herder = herder
-                log.info("herder_started", mode="distributed", url=herder.rest_url)
-                return herder
-            herder = StandaloneHerder(self.config, self.worker_id, self.spark, registry=self.registry)
+            herder.attach_spark(self.spark)
             await herder.start()
+            # Stopped before the REST API (entered after it): in a cluster, followers' forwarded
+            # requests keep reaching this worker while it hands its work over.
             self._stack.push_async_callback(herder.stop)
             self.herder = herder
-            log.info("herder_started")
-            await self._start_rest(herder)
+            log.info("herder_started", mode=self.config.mode, url=self.advertised_url())
         return herder
 
     def advertised_url(self) -> str:

@@ -16,7 +16,7 @@ from connectd.logging import get_logger
 from connectd.rest import connectors, loggers, plugins
 from connectd.rest import openapi
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO, REGISTRY
-from connectd.rest.errors import error_middleware
+from connectd.rest.errors import RestError, error_middleware
 from connectd.rest.forwarding import forwarding_middleware
 
 __all__ = ["Listener", "RestServer", "create_admin_app", "create_app"]
@@ -42,7 +42,7 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     :param registry: the worker's :class:`connectd.plugins.Registry`, for
         ``/connector-plugins``; by default the herder's.
     """
-    app = web.Application(middlewares=[*middlewares, error_middleware, forwarding_middleware])
+    app = web.Application(middlewares=[*middlewares, error_middleware, _starting_gate, forwarding_middleware])
     app[HERDER] = herder
     app[REGISTRY] = registry if registry is not None else getattr(herder, "registry", None)
     app[INFO] = {"version": version, "commit": commit, "kafka_cluster_id": kafka_cluster_id, "worker_id": worker_id}
@@ -67,6 +67,22 @@ def create_admin_app(*, middlewares: Iterable[Any] = (), herder: Any = None) -> 
     app[HERDER] = herder
     loggers.add_routes(app.router)
     return app
+
+
+#: How long a write made while the worker starts (Spark, then the herder) waits for it.
+STARTING_WAIT_S = 60.0
+
+
+@web.middleware
+async def _starting_gate(request: web.Request, handler: Any) -> web.StreamResponse:
+    """The API answers as soon as the worker listens, before Spark is up: reads answer from
+    what the herder knows (``/health`` says "starting"), a write waits for the herder to
+    have started, up to :data:`STARTING_WAIT_S`, then answers 503."""
+    herder = request.app[HERDER]
+    if request.method not in ("GET", "HEAD", "OPTIONS") and herder is not None and not herder.ready:
+        if not await herder.wait_ready(STARTING_WAIT_S):
+            raise RestError(503, f"Worker is still starting up (waited {STARTING_WAIT_S:g} s); try again")
+    return await handler(request)
 
 
 async def _root(request: web.Request) -> web.Response:

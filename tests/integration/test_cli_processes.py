@@ -96,3 +96,36 @@ def test_quickstart_moves_generated_records_to_a_file_and_stops_cleanly(tmp_path
     assert set(first) == {"registertime", "userid", "regionid", "gender"}
     offsets = json.loads((tmp_path / "connect.offsets").read_text())
     assert offsets["offsets"][0]["key"][0] == "quickstart-datagen"
+
+
+def test_the_rest_api_answers_while_spark_starts_and_a_write_waits_for_the_herder(broker, topic_name, tmp_path,
+                                                                                 worker_config, wait_until,
+                                                                                 connectd_processes):
+    import json
+    import urllib.error
+    import urllib.request
+
+    url = f"http://127.0.0.1:{free_port()}"
+    process = connectd_processes.start("standalone", worker_config.file(listeners=url))
+
+    def health() -> tuple[int, dict] | None:
+        if process.poll() is not None:
+            raise AssertionError(f"connectd exited with {process.returncode}:\n{connectd_processes.output()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
+                return answer.status, json.load(answer)
+        except urllib.error.HTTPError as answer:
+            return answer.code, json.load(answer)
+        except OSError:
+            return None  # not listening yet
+
+    first = wait_until(health, "the REST API to answer", timeout=60)
+    assert first == (503, {"status": "starting", "message": "Worker is still starting up."})
+    # A write made meanwhile waits for the herder, then is done.
+    config = {"connector.class": "FileStreamSink", "topics": topic_name, "file": str(tmp_path / "out.txt")}
+    request = urllib.request.Request(f"{url}/connectors", data=json.dumps({"name": "early", "config": config}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        assert answer.status == 201
+    assert health()[0] == 200
+    assert connectd_processes.terminate(process) == 0
