@@ -193,6 +193,10 @@ def _write_all(fd: int, data: bytes) -> None:
     while data:
         try:
             written = os.write(fd, data)
-        except BrokenPipeError:
-            return  # the reader went away: nothing to pass on to
+        except InterruptedError:
+            continue
+        except OSError:
+            # The reader went away, or the stream broke: drop the output rather than stop
+            # draining the pipe (writers to a full pipe would block: the worker would hang).
+            return
         data = data[written:]

@@ -673,3 +673,24 @@ def test_import_is_cheap():
     )
 
     assert result.stdout.strip() == "[]"
+
+
+def test_the_output_scrubber_hides_secrets_written_by_the_process_and_its_children():
+    import subprocess
+    import sys
+
+    script = """
+import os, subprocess, sys
+from connectd.secrets import OutputScrubber, register
+register("pw-0123456789")
+with OutputScrubber():
+    print("python says pw-0123456789", flush=True)
+    os.write(2, b"fd 2 says pw-0123456789\\n")
+    subprocess.run(["sh", "-c", "echo child says pw-0123456789; printf 'no newline pw-0123456789'"], check=True)
+    sys.stdout.flush()
+print("after")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert "pw-0123456789" not in done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["python says [hidden]", "child says [hidden]", "no newline [hidden]after"]
+    assert done.stderr == "fd 2 says [hidden]\n"
