@@ -34,7 +34,9 @@ def setup(broker, worker_config, tmp_path: Path, topic: str, count: int) -> tupl
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(timeout=30)
     lines = write_input(tmp_path / "in.txt", count)
-    worker = worker_config.file(**{"task.shutdown.graceful.timeout.ms": "30000"})
+    # Batches of 10,000 at most, so that what a crash may replay is bounded (see the SIGKILL test).
+    worker = worker_config.file(**{"task.shutdown.graceful.timeout.ms": "30000",
+                                   "source.batch.max.records": "10000", "sink.batch.max.records": "10000"})
     (tmp_path / "source.properties").write_text(
         f"name=lines-in\nconnector.class=FileStreamSource\nfile={tmp_path / 'in.txt'}\ntopic={topic}\nbatch.size=5000\n")
     (tmp_path / "sink.json").write_text(json.dumps({"name": "lines-out", "config": {
