@@ -12,6 +12,8 @@ A :class:`WorkerConfig` keeps the values as written and resolves
 from __future__ import annotations
 
 import difflib
+import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -583,6 +585,10 @@ class WorkerConfig:
         if conf["spark.master"].startswith("local"):
             conf.setdefault("spark.driver.host", "127.0.0.1")
             conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+            # Spark keeps every idle Python worker it ever started, per kind: the planners of
+            # queries started together stay (≈60 MiB each). A local master runs at most as many
+            # executor Python workers at once as it has cores, so that many idle ones are kept.
+            conf.setdefault("spark.python.factory.idleWorkerMaxPoolSize", str(_local_cores(conf["spark.master"])))
         return conf
 
     def client_config(self, client: str, library: str = "confluent", overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -773,3 +779,14 @@ class WorkerConfig:
 def _file_order(problem: ConfigProblem) -> tuple[int, int]:
     line = problem.origin.line if problem.origin is not None and problem.origin.line is not None else 0
     return (0 if problem.is_error else 1, line)
+
+
+def _local_cores(master: str) -> int:
+    """The cores a ``local``, ``local[N]``, ``local[*]`` or ``local[N, F]`` master runs tasks on
+    (the machine's for anything else)."""
+    match = re.fullmatch(r"local(?:\[\s*(\*|\d+)\s*(?:,\s*\d+\s*)?\])?", master.strip())
+    if match is not None and match.group(1) is None:
+        return 1
+    if match is not None and match.group(1) != "*":
+        return max(int(match.group(1)), 1)
+    return os.cpu_count() or 1

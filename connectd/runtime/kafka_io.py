@@ -390,6 +390,15 @@ def consumer_settings(client: dict[str, Any]) -> dict[str, Any]:
         # stalls a steady consumer.
         "fetch.wait.max.ms": 10,
         "fetch.queue.backoff.ms": 10,
+        # librdkafka fetches ahead up to 64 MiB and 100,000 records per consumer,
+        # in responses of up to 50 MiB; an executor's Python worker keeps a
+        # consumer per sink task it has run, so that was most of its memory
+        # (bench/sink_executors.py). A Java consumer holds about one fetch.
+        # These bounds still keep one task's put() fed; consumer.fetch.max.bytes
+        # (a Java name) overrides the first.
+        "fetch.max.bytes": 8 * 1024 * 1024,
+        "queued.max.messages.kbytes": 4096,
+        "queued.min.messages": 10_000,
     }
     config.update({k: v for k, v in client.items() if k != "group.id"})
     return config

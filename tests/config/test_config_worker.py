@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -399,7 +400,18 @@ def test_spark_conf_defaults(tmp_path) -> None:
         "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
+        "spark.python.factory.idleWorkerMaxPoolSize": str(os.cpu_count()),
     }
+
+
+@pytest.mark.parametrize(("master", "kept"), [("local", "1"), ("local[3]", "3"), ("local[3, 2]", "3")])
+def test_spark_conf_keeps_as_many_idle_python_workers_as_a_local_master_has_cores(tmp_path, master, kept) -> None:
+    assert _config(tmp_path, f"spark.master={master}").spark_conf()["spark.python.factory.idleWorkerMaxPoolSize"] == kept
+
+
+def test_spark_conf_leaves_python_workers_to_a_cluster_master(tmp_path) -> None:
+    conf = _config(tmp_path, "spark.master=spark://127.0.0.1:7077").spark_conf()
+    assert "spark.python.factory.idleWorkerMaxPoolSize" not in conf
 
 
 def test_spark_conf_checkpoint_settings_can_be_overridden(tmp_path) -> None:
