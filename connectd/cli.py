@@ -292,7 +292,8 @@ def _checked_connector_files(config: Any, registry: Any, files: Sequence[str]) -
     for path in files:
         try:
             connector, origin = load_connector_file(path)
-            check_connector(connector, registry, origin, config.providers.resolve)
+            check_connector(connector, registry, origin, config.providers.resolve,
+                            config.get("connector.client.config.override.policy"))
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue

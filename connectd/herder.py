@@ -49,7 +49,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from connectd.config.connector import SINK_DEF, SOURCE_DEF, connector_problems
+from connectd.config.connector import (
+    SINK_DEF,
+    SOURCE_DEF,
+    connector_problems,
+    exactly_once_problems,
+    override_problems,
+)
 from connectd.config.definitions import ConfigProblem, ValidationContext
 from connectd.config.properties import Origin, load_properties
 from connectd.config.worker import WorkerConfig
@@ -123,12 +129,13 @@ def check_connector(
     registry: Any,
     origin: Callable[[str], Origin | None] = lambda key: None,
     resolve: Callable[[str], str] | None = None,
+    override_policy: str = "All",
 ) -> type:
     """The class of a connector config fit to run: :func:`validate_connector` and its name.
 
     :raises ConfigError: listing every error of the config.
     """
-    problems, cls = validate_connector(config, registry, origin, resolve)
+    problems, cls = validate_connector(config, registry, origin, resolve, override_policy)
     name = (config.get("name") or "").strip()
     if not name:
         problems.insert(0, ConfigProblem(origin("name"), "name", "is required"))
@@ -146,11 +153,14 @@ def validate_connector(
     registry: Any,
     origin: Callable[[str], Origin | None] = lambda key: None,
     resolve: Callable[[str], str] | None = None,
+    override_policy: str = "All",
 ) -> tuple[list[ConfigProblem], type | None]:
     """Every problem of a connector config, and its class when it was found.
 
     The common, source or sink keys, the plugin's own keys, the rules that
-    span keys, the transforms and predicates, and the plugin's ``validate``.
+    span keys, the client overrides the worker's *override_policy*
+    (``connector.client.config.override.policy``) forbids, the transforms and
+    predicates, and the plugin's ``validate``.
     """
     problems: list[ConfigProblem] = []
     class_name = (config.get("connector.class") or "").strip()
@@ -168,6 +178,9 @@ def validate_connector(
     context = ValidationContext(resolve=resolve, has_class=registry.has)
     problems += [p for p in definition.validate(config, origin, context) if p.key != "connector.class"]
     problems += connector_problems(config, kind, origin)
+    problems += override_problems(config, override_policy, origin)
+    if kind == "source":
+        problems += exactly_once_problems(config, origin)
     if not any(p.key and (p.key.startswith("transforms") or p.key.startswith("predicates")) for p in problems if p.is_error):
         from connectd.transforms.chain import TransformationChain
 
@@ -818,7 +831,8 @@ class HerderBase:
         initial = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED", None: "STARTED"}
         if (initial_state or None) not in initial:
             raise ConfigError([f"initial_state: {initial_state!r}: expected RUNNING, PAUSED or STOPPED"])
-        cls = await asyncio.to_thread(check_connector, config, self.registry, origin, self.worker.providers.resolve)
+        cls = await asyncio.to_thread(check_connector, config, self.registry, origin, self.worker.providers.resolve,
+                                      self.worker.get("connector.client.config.override.policy"))
         return name, cls, initial[initial_state or None]
 
 

@@ -124,6 +124,18 @@ def test_standalone_reports_every_bad_connector_file_before_starting(tmp_path, c
     assert f"{again}: connector good is also defined in {good}" in err
 
 
+def test_standalone_refuses_a_connector_file_whose_overrides_the_worker_policy_forbids(tmp_path, capsys):
+    worker = tmp_path / "w.properties"
+    worker.write_text(VALID.format(converter=CONVERTER) + f"offset.storage.file.filename={tmp_path}/o\n"
+                      "connector.client.config.override.policy=None\n")
+    sink = tmp_path / "sink.properties"
+    sink.write_text(f"name=s\nconnector.class=FileStreamSink\ntopics=t\nfile={tmp_path}/out\n"
+                    "consumer.override.max.poll.records=10\n")
+    assert main(["standalone", str(worker), str(sink)]) == EXIT_CONFIG
+    assert (f"{sink}:5: consumer.override.max.poll.records: is not allowed: the worker's "
+            "connector.client.config.override.policy is None, which allows no client override") in capsys.readouterr().err
+
+
 def test_not_landed_verb_still_reports_config_errors_first(tmp_path, capsys):
     path = tmp_path / "w.properties"
     path.write_text("bootstrap.servers=x\n")

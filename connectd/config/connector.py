@@ -116,15 +116,18 @@ _SOURCE_KEYS = [
               "Replication factor of topics the connector creates; -1 uses the broker's default.",
               default=None, importance=L, validator=Range.at_least(-1), group="Topic creation"),
     ConfigKey("exactly.once.support", Type.STRING,
-              "requested or required: whether the connector must support exactly-once delivery.",
+              "requested or required: whether the connector must support exactly-once delivery. connectd "
+              "delivers at least once and has no exactly-once support yet, so required is refused.",
               default="requested", importance=M, validator=CaseInsensitiveValidString("requested", "required"),
               group="Exactly once"),
     ConfigKey("transaction.boundary", Type.STRING,
-              "Where transactions end under exactly-once: poll, interval or connector.", default="poll",
+              "Where transactions end under exactly-once: poll, interval or connector. Not supported yet "
+              "(connectd writes without transactions): refused when set.", default="poll",
               importance=M, validator=CaseInsensitiveValidString("poll", "interval", "connector"),
               group="Exactly once"),
     ConfigKey("transaction.boundary.interval.ms", Type.LONG,
-              "With transaction.boundary=interval, how often a transaction is committed.", default=None,
+              "With transaction.boundary=interval, how often a transaction is committed. Not supported yet: "
+              "refused when set.", default=None,
               importance=L, validator=Range.at_least(0), group="Exactly once"),
     ConfigKey("offsets.storage.topic", Type.STRING,
               "This connector's own offsets topic instead of the worker's.", default=None, importance=L,
@@ -178,6 +181,69 @@ def connector_problems(
             if consumed:
                 found.append(ConfigProblem(origin("errors.deadletterqueue.topic.name"), "errors.deadletterqueue.topic.name",
                                            "expected a topic the connector does not consume (it would read its own failures)", dlq))
+    return found
+
+
+#: The prefixes of a connector's own client settings, which the worker's override policy governs.
+OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
+#: What Kafka Connect's Principal policy lets a connector override (its SASL identity).
+PRINCIPAL_OVERRIDES = ("sasl.jaas.config", "sasl.mechanism", "security.protocol")
+_POLICY_NAMES = {
+    "all": "All", "none": "None", "principal": "Principal",
+    "org.apache.kafka.connect.connector.policy.allconnectorclientconfigoverridepolicy": "All",
+    "org.apache.kafka.connect.connector.policy.noneconnectorclientconfigoverridepolicy": "None",
+    "org.apache.kafka.connect.connector.policy.principalconnectorclientconfigoverridepolicy": "Principal",
+}
+
+
+def override_problems(
+    values: Mapping[str, Any],
+    policy: str,
+    origin: Callable[[str], Origin | None] = lambda key: None,
+) -> list[ConfigProblem]:
+    """The client overrides the worker's ``connector.client.config.override.policy`` forbids.
+
+    ``All`` allows every ``producer.override.*``, ``consumer.override.*`` and
+    ``admin.override.*`` key; ``None`` none; ``Principal`` only the SASL
+    identity (:data:`PRINCIPAL_OVERRIDES`), as in Kafka Connect.
+    """
+    name = _POLICY_NAMES.get(str(policy).strip().lower(), "All")
+    if name == "All":
+        return []
+    found = []
+    for key in sorted(values):
+        prefix = next((p for p in OVERRIDE_PREFIXES if key.startswith(p)), None)
+        if prefix is None or (name == "Principal" and key[len(prefix):] in PRINCIPAL_OVERRIDES):
+            continue
+        allowed = ("no client override" if name == "None"
+                   else "only " + ", ".join(f"{prefix}{k}" for k in PRINCIPAL_OVERRIDES))
+        found.append(ConfigProblem(origin(key), key, f"is not allowed: the worker's "
+                                   f"connector.client.config.override.policy is {name}, which allows {allowed}"))
+    return found
+
+
+def exactly_once_problems(
+    values: Mapping[str, Any],
+    origin: Callable[[str], Origin | None] = lambda key: None,
+) -> list[ConfigProblem]:
+    """Exactly-once source keys that ask for what connectd does not do yet.
+
+    ``exactly.once.support=requested`` (the default) asks for nothing a worker
+    without exactly-once support must give, as in Kafka Connect; ``required``
+    and the ``transaction.boundary`` keys would have connectd promise
+    transactions it does not write.
+    """
+    found = []
+    support = str(values.get("exactly.once.support") or "").strip()
+    if support.lower() == "required":
+        found.append(ConfigProblem(origin("exactly.once.support"), "exactly.once.support",
+                                   "exactly-once delivery is not supported yet: connectd delivers source records "
+                                   "at least once; expected requested, or remove the key", support))
+    for key in ("transaction.boundary", "transaction.boundary.interval.ms"):
+        if key in values:
+            found.append(ConfigProblem(origin(key), key, "is not supported yet: connectd writes source records "
+                                       "without transactions (no exactly-once delivery); remove the key",
+                                       str(values[key])))
     return found
 
 

@@ -308,8 +308,9 @@ _WORKER_KEYS = [
               "config.providers.<name>.param.<key>, and resolves ${<name>:[path:]key} placeholders.",
               default="", importance=L, group="Plugins"),
     ConfigKey("connector.client.config.override.policy", Type.STRING,
-              "Which producer.override.* and consumer.override.* settings a connector may give: "
-              "All, None or Principal (only SASL JAAS settings).",
+              "Which producer.override.*, consumer.override.* and admin.override.* settings a connector may "
+              "give: All, None or Principal (only sasl.jaas.config, sasl.mechanism and security.protocol). "
+              "A connector giving one the policy forbids is refused (config check, REST 400).",
               default="All", importance=M, validator=_OVERRIDE_POLICIES, group="Connectors"),
     ConfigKey("topic.creation.enable", Type.BOOLEAN,
               "Let source connectors create the topics they write to, as their topic.creation.* settings say.",
@@ -321,7 +322,8 @@ _WORKER_KEYS = [
               "Allow PUT /connectors/{name}/topics/reset.", default=True, importance=L, group="Connectors"),
     ConfigKey("exactly.once.source.support", Type.STRING,
               "Exactly-once delivery for source connectors: disabled, preparing (while upgrading a cluster) "
-              "or enabled.", default="disabled", importance=H,
+              "or enabled. connectd delivers at least once and has no exactly-once support yet: only disabled "
+              "is accepted.", default="disabled", importance=H,
               validator=CaseInsensitiveValidString("disabled", "preparing", "enabled"), group="Connectors"),
 ]
 
@@ -654,6 +656,12 @@ class WorkerConfig:
 
     def _cross_checks(self) -> list[ConfigProblem]:
         found: list[ConfigProblem] = []
+        support = (self._raw.get("exactly.once.source.support") or "").strip()
+        if support and support.lower() != "disabled":
+            found.append(ConfigProblem(self.origin("exactly.once.source.support"), "exactly.once.source.support",
+                                       "exactly-once source delivery is not supported yet: connectd delivers "
+                                       "source records at least once; expected disabled, or remove the key",
+                                       support))
         if self.mode == "distributed":
             topics: dict[str, str] = {}
             for key in ("config.storage.topic", "offset.storage.topic", "status.storage.topic"):

@@ -753,3 +753,29 @@ def test_converter_settings_are_checked_against_the_converter(tmp_path) -> None:
         f"{path}:8: warning: unknown setting value.converter.schemas.enabled for JsonConverter "
         "(did you mean value.converter.schemas.enable?)",
     ]
+
+
+# --- exactly-once -----------------------------------------------------------------
+
+
+_STANDALONE = [
+    "bootstrap.servers=localhost:9092",
+    f"key.converter={STRING_CONVERTER}",
+    f"value.converter={STRING_CONVERTER}",
+    "offset.storage.file.filename=/tmp/connect.offsets",
+]
+
+
+@pytest.mark.parametrize("value", ["enabled", "preparing", "ENABLED"])
+@pytest.mark.parametrize(("base", "mode"), [(DISTRIBUTED, "distributed"), (_STANDALONE, "standalone")])
+def test_exactly_once_source_support_is_refused_until_connectd_has_it(tmp_path, value, base, mode) -> None:
+    errors = _errors(_config(tmp_path, f"exactly.once.source.support={value}", base=base, mode=mode))
+    assert [str(p) for p in errors] == [
+        f"{tmp_path / 'worker.properties'}:{len(base) + 1}: exactly.once.source.support={value!r}: exactly-once "
+        "source delivery is not supported yet: connectd delivers source records at least once; expected "
+        "disabled, or remove the key"
+    ]
+
+
+def test_exactly_once_source_support_disabled_is_accepted(tmp_path) -> None:
+    assert _errors(_config(tmp_path, "exactly.once.source.support=disabled")) == []

@@ -67,3 +67,64 @@ def test_unknown_connector_is_404_everywhere(rest):
         assert status == 404, (method, path, body)
         assert body["error_code"] == 404 and "ghost" in body["message"], (method, path, body)
     assert body["message"] == "Connector ghost not found"
+
+
+_SOURCE = {"connector.class": "FileStreamSource", "topic": "t", "file": "/tmp/in.txt"}
+
+
+@pytest.mark.parametrize(("policy", "refused", "allowed"), [
+    ("None", ["producer.override.linger.ms", "admin.override.request.timeout.ms",
+              "producer.override.sasl.jaas.config"], []),
+    ("Principal", ["producer.override.linger.ms", "admin.override.request.timeout.ms"],
+     ["producer.override.sasl.jaas.config", "producer.override.security.protocol"]),
+    ("org.apache.kafka.connect.connector.policy.AllConnectorClientConfigOverridePolicy", [],
+     ["producer.override.linger.ms", "admin.override.request.timeout.ms", "producer.override.sasl.mechanism"]),
+])
+def test_client_overrides_the_worker_policy_forbids_are_400_naming_each(rest, policy, refused, allowed):
+    overrides = {key: "PLAIN" if "sasl.mechanism" in key else "SASL_PLAINTEXT" if "protocol" in key
+                 else 'x required username="u" password="p";' if "jaas" in key else "5" for key in refused + allowed}
+
+    async def scenario(http, herder):
+        config = {**_SOURCE, **overrides}
+        async with http.post("/connectors", json={"name": "over", "config": config}) as r:
+            created = r.status, await r.json()
+        async with http.put("/connector-plugins/FileStreamSource/config/validate", json=config) as r:
+            validated = await r.json()
+        return created, validated, herder.connectors()
+
+    (status, answer), validated, connectors = rest(
+        scenario, worker={"connector.client.config.override.policy": policy})
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in validated["configs"] if c["value"]["errors"]}
+    if refused:
+        assert status == 400 and connectors == []
+        for key in refused:
+            assert f"{key}: is not allowed: the worker's connector.client.config.override.policy is" in answer["message"]
+            assert any("is not allowed" in e for e in errors[key])
+    else:
+        assert status == 201 and connectors == ["over"]
+    for key in allowed:
+        assert f"{key}: is not allowed" not in answer.get("message", "") and key not in errors
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("exactly.once.support", "required", "exactly-once delivery is not supported yet"),
+    ("transaction.boundary", "poll", "is not supported yet: connectd writes source records without transactions"),
+    ("transaction.boundary.interval.ms", "1000", "is not supported yet"),
+])
+def test_exactly_once_source_keys_are_refused_with_400(rest, key, value, words):
+    async def scenario(http, herder):
+        async with http.post("/connectors", json={"name": "eos", "config": {**_SOURCE, key: value}}) as r:
+            return r.status, (await r.json())["message"], herder.connectors()
+
+    status, message, connectors = rest(scenario)
+    assert status == 400 and connectors == []
+    assert f"{key}={value!r}: {words}" in message
+
+
+def test_exactly_once_requested_is_what_a_worker_without_it_gives(rest):
+    async def scenario(http, herder):
+        config = {**_SOURCE, "exactly.once.support": "requested"}
+        async with http.post("/connectors", json={"name": "eos", "config": config}) as r:
+            return r.status
+
+    assert rest(scenario) == 201
