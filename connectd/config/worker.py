@@ -569,13 +569,15 @@ class WorkerConfig:
 
         Local masters bind to 127.0.0.1 unless told otherwise; every task gets
         its own FAIR pool, so the FAIR scheduler is the default; the web UI is
-        off unless ``spark.ui.enabled=true``.
+        off unless ``spark.ui.enabled=true``, and so are the console's stage progress bars.
         """
         conf = {key: self.resolved(key) or "" for key in self._raw if key.startswith("spark.")}
         conf.setdefault("spark.master", "local[*]")
         conf.setdefault("spark.app.name", f"connectd-{self._raw.get('group.id', 'standalone')}")
         conf.setdefault("spark.scheduler.mode", "FAIR")
         conf.setdefault("spark.ui.enabled", "false")
+        # Spark draws stage progress bars on the console, which is the worker's log.
+        conf.setdefault("spark.ui.showConsoleProgress", "false")
         # Spark's Python processes must be this interpreter, which has connectd and its plugins.
         conf.setdefault("spark.pyspark.python", sys.executable)
         # A task's checkpoint is scratch, written twice per micro-batch. Hadoop's default local file

@@ -182,9 +182,12 @@ def _register(spark: SparkSession) -> None:
     # Queries start from worker threads; Spark looks Python data sources up in
     # the thread's active session, which a new thread does not have.
     spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
+    if getattr(spark, "_connectd_data_sources", False):
+        return  # registering again would only make Spark warn that each replaced itself
     spark.dataSource.register(kafka_io.KafkaDataSource)
     spark.dataSource.register(executor_sink.SinkTaskDataSource)
     spark.dataSource.register(source_task.SourceTaskDataSource)
+    spark._connectd_data_sources = True
 
 
 def start_source_query(

@@ -16,10 +16,13 @@ in the environment before the JVM starts, not only in the Spark conf:
 Starting a session takes seconds (a JVM); call :func:`start_session` from a
 thread, never on the event loop.
 
-Spark's own warning that a micro-batch took longer than the trigger interval
-is silenced (:data:`QUIET_LOGGERS`): tasks run their micro-batches back to
-back by design (a 100 ms trigger), so it would be printed for every batch
-under load and bury the worker's own logs.
+Spark warnings about what connectd does by design are silenced
+(:data:`QUIET_LOGGERS`), as they would be printed for every batch or every
+task start and bury the worker's own logs: a micro-batch took longer than
+the trigger interval (tasks run their micro-batches back to back, a 100 ms
+trigger); a job ran in a scheduler pool not in an allocation file (every
+task has its own FAIR pool, made on first use); adaptive query execution
+is off in streaming queries (they are all streaming queries).
 """
 
 from __future__ import annotations
@@ -36,7 +39,11 @@ if TYPE_CHECKING:
 __all__ = ["QUIET_LOGGERS", "start_session"]
 
 #: Spark loggers set to ERROR when the session starts.
-QUIET_LOGGERS = ("org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor",)
+QUIET_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor",
+    "org.apache.spark.scheduler.FairSchedulableBuilder",
+    "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
+)
 
 
 def start_session(config: WorkerConfig) -> SparkSession:

@@ -394,6 +394,7 @@ def test_spark_conf_defaults(tmp_path) -> None:
         "spark.app.name": "connectd-connect-cluster",
         "spark.scheduler.mode": "FAIR",
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.pyspark.python": sys.executable,
         "spark.sql.streaming.checkpointFileManagerClass":
             "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
