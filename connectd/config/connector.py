@@ -50,9 +50,11 @@ _COMMON_KEYS = [
     ConfigKey("header.converter", Type.CLASS, "Header converter for this connector; overrides the worker's.",
               default=None, importance=L, plugin_kind="converter", group="Converters"),
     ConfigKey("config.action.reload", Type.STRING,
-              "What to do when a config provider reports a changed value: restart or none.",
+              "Accepted for compatibility and ignored: in Kafka Connect, what to do when a config provider "
+              "reports that a value will change (restart or none); connectd's config providers never do, so a "
+              "connector sees a changed secret when it is restarted.",
               default="restart", importance=L, validator=CaseInsensitiveValidString("none", "restart"),
-              group="Common"),
+              group="Common", ignored="connectd's config providers never report a changed value"),
     ConfigKey("transforms", Type.LIST,
               "Aliases of the transforms applied to each record, in order; each is set up by "
               "transforms.<alias>.type and transforms.<alias>.*.", default="", importance=L, group="Transforms"),

@@ -345,6 +345,9 @@ class ConfigKey:
     :param plugin_kind: for ``CLASS`` keys, the kind of plugin the class must be
         (``converter``, ``connector``, …), so a checker can look it up.
     :param extension: ``True`` for keys connectd adds to Kafka Connect's.
+    :param ignored: for a key connectd accepts (a Kafka Connect file may have it)
+        and does nothing with: why, in a sentence. Setting it is a warning in
+        every check; its documentation says it is ignored.
     :param nullable: an explicit default of ``None`` is allowed (Kafka's ``null``).
     """
 
@@ -357,6 +360,7 @@ class ConfigKey:
     group: str | None = None
     plugin_kind: str | None = None
     extension: bool = False
+    ignored: str | None = None
 
     @property
     def required(self) -> bool:
@@ -502,7 +506,8 @@ class ConfigDef:
 
         Required keys missing, values that don't parse or validate, classes
         that don't exist (when the context can look them up), placeholders
-        that don't resolve: errors. Unknown keys: warnings, with a suggestion.
+        that don't resolve: errors. Unknown keys: warnings, with a suggestion;
+        keys connectd ignores (:attr:`ConfigKey.ignored`): warnings saying why.
         """
         context = context or ValidationContext()
         origin_of = origin if callable(origin) else (lambda _key, _o=origin: _o)
@@ -515,6 +520,10 @@ class ConfigDef:
                 continue
             raw = values[key.name]
             problems.extend(self.check_value(key, raw, origin_of(key.name), context))
+            if key.ignored:
+                problems.append(ConfigProblem(origin_of(key.name), key.name,
+                                              f"is accepted for compatibility and ignored: {key.ignored}",
+                                              display_value(key, raw), severity="warning"))
         for name in values:
             if not self.is_known(name):
                 problems.append(

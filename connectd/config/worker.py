@@ -182,8 +182,8 @@ _CLIENT_KEYS = [
               "TCP send buffer (SO_SNDBUF); -1 uses the operating system's default.",
               default=131072, importance=M, validator=Range.at_least(-1), group="Kafka"),
     ConfigKey("metric.reporters", Type.LIST,
-              "Accepted for compatibility; connectd exports metrics for Prometheus on the REST listener.",
-              default="", importance=L, group="Metrics"),
+              "Accepted for compatibility and ignored: connectd loads no Java metric reporters.",
+              default="", importance=L, group="Metrics", ignored="connectd loads no Java metric reporters"),
 ]
 
 _WORKER_KEYS = [
@@ -199,11 +199,17 @@ _WORKER_KEYS = [
               default="org.apache.kafka.connect.storage.SimpleHeaderConverter", importance=L,
               plugin_kind="converter", group="Converters"),
     ConfigKey("offset.flush.interval.ms", Type.LONG,
-              "How often source offsets are written, at the latest.",
-              default=60000, importance=L, validator=_POSITIVE_MS, group="Offsets"),
+              "Accepted for compatibility and ignored: a task's offsets are written after each of its "
+              "micro-batches, once the batch is durable (sources: acknowledged by Kafka; sinks: what "
+              "pre_commit returned after the batch's put calls), not on a timer.",
+              default=60000, importance=L, validator=_POSITIVE_MS, group="Offsets",
+              ignored="offsets are written after each micro-batch, not on a timer"),
     ConfigKey("offset.flush.timeout.ms", Type.LONG,
-              "How long a flush of offsets may take before it is abandoned and tried at the next one.",
-              default=5000, importance=L, validator=_POSITIVE_MS, group="Offsets"),
+              "Accepted for compatibility and ignored: a source micro-batch whose records Kafka has not all "
+              "acknowledged within 60 s fails the task and is replayed when it restarts, and nothing else "
+              "waits on a flush.",
+              default=5000, importance=L, validator=_POSITIVE_MS, group="Offsets",
+              ignored="a source batch's records must be acknowledged within 60 s; no flush is abandoned"),
     ConfigKey("task.shutdown.graceful.timeout.ms", Type.LONG,
               "How long a stopping task may take to finish its batch in flight before it is cancelled "
               "(the batch is then replayed).", default=5000, importance=L, validator=_POSITIVE_MS, group="Tasks"),
@@ -302,7 +308,8 @@ _WORKER_KEYS = [
     ConfigKey("plugin.path", Type.LIST,
               "Accepted for compatibility and ignored: connectd finds plugins through Python entry points, "
               "so install plugin packages into connectd's environment instead.",
-              default=None, importance=L, group="Plugins"),
+              default=None, importance=L, group="Plugins",
+              ignored="connectd finds plugins through Python entry points of installed packages"),
     ConfigKey("config.providers", Type.LIST,
               "Names of config providers; each is set up by config.providers.<name>.class and "
               "config.providers.<name>.param.<key>, and resolves ${<name>:[path:]key} placeholders.",

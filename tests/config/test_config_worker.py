@@ -780,3 +780,20 @@ def test_exactly_once_source_support_is_refused_until_connectd_has_it(tmp_path, 
 
 def test_exactly_once_source_support_disabled_is_accepted(tmp_path) -> None:
     assert _errors(_config(tmp_path, "exactly.once.source.support=disabled")) == []
+
+
+# --- keys accepted and ignored --------------------------------------------------
+
+
+@pytest.mark.parametrize(("line", "why"), [
+    ("metric.reporters=com.example.JmxReporter", "connectd loads no Java metric reporters"),
+    ("offset.flush.interval.ms=10000", "offsets are written after each micro-batch, not on a timer"),
+    ("plugin.path=/opt/connectors", "connectd finds plugins through Python entry points"),
+])
+def test_a_key_connectd_ignores_is_a_warning_saying_why(tmp_path, line, why) -> None:
+    problems = _config(tmp_path, line).problems(check_classes=False)
+    key = line.split("=")[0]
+    warnings = [str(p) for p in problems if p.key == key]
+    assert len(warnings) == 1 and not [p for p in problems if p.is_error]
+    assert warnings[0].startswith(f"{tmp_path / 'worker.properties'}:10: warning: {key}={line.split('=')[1]!r}: ")
+    assert f"is accepted for compatibility and ignored: {why}" in warnings[0]
