@@ -251,9 +251,20 @@ class SinkTaskContext:
         """The partitions this task consumes now."""
         return set(self._assignment)
 
-    def offset(self, partition: TopicPartition, offset: int) -> None:
-        """Consume *partition* from *offset* next (to rewind after a failure, say)."""
-        self.rewinds[partition] = offset
+    def offset(self, partition: TopicPartition | Mapping[TopicPartition, int], offset: int | None = None) -> None:
+        """Consume *partition* from *offset* next, or each partition of a mapping from its offset.
+
+        As Kafka Connect's ``SinkTaskContext.offset``: from :meth:`SinkTask.open`, to
+        resume from offsets the task keeps itself; from :meth:`SinkTask.put`, to have
+        records again (a rewind) or skip some. The offset committed for the partition
+        is then where it was moved to, until the records from there are put again.
+        """
+        if isinstance(partition, Mapping):
+            self.rewinds.update(partition)
+        elif offset is None:
+            raise TypeError("offset(partition, offset) needs the offset")
+        else:
+            self.rewinds[partition] = offset
 
     def request_commit(self) -> None:
         """Ask for offsets to be flushed and committed soon."""

@@ -77,8 +77,9 @@ __all__ = ["FORMAT", "IDLE_STOP_S", "SPEC_OPTION", "SinkSpec", "SinkTaskDataSour
 FORMAT = "connectd-sink-task"
 # Spark redacts option values whose key matches spark.redaction.regex.
 SPEC_OPTION = "task.secret.spec"
-#: A batch's rows: per range, its end and the offset pre_commit allowed to commit (or null).
-RESULT_SCHEMA = "topic string, partition int, end long, committed long"
+#: A batch's rows: per range, its end and the offset pre_commit allowed to commit (or null), and
+#: where the partition's next batch starts when the task moved it there (``context.offset``; else null).
+RESULT_SCHEMA = "topic string, partition int, end long, committed long, seek long"
 
 #: An instance that has had no batch for this long is closed and stopped.
 IDLE_STOP_S = 30.0
@@ -161,11 +162,14 @@ _instances_lock = threading.Lock()
 _reaper: threading.Thread | None = None
 
 
-def run(spec_json: str, ranges: list[tuple[str, int, int, int]]) -> Iterator[tuple[str, int, int, int | None]]:
+def run(spec_json: str, ranges: list[tuple[str, int, int, int]]
+        ) -> Iterator[tuple[str, int, int | None, int | None, int | None]]:
     """Put one micro-batch's *ranges* (``topic, partition, start, end``) with the task's instance here.
 
-    :returns: ``(topic, partition, end, committed)`` per range: its end, and the offset
-        ``pre_commit`` allows to commit (``None`` if it named none).
+    :returns: ``(topic, partition, end, committed, seek)`` per range: its end, the offset
+        ``pre_commit`` allows to commit (``None`` if it named none), and where the partition's
+        next batch starts if the task moved it (``None`` if not); then the same for each
+        partition the task moved that had no range (``end`` ``None``).
     """
     ranges = [r for r in ranges if r[3] > r[2]]
     if not ranges:
@@ -185,8 +189,11 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]]) -> Iterator[tup
     finally:
         instance.lock.release()
     committed = {(tp.topic, tp.partition): offset for tp, offset in instance.captured.items()}
+    seeks = {(tp.topic, tp.partition): offset for tp, offset in instance.runner.seeks.items()}
     for topic, partition, _, end in ranges:
-        yield topic, partition, end, committed.get((topic, partition))
+        yield topic, partition, end, committed.get((topic, partition)), seeks.pop((topic, partition), None)
+    for (topic, partition), offset in seeks.items():
+        yield topic, partition, None, committed.get((topic, partition)), offset
 
 
 class SinkTaskReader(KafkaStreamReader):
@@ -203,7 +210,7 @@ class SinkTaskReader(KafkaStreamReader):
         super().__init__({**options, "rows": "ranges"})
         self.spec_json = options[SPEC_OPTION]
 
-    def read(self, partition: Any) -> Iterator[tuple[str, int, int, int | None]]:
+    def read(self, partition: Any) -> Iterator[tuple[str, int, int | None, int | None, int | None]]:
         yield from run(self.spec_json, [(str(t), int(p), int(b), int(e)) for t, p, b, e in partition.ranges])
 
 

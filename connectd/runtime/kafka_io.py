@@ -88,6 +88,7 @@ __all__ = [
     "WRITE_SCHEMA",
     "KafkaDataSource",
     "RangeReader",
+    "add_seeks",
     "consumer_settings",
     "decode_tp",
     "encode_tp",
@@ -280,6 +281,41 @@ class HighWatermarks:
         self._consumer.close()
 
 
+#: Prefix of the keys in a micro-batch's end offsets that say where a partition's range starts
+#: instead of the previous batch's end: the task moved it (``context.offset``).
+_FROM = "@from "
+
+
+def add_seeks(path: str | os.PathLike[str], seeks: dict[str, int]) -> None:
+    """Have the reader whose ``seek.file`` is *path* start these partitions' next batch at these offsets.
+
+    Called by the driver between micro-batches (``foreachBatch``), so the next
+    batch's ``latestOffset`` sees them; written whole (write, then rename).
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            pending = json.load(handle)
+    except FileNotFoundError:
+        pending = {}
+    pending.update(seeks)
+    temporary = f"{os.fspath(path)}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(pending, handle)
+    os.replace(temporary, path)
+
+
+def _take_seeks(path: str | None) -> dict[str, int]:
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            seeks = json.load(handle)
+    except FileNotFoundError:
+        return {}
+    os.unlink(path)
+    return {key: int(offset) for key, offset in seeks.items()}
+
+
 class KafkaStreamReader(DataSourceStreamReader):
     """Reads the task's assigned partitions from their start offsets.
 
@@ -296,6 +332,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.max_records = int(options.get("max.records", _DEFAULT_MAX_RECORDS))
         self.stop_file = options.get("stop.file")
         self.pause_file = options.get("pause.file")
+        self.seek_file = options.get("seek.file")
         self.ranges_only = options.get("rows", "records") == "ranges"
         self._watermarks: HighWatermarks | None = None
         self._previous_end: dict[str, int] | None = None
@@ -312,20 +349,26 @@ class KafkaStreamReader(DataSourceStreamReader):
         # Before PySpark 4.2, latestOffset() took no arguments: continue from the last end.
         if start is None:
             start = self._previous_end if self._previous_end is not None else self.initialOffset()
-        start = {k: int(v) for k, v in start.items()}
+        start = {k: int(v) for k, v in start.items() if not k.startswith(_FROM)}
+        # Partitions the task moved start there; the end offsets say so, for partitions().
+        seeks = {key: offset for key, offset in _take_seeks(self.seek_file).items() if key in start}
+        start.update(seeks)
         if _exists(self.stop_file) or _exists(self.pause_file):
-            end = start
+            end = dict(start)
         else:
             if self._watermarks is None:
                 self._watermarks = HighWatermarks(client_settings(self.client_option))
             end = batch_ends(start, self._watermarks.high(start), self.max_records)
+        end.update({_FROM + key: offset for key, offset in seeks.items()})
         self._previous_end = end
         return end
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         ranges = []
         for key, stop in end.items():
-            begin = int(start.get(key, self.start_offsets.get(key, 0)))
+            if key.startswith(_FROM):
+                continue
+            begin = int(end.get(_FROM + key, start.get(key, self.start_offsets.get(key, 0))))
             if int(stop) > begin:
                 ranges.append((*decode_tp(key), begin, int(stop)))
         if self.ranges_only:

@@ -47,6 +47,8 @@ __all__ = [
     "start_spark_source_query",
 ]
 
+#: In a sink task's run directory: where partitions the task moved start next (kafka_io.add_seeks).
+_SEEK_FILE = "seek.json"
 _IDLE_CHECKS = 3
 _POLL_S = 0.1
 #: The least time a stopping sink task waits for its instances in executors to stop.
@@ -164,6 +166,7 @@ def _kafka_stream(spark: SparkSession, workdir: Path, consumer_config: dict[str,
         .option("rows", rows)
         .option("stop.file", str(workdir / "stop"))
         .option("pause.file", str(workdir / "pause"))
+        .option("seek.file", str(workdir / _SEEK_FILE))
         .load()
     )
 
@@ -320,6 +323,10 @@ def start_sink_query(
                         for row in results if row["committed"] is not None}
                 if safe:
                     commit(safe)
+                seeks = {kafka_io.encode_tp(row["topic"], row["partition"]): row["seek"]
+                         for row in results if row["seek"] is not None}
+                if seeks:
+                    kafka_io.add_seeks(workdir / _SEEK_FILE, seeks)
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json()})
@@ -329,6 +336,9 @@ def start_sink_query(
                 if ranges:
                     on_topics({topic for topic, _, _, _ in ranges})
                     runner.process_ranges(ranges, reader, put_records)
+                    if runner.seeks:
+                        kafka_io.add_seeks(workdir / _SEEK_FILE, {kafka_io.encode_tp(tp.topic, tp.partition): offset
+                                                                  for tp, offset in runner.seeks.items()})
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges")
         return _started(stream.writeStream.foreachBatch(each_batch), workdir / "checkpoint", name, trigger_interval)

@@ -127,6 +127,9 @@ class SinkTaskRunner:
             self.errors.connector, self.errors.task_id)
         self._flush_dlq = flush_dlq
         self._next_offsets: dict[tuple[str, int], int] = {}  # of the batch so far
+        #: After a batch: where the next batch of each partition the task moved
+        #: (``context.offset``) to its batch's end or beyond, or that was not in the batch, starts.
+        self.seeks: dict[TopicPartition, int] = {}
         self.batches = 0
         self.records = 0
         task.context = SinkTaskContext(task_config, partitions)
@@ -149,12 +152,47 @@ class SinkTaskRunner:
         :param chunk: the most records one ``put`` gets (the consumer's ``max.poll.records``).
         """
         ranges = [r for r in ranges if r[3] > r[2]]
-        if not ranges:
+        ends = {(topic, partition): end for topic, partition, _, end in ranges}
+        self.seeks = {}
+        todo = self._rewound(ranges, ends)  # rewinds the task asked for in open() or an earlier batch
+        while todo:
+            for rows in reader.read(todo, chunk):
+                self._put(rows)
+            todo = self._rewound([], ends)  # rewinds asked for in put(): read again from there
+        self._next_offsets.update(ends)
+        self._next_offsets.update({(tp.topic, tp.partition): offset for tp, offset in self.seeks.items()})
+        if not self._next_offsets:
             return {}
-        for rows in reader.read(ranges, chunk):
-            self._put(rows)
-        self._next_offsets.update({(topic, partition): end for topic, partition, _, end in ranges})
         return self.commit_batch()
+
+    def _rewound(self, ranges: list[tuple[str, int, int, int]], ends: Mapping[tuple[str, int], int]
+                 ) -> list[tuple[str, int, int, int]]:
+        """*ranges* with the task's ``context.offset()`` calls since the last look applied.
+
+        As Kafka Connect's consumer seeks: a partition moved to an offset before
+        its end in this batch is read (again) from there, records already put
+        included; one moved to its end or beyond, or not in this batch, starts
+        there in the next batch (:attr:`seeks`), records skipped. Either way the
+        offset handed to ``pre_commit`` for it is where it was moved to or,
+        once read again, the batch's end — never past a rewind. Partitions not
+        assigned to the task are ignored, as Kafka Connect ignores them.
+        """
+        context = self.task.context
+        if not context.rewinds:
+            return ranges
+        rewinds, context.rewinds = context.rewinds, {}
+        assigned = set(self.partitions)
+        out = [r for r in ranges if TopicPartition(r[0], r[1]) not in rewinds]
+        for tp, offset in rewinds.items():
+            if tp not in assigned:
+                continue
+            end = ends.get((tp.topic, tp.partition))
+            if end is not None and offset < end:
+                out.append((tp.topic, tp.partition, max(offset, 0), end))
+                self.seeks.pop(tp, None)
+            else:
+                self.seeks[tp] = offset
+        return out
 
     def put_rows(self, rows: list[Any]) -> None:
         """Convert, transform and ``put`` *rows*; their offsets are committed by :meth:`commit_batch`.

@@ -6,10 +6,11 @@ import json
 import os
 
 import pytest
+import recording_sink
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from recording_sink import PinnedRecordingSinkTask, events
+from recording_sink import events
 
 from connectd import TopicPartition
 from connectd.plugins import get_registry
@@ -44,7 +45,8 @@ class Sink:
     """One run of a sink task's query over *partitions* partitions of *topic*, and its group."""
 
     def __init__(self, spark, worker: dict[str, str], connector: str, topic: str, partitions: int,
-                 config: dict[str, str], pinned: bool) -> None:
+                 config: dict[str, str], pinned: bool, task: str = "RecordingSinkTask",
+                 max_records: int = 2000) -> None:
         self.group = Consumer(consumer_settings({"bootstrap.servers": worker["bootstrap.servers"],
                                                  "group.id": group_id(connector)}))
         self.topics: set[str] = set()
@@ -52,17 +54,17 @@ class Sink:
         client = json.dumps({"bootstrap.servers": worker["bootstrap.servers"]})
         common = dict(connector=connector, task_id=0, consumer_config=client,
                       start=start_offsets(self.group, assigned), commit=self.commit, on_topics=self.topics.update,
-                      max_records=2000, put_records=300)
+                      max_records=max_records, put_records=300)
         self.runner = None
         if pinned:
             registry = get_registry()
             self.runner = SinkTaskRunner(
-                PinnedRecordingSinkTask(), config, assigned,
+                getattr(recording_sink, f"Pinned{task}")(), config, assigned,
                 configure_converters(worker, {}, lambda n: registry.find_class("converter", n)),
                 TransformationChain({}, registry.find_class), self.commit)
             self.query = start_sink_query(spark, runner=self.runner, reader=RangeReader(self.group), **common)
         else:
-            spec = SinkSpec(connector=connector, task_id=0, run="", task_class="recording_sink.RecordingSinkTask",
+            spec = SinkSpec(connector=connector, task_id=0, run="", task_class=f"recording_sink.{task}",
                             task_config=config, connector_config={}, worker_config=worker, consumer=client,
                             producer="{}", partitions=[(tp.topic, tp.partition) for tp in assigned],
                             put_records=300, workdir="")
@@ -132,6 +134,46 @@ def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, b
     lines = out.read_text().splitlines()
     assert sorted(lines) == sorted(f"p{i % 3} {i}" for i in range(6300))  # nothing twice
     assert sink.committed(topic_name, 3) == {0: 2100, 1: 2100, 2: 2100}
+    sink.group.close()
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
+@pytest.mark.parametrize("batch", [2000, 60], ids=["one-batch", "small-batches"])
+def test_context_offset_moves_partitions_as_kafka_connects_seek_does(spark, broker, topic_name, tmp_path, pinned,
+                                                                      batch, wait_until, worker_config):
+    """A partition moved within the batch is read again from there at once; one moved to the
+    batch's end or past it (with small batches) starts there in the next batch, through the
+    reader. Record i is on partition i % 2 at offset i // 2."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    # partition 0 resumes at 100 (as from offsets the task keeps itself); partition 1 skips from
+    # 10 to 250, then is rewound to 260 once 280 has been put.
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name,
+              "moves": "0:open:100,1:10:250,1:280:260"}
+    produce_lines(broker, topic_name, 0, 600, 2)
+    sink = Sink(spark, worker_config.settings(), "moves", topic_name, 2, config, pinned, task="RewindingSinkTask",
+                max_records=batch)
+    try:
+        wait_until(lambda: sink.committed(topic_name, 2), "every offset committed",
+                   until=lambda committed: committed == {0: 300, 1: 300}, timeout=90)
+        assert sink.stop() is True
+    finally:
+        if sink.query.is_active():
+            sink.stop()
+    lines = lines_in(out)
+    offsets = {p: [int(line.split()[1]) // 2 for line in lines if line.startswith(f"p{p} ")] for p in (0, 1)}
+    assert sorted(offsets[0]) == list(range(100, 300))  # 0-99 never put
+    skipped_from = max(o for o in offsets[1] if o < 250) + 1  # the end of what was put with offset 10
+    assert 10 < skipped_from <= 250  # (records put with 10 in one put() are not taken back)
+    if batch < 100:
+        assert skipped_from < 250  # the next batch started at 250: some records were never read
+    assert set(offsets[1]) == set(range(skipped_from)) | set(range(250, 300))
+    again = {o for o in offsets[1] if offsets[1].count(o) > 1}
+    assert set(range(260, 281)) <= again and min(again) == 260  # the rewind: 260-280 put again
+    rewound_at = offsets[1].index(260, offsets[1].index(280))
+    assert offsets[1][rewound_at:] == sorted(offsets[1][rewound_at:])  # then in order to the end
+    assert [detail for _, call, detail in events(calls) if call == "offset"] == ["0:100", "1:250", "1:260"]
     sink.group.close()
 
 

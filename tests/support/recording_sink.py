@@ -46,6 +46,49 @@ class PinnedRecordingSinkTask(RecordingSinkTask):
     pinned = True
 
 
+class RewindingSinkTask(RecordingSinkTask):
+    """Moves its partitions with ``context.offset()`` as its ``moves`` setting says, each move once
+    (a marker file beside ``events.file``, so once across instances).
+
+    ``moves`` is ``partition:when:to`` entries, comma-separated: *when* is ``open`` (in
+    ``open()``, as a task resuming from offsets it keeps itself does) or the offset of a record
+    whose ``put`` makes the task move the partition to *to*.
+    """
+
+    def _moves(self, when: str, partition_of: int | None = None) -> list[tuple[int, int]]:
+        moves = []
+        for entry in filter(None, self.config.get("moves", "").split(",")):
+            partition, at, to = entry.split(":")
+            if at == when and partition_of in (None, int(partition)) and self._first_time(entry):
+                moves.append((int(partition), int(to)))
+        return moves
+
+    def _first_time(self, entry: str) -> bool:
+        try:
+            with open(f"{self.config['events.file']}.{entry.replace(':', '-')}", "x"):
+                return True
+        except FileExistsError:
+            return False
+
+    def open(self, partitions: Collection[TopicPartition]) -> None:
+        super().open(partitions)
+        topic = next(iter(partitions)).topic
+        for partition, to in self._moves("open"):
+            self._event("offset", f"{partition}:{to}")
+            self.context.offset({TopicPartition(topic, partition): to})
+
+    def put(self, records: list[SinkRecord]) -> None:
+        super().put(records)
+        for record in records:
+            for partition, to in self._moves(str(record.kafka_offset), record.kafka_partition):
+                self._event("offset", f"{partition}:{to}")
+                self.context.offset(TopicPartition(record.topic, partition), to)
+
+
+class PinnedRewindingSinkTask(RewindingSinkTask):
+    pinned = True
+
+
 def events(path: str | os.PathLike[str]) -> list[tuple[int, str, str]]:
     """The recorded calls: ``(pid, call, detail)``."""
     try:
