@@ -27,6 +27,7 @@ from connectd.config.providers import ConfigProvider
 from connectd.connector import (
     Connector,
     ConnectorContext,
+    ErrantRecordReporter,
     OffsetStorageReader,
     SinkConnector,
     SinkTask,
@@ -61,7 +62,14 @@ from connectd.data import (
     TimestampType,
     converter_config_def,
 )
-from connectd.errors import ConfigError, ConnectdError, ConnectorError, PluginError
+from connectd.errors import (
+    ConfigError,
+    ConnectdError,
+    ConnectException,
+    ConnectorError,
+    PluginError,
+    RetriableException,
+)
 from connectd.hookspecs import hookimpl
 from connectd.secrets import Secret
 
@@ -77,6 +85,7 @@ __all__ = [
     "ConfigKey",
     "ConfigProblem",
     "ConfigProvider",
+    "ConnectException",
     "ConnectRecord",
     "ConnectdError",
     "Connector",
@@ -86,6 +95,7 @@ __all__ = [
     "DataError",
     "Date",
     "Decimal",
+    "ErrantRecordReporter",
     "Field",
     "Header",
     "HeaderConverter",
@@ -97,6 +107,7 @@ __all__ = [
     "PluginError",
     "Range",
     "RegexValid",
+    "RetriableException",
     "Schema",
     "SchemaAndValue",
     "SchemaBuilder",

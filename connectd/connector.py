@@ -26,11 +26,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from connectd.config.definitions import ConfigDef, ConfigProblem
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from connectd.data.records import SinkRecord, SourceRecord
 
 __all__ = [
     "Connector",
     "ConnectorContext",
+    "ErrantRecordReporter",
     "OffsetStorageReader",
     "SinkConnector",
     "SinkTask",
@@ -238,6 +241,22 @@ class SourceTask(Task):
         """*record* was written to Kafka (a hint, after the batch's flush)."""
 
 
+class ErrantRecordReporter:
+    """Reports records a sink task could not write (Kafka Connect's KIP-610).
+
+    :meth:`report` logs the record and sends it to the connector's dead-letter
+    topic, with the ``__connect.errors.*`` context headers when they are
+    enabled, as a record that failed conversion would be; the task goes on
+    when ``errors.tolerance=all``, and fails (after the record is reported)
+    otherwise. Offsets are not committed past a reported record before it
+    is acknowledged.
+    """
+
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
+        """Report *record*, which failed with *error*; the future completes once it is delivered."""
+        raise NotImplementedError
+
+
 class SinkTaskContext:
     """What a sink task gets from the runtime: its assignment and offset rewinds."""
 
@@ -246,6 +265,8 @@ class SinkTaskContext:
         self._assignment = set(assignment)
         self.rewinds: dict[TopicPartition, int] = {}
         self.commit_requested = False
+        self.retry_timeout_ms: int | None = None
+        self.reporter: ErrantRecordReporter | None = None
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this task consumes now."""
@@ -265,6 +286,17 @@ class SinkTaskContext:
             raise TypeError("offset(partition, offset) needs the offset")
         else:
             self.rewinds[partition] = offset
+
+    def timeout(self, timeout_ms: int) -> None:
+        """Wait *timeout_ms* before ``put()`` is retried after it raised a retriable error
+        (:class:`~connectd.RetriableException`); once, as Kafka Connect's ``timeout`` is."""
+        self.retry_timeout_ms = int(timeout_ms)
+
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        """The reporter of records the task cannot write, or ``None`` when the connector
+        neither logs errors (``errors.log.enable``) nor has a dead-letter topic — as in
+        Kafka Connect, so a task can tell whether reporting is available."""
+        return self.reporter
 
     def request_commit(self) -> None:
         """Ask for offsets to be flushed and committed soon."""

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BadRequestError",
     "ConfigError",
+    "ConnectException",
     "ConnectdError",
     "ConnectorError",
     "KafkaUnavailableError",
@@ -24,6 +25,7 @@ __all__ = [
     "NotYetAvailableError",
     "PluginError",
     "RebalanceInProgressError",
+    "RetriableException",
 ]
 
 
@@ -55,6 +57,19 @@ class ConnectorError(ConnectdError):
     def __init__(self, message: str, *, retriable: bool = False) -> None:
         super().__init__(message)
         self.retriable = retriable
+
+
+class ConnectException(ConnectorError):
+    """Kafka Connect's name for a connector's or task's failure, for plugins ported from Java."""
+
+
+class RetriableException(ConnectException):
+    """Kafka Connect's name for a failure that trying again may cure: a sink task's ``put()``
+    raising it has the same records put again (after ``context.timeout()``, else a backoff),
+    for as long as it takes, as in Kafka Connect."""
+
+    def __init__(self, message: str = "", *, retriable: bool = True) -> None:
+        super().__init__(message, retriable=retriable)
 
 
 class NotFoundError(ConnectorError):

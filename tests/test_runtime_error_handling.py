@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from connectd.errors import ConnectorError
-from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original, RecordFailure
+from connectd.runtime.error_handling import (
+    ErrorHandler,
+    ErrorPolicy,
+    Original,
+    RecordFailure,
+)
 
 ORIGINAL = Original("orders", 2, 41, b"k", b"{bad", [("trace", b"1")])
 
@@ -131,3 +136,34 @@ def test_policy_from_connector_config():
     })
     assert policy == ErrorPolicy(tolerate_all=True, retry_timeout_ms=-1, log_enable=True, dlq_topic="dlq",
                                  dlq_context_headers=True)
+
+
+def test_an_errant_record_is_sent_with_its_context_and_its_future_completes_on_delivery():
+    sent = []
+    policy = ErrorPolicy(tolerate_all=True, dlq_topic="dlq", dlq_context_headers=True)
+    handler = ErrorHandler(policy, "c", 3, send_to_dlq=lambda *record: sent.append(record))
+    future = handler.report_errant("MySinkTask", ValueError("no room"), ORIGINAL)
+    ((topic, key, value, headers, delivered),) = sent
+    assert (topic, key, value) == ("dlq", b"k", b"{bad") and delivered is future and not future.done()
+    context = dict(headers)
+    assert context["__connect.errors.stage"] == b"TASK_PUT" and context["__connect.errors.class.name"] == b"MySinkTask"
+    assert context["__connect.errors.exception.message"] == b"no room" and context["trace"] == b"1"
+    delivered.set_result(None)  # what the dead-letter producer does once Kafka acknowledged it
+    assert future.result(timeout=0) is None
+    assert (handler.failures, handler.skipped, handler.dlq_produced) == (1, 1, 1)
+
+
+def test_an_errant_record_without_a_dead_letter_topic_is_logged_and_done(caplog):
+    handler = ErrorHandler(ErrorPolicy(tolerate_all=True, log_enable=True), "c", 0)
+    future = handler.report_errant("MySinkTask", ValueError("no room"), ORIGINAL)
+    assert future.done() and future.result() is None
+    assert "record_failed" in caplog.text
+
+
+def test_an_errant_record_without_tolerance_is_reported_then_fails_the_task():
+    sent = []
+    handler = ErrorHandler(ErrorPolicy(dlq_topic="dlq"), "c", 0, send_to_dlq=lambda *record: sent.append(record))
+    with pytest.raises(RecordFailure, match="Tolerance exceeded in error handler: TASK_PUT \\(MySinkTask\\) reported "
+                                            "record topic=orders partition=2 offset=41 as errant"):
+        handler.report_errant("MySinkTask", ValueError("no room"), ORIGINAL)
+    assert len(sent) == 1  # reported first, as in Kafka Connect

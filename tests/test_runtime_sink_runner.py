@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from connectd.connector import SinkTask, TopicPartition
+from connectd.connector import SinkTask, SinkTaskContext, TopicPartition
 from connectd.data.converters import StringConverter
 from connectd.data.errors import DataError
 from connectd.data.headers import Headers
 from connectd.data.json_converter import JsonConverter
 from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.data.schema import Schema, SchemaAndValue
+from connectd.errors import RetriableException
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
 from connectd.runtime.kafka_io import batch_ends
 from connectd.runtime.sink_task import SinkTaskRunner
@@ -122,3 +123,34 @@ def test_every_partition_moves_or_the_bound_is_used_up(bound):
     taken = sum(end[k] - start[k] for k in start)
     assert taken == min(bound, 15)
     assert all(start[k] <= end[k] <= high[k] for k in start)
+
+
+class AlwaysRetriable(Recording):
+    def put(self, records):
+        self.put_calls.append(list(records))
+        raise RetriableException("not yet")
+
+
+def test_put_retried_after_context_timeout_gives_up_once_the_task_is_stopping():
+    from connectd.errors import ConnectorError
+
+    run, committed = runner(StringConverter())
+    run.task = task = AlwaysRetriable()
+    task.start({})
+    task.context = SinkTaskContext({}, run.partitions)
+    task.context.timeout(10)
+    checks = []
+    run.stopping = lambda: checks.append(len(task.put_calls)) or len(task.put_calls) >= 3
+    with pytest.raises(ConnectorError, match="the task is stopping: put\\(\\) is not retried again"):
+        run.put_rows([("a", 0, 0, None, 0, None, b"v", None)])
+    assert len(task.put_calls) == 3 and task.put_calls[0] == task.put_calls[2]  # the same records each time
+    assert task.context.retry_timeout_ms is None  # used once, as Kafka Connect's
+    assert committed == []
+
+
+def test_kafka_connects_exception_names_are_public_and_retriable_is_retriable():
+    import connectd
+
+    assert issubclass(connectd.RetriableException, connectd.ConnectException)
+    assert issubclass(connectd.ConnectException, connectd.ConnectorError)
+    assert connectd.RetriableException("x").retriable and not connectd.ConnectException("x").retriable

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from typing import Any
 
 from connectd.errors import ConnectorError
@@ -48,9 +49,21 @@ class DeadLetterQueue:
             with self._lock:
                 self._failures.append(str(error))
 
-    def send(self, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]) -> None:
-        """Queue one record (the ``send_to_dlq`` of :class:`~connectd.runtime.error_handling.ErrorHandler`)."""
-        self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=self._delivered)
+    def send(self, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]],
+             delivered: Future[None] | None = None) -> None:
+        """Queue one record (the ``send_to_dlq`` of :class:`~connectd.runtime.error_handling.ErrorHandler`).
+
+        :param delivered: completed when Kafka acknowledged the record, or failed with the error.
+        """
+        on_delivery = self._delivered
+        if delivered is not None:
+            def on_delivery(error: Any, message: Any) -> None:
+                self._delivered(error, message)
+                if error is None:
+                    delivered.set_result(None)
+                else:
+                    delivered.set_exception(ConnectorError(f"dead-letter record not delivered to {topic}: {error}"))
+        self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
         self._producer.poll(0)
         self.produced += 1
 

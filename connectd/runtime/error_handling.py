@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +95,8 @@ class ErrorPolicy:
 class ErrorHandler:
     """Runs one stage of one record under a connector's error policy.
 
-    :param send_to_dlq: ``send(topic, key, value, headers)``; flushed by the caller
+    :param send_to_dlq: ``send(topic, key, value, headers[, delivered])`` (a future completed
+        on acknowledgement, for errant records); flushed by the caller
         before offsets move past the failed record.
     """
 
@@ -103,7 +105,7 @@ class ErrorHandler:
         policy: ErrorPolicy,
         connector: str,
         task_id: int,
-        send_to_dlq: Callable[[str, bytes | None, bytes | None, list[tuple[str, bytes]]], None] | None = None,
+        send_to_dlq: Callable[..., None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.policy = policy
@@ -150,6 +152,12 @@ class ErrorHandler:
         if not self.policy.tolerate_all:
             raise RecordFailure(message) from exc
         self.skipped += 1
+        self._report(stage, executing, exc, original)
+
+    def _report(self, stage: str, executing: str, exc: BaseException, original: Original,
+                delivered: Future[None] | None = None) -> None:
+        """Log the failed record and send it to the dead-letter queue, as the policy says;
+        *delivered* completes once Kafka acknowledged it (at once when nothing is sent)."""
         if self.policy.log_enable:
             details: dict[str, Any] = {"connector": self.connector, "task": self.task_id, "stage": stage}
             if self.policy.log_include_messages:
@@ -159,8 +167,29 @@ class ErrorHandler:
             headers = list(original.headers)
             if self.policy.dlq_context_headers:
                 headers += self._context_headers(stage, executing, exc, original)
-            self._send(self.policy.dlq_topic, original.key, original.value, headers)
+            if delivered is None:
+                self._send(self.policy.dlq_topic, original.key, original.value, headers)
+            else:
+                self._send(self.policy.dlq_topic, original.key, original.value, headers, delivered)
             self.dlq_produced += 1
+        elif delivered is not None:
+            delivered.set_result(None)
+
+    def report_errant(self, executing: str, exc: BaseException, original: Original) -> Future[None]:
+        """A sink task's errant record (KIP-610): logged and sent to the dead-letter queue as a
+        failed ``put`` would be; the future completes once Kafka acknowledged it.
+
+        :raises RecordFailure: after reporting, when errors are not tolerated (the task fails,
+            as Kafka Connect's "Tolerance exceeded in error handler").
+        """
+        self.failures += 1
+        delivered: Future[None] = Future()
+        self._report("TASK_PUT", executing, exc, original, delivered)
+        if not self.policy.tolerate_all:
+            raise RecordFailure(f"Tolerance exceeded in error handler: TASK_PUT ({executing}) reported record "
+                                f"{original.where()} as errant: {type(exc).__name__}: {exc}") from exc
+        self.skipped += 1
+        return delivered
 
     def _context_headers(self, stage: str, executing: str, exc: Exception, original: Original) -> list[tuple[str, bytes]]:
         values: dict[str, Any] = {

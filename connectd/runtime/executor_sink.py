@@ -308,6 +308,7 @@ def _open(spec: SinkSpec) -> _Instance:
         raise
     local = os.path.isdir(spec.workdir)
     instance = holder["instance"] = _Instance(spec, runner, reader, dead_letters, local)
+    runner.stopping = instance.finished  # a put() being retried gives up once the task stops
     if local:
         os.makedirs(instances_dir(spec.workdir), exist_ok=True)
         with open(instance.registration, "w", encoding="utf-8") as handle:

@@ -331,6 +331,8 @@ def start_sink_query(
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json()})
         else:
+            runner.stopping = (workdir / "stop").exists  # a put() being retried gives up once the task stops
+
             def each_batch(frame: Any, batch_id: int) -> None:
                 ranges = [tuple(row) for row in frame.collect()]
                 if ranges:

@@ -31,16 +31,27 @@ every ``tasks``-th one to a task, starting at its id.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
-from connectd.connector import SinkTask, SinkTaskContext, TopicPartition
+from connectd.connector import (
+    ErrantRecordReporter,
+    SinkTask,
+    SinkTaskContext,
+    TopicPartition,
+)
 from connectd.data.headers import Headers
 from connectd.data.records import SinkRecord, TimestampType, sink_records
+from connectd.errors import ConnectorError
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original
 from connectd.runtime.kafka_io import encode_tp
 
 __all__ = ["SinkTaskRunner", "assign_partitions", "group_id", "start_offsets"]
+
+#: How often a task waiting to retry put() checks whether it is being stopped.
+_STOP_CHECK_S = 0.1
 
 
 def group_id(connector: str) -> str:
@@ -120,11 +131,15 @@ class SinkTaskRunner:
         self.chain = chain
         self._commit = commit
         self.errors = errors or ErrorHandler(ErrorPolicy(), "?", 0)
-        # put() is retried when retriable but never tolerated, as in Kafka Connect.
+        # put() raising a retriable error is retried with the same records for as long as it takes,
+        # never tolerated, as in Kafka Connect (not bounded by errors.retry.timeout, which is for
+        # converters and transforms): after context.timeout() if the task set it, else a backoff
+        # doubling up to errors.retry.delay.max.ms. A task told to stop meanwhile gives up.
         self._put_errors = ErrorHandler(
-            ErrorPolicy(retry_timeout_ms=self.errors.policy.retry_timeout_ms,
-                        retry_delay_max_ms=self.errors.policy.retry_delay_max_ms),
-            self.errors.connector, self.errors.task_id)
+            ErrorPolicy(retry_timeout_ms=-1, retry_delay_max_ms=self.errors.policy.retry_delay_max_ms),
+            self.errors.connector, self.errors.task_id, sleep=self._before_put_again)
+        #: Whether the task is being stopped (its run is over): put() is no longer retried.
+        self.stopping: Callable[[], bool] = lambda: False
         self._flush_dlq = flush_dlq
         self._next_offsets: dict[tuple[str, int], int] = {}  # of the batch so far
         #: After a batch: where the next batch of each partition the task moved
@@ -133,6 +148,12 @@ class SinkTaskRunner:
         self.batches = 0
         self.records = 0
         task.context = SinkTaskContext(task_config, partitions)
+        policy = self.errors.policy
+        #: The batch's rows by (topic, partition, offset), kept for errant records' bytes.
+        self._originals: dict[tuple[str, int, int], tuple] | None = None
+        if policy.dlq_topic or policy.log_enable:
+            task.context.reporter = _Reporter(self)
+            self._originals = {}
         task.start(task_config)
         task.open(partitions)
 
@@ -209,6 +230,8 @@ class SinkTaskRunner:
         self._put(rows)
 
     def _put(self, rows: list[Any]) -> None:
+        if self._originals is not None:
+            self._originals.update(((row[0], row[1], row[2]), row) for row in rows)
         try:
             origins, records = self._convert_batch(rows)
         except Exception:  # find the failing record(s): converters are pure, running them again is safe
@@ -219,11 +242,27 @@ class SinkTaskRunner:
                                  Original(topic=None))
         self.records += len(rows)
 
+    def _before_put_again(self, backoff_s: float) -> None:
+        context = self.task.context
+        wait_s = backoff_s if context.retry_timeout_ms is None else max(context.retry_timeout_ms, 0) / 1000
+        context.retry_timeout_ms = None
+        deadline = time.monotonic() + wait_s
+        while True:
+            if self.stopping():
+                raise ConnectorError("the task is stopping: put() is not retried again; its records are "
+                                     "read again when the task next runs")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, _STOP_CHECK_S))
+
     def commit_batch(self) -> dict[TopicPartition, int]:
         """Flush dead-letter records, let the task flush (``pre_commit``), commit what it allows."""
         offsets = {TopicPartition(t, p): o for (t, p), o in self._next_offsets.items()}
         self._next_offsets = {}
-        self._flush_dlq()
+        self._flush_dlq()  # errant records reported in put() included
+        if self._originals:
+            self._originals = {}
         safe = self.task.pre_commit(offsets)
         if safe:
             self._commit(safe)
@@ -327,3 +366,24 @@ class SinkTaskRunner:
             self.task.close(self.partitions)
         finally:
             self.task.stop()
+
+
+class _Reporter(ErrantRecordReporter):
+    """A task's errant record reporter: the record's bytes as consumed, through the connector's
+    error handling (log, dead-letter queue, tolerance)."""
+
+    def __init__(self, runner: SinkTaskRunner) -> None:
+        self._runner = runner
+
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
+        runner = self._runner
+        key = (record.original_topic, record.original_kafka_partition, record.original_kafka_offset)
+        row = (runner._originals or {}).get(key)  # type: ignore[arg-type]
+        if row is not None:
+            original = _original(row)
+        else:  # not from this batch: its data as the converters write it
+            topic = record.original_topic or record.topic
+            original = Original(topic, record.original_kafka_partition, record.original_kafka_offset,
+                                runner.converters["key"].from_connect_data(topic, record.key_schema, record.key),
+                                runner.converters["value"].from_connect_data(topic, record.value_schema, record.value))
+        return runner.errors.report_errant(type(runner.task).__name__, error, original)

@@ -46,7 +46,7 @@ class Sink:
 
     def __init__(self, spark, worker: dict[str, str], connector: str, topic: str, partitions: int,
                  config: dict[str, str], pinned: bool, task: str = "RecordingSinkTask",
-                 max_records: int = 2000) -> None:
+                 max_records: int = 2000, connector_config: dict[str, str] | None = None) -> None:
         self.group = Consumer(consumer_settings({"bootstrap.servers": worker["bootstrap.servers"],
                                                  "group.id": group_id(connector)}))
         self.topics: set[str] = set()
@@ -65,8 +65,8 @@ class Sink:
             self.query = start_sink_query(spark, runner=self.runner, reader=RangeReader(self.group), **common)
         else:
             spec = SinkSpec(connector=connector, task_id=0, run="", task_class=f"recording_sink.{task}",
-                            task_config=config, connector_config={}, worker_config=worker, consumer=client,
-                            producer="{}", partitions=[(tp.topic, tp.partition) for tp in assigned],
+                            task_config=config, connector_config=connector_config or {}, worker_config=worker,
+                            consumer=client, producer=client, partitions=[(tp.topic, tp.partition) for tp in assigned],
                             put_records=300, workdir="")
             self.query = start_sink_query(spark, spec=spec, **common)
 
@@ -174,6 +174,71 @@ def test_context_offset_moves_partitions_as_kafka_connects_seek_does(spark, brok
     rewound_at = offsets[1].index(260, offsets[1].index(280))
     assert offsets[1][rewound_at:] == sorted(offsets[1][rewound_at:])  # then in order to the end
     assert [detail for _, call, detail in events(calls) if call == "offset"] == ["0:100", "1:250", "1:260"]
+    sink.group.close()
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
+def test_put_raising_retriable_errors_gets_the_same_records_again_until_it_succeeds(
+        spark, broker, topic_name, tmp_path, pinned, wait_until, worker_config):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name,
+              "retriable.puts": "3", "retry.timeout.ms": "50"}
+    produce_lines(broker, topic_name, 0, 200, 1)
+    # errors.retry.timeout is 0 (the default): it bounds converters and transforms, not put()
+    sink = Sink(spark, worker_config.settings(), "flaky", topic_name, 1, config, pinned, task="FlakySinkTask")
+    try:
+        wait_until(lambda: sink.committed(topic_name, 1), "every offset committed",
+                   until=lambda committed: committed == {0: 200}, timeout=90)
+        assert sink.stop() is True
+    finally:
+        if sink.query.is_active():
+            sink.stop()
+    assert sorted(lines_in(out)) == sorted(f"p0 {i}" for i in range(200))  # each once
+    recorded = [(call, detail) for _, call, detail in events(calls) if call in ("put", "put_failed")]
+    assert recorded[:4] == [("put_failed", recorded[0][1])] * 3 + [("put", recorded[0][1])]  # the same records
+    sink.group.close()
+
+
+@pytest.mark.parametrize("tolerance", ["all", "none"])
+def test_errant_records_go_to_the_dead_letter_topic_with_their_context(spark, broker, topic_name, tmp_path, tolerance,
+                                                                       wait_until, consume_records, worker_config):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    dlq = f"{topic_name}-dlq"
+    for name in (topic_name, dlq):
+        admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name, "errant.every": "50"}
+    errors = {"errors.tolerance": tolerance, "errors.deadletterqueue.topic.name": dlq,
+              "errors.deadletterqueue.context.headers.enable": "true"}
+    produce_lines(broker, topic_name, 0, 200, 1)
+    sink = Sink(spark, worker_config.settings(), "errant", topic_name, 1, config, False, task="ErrantSinkTask",
+                connector_config=errors)
+    try:
+        if tolerance == "all":
+            wait_until(lambda: sink.committed(topic_name, 1), "every offset committed",
+                       until=lambda committed: committed == {0: 200}, timeout=90)
+            assert sink.stop() is True
+        else:
+            wait_until(lambda: not sink.query.is_active(), "the task failed", timeout=90)
+            assert "Tolerance exceeded in error handler" in sink.query.failure()
+            assert "cannot write p0 0" in sink.query.failure()
+    finally:
+        if sink.query.is_active():
+            sink.stop()
+    reported = [f"p0 {i}" for i in range(0, 200, 50)]
+    dead = consume_records(dlq, 4 if tolerance == "all" else 1, partitions=1, timeout=30)
+    assert [d.value().decode() for d in dead] == reported[:len(dead)]
+    headers = dict(dead[0].headers())
+    assert headers["__connect.errors.stage"] == b"TASK_PUT"
+    assert headers["__connect.errors.class.name"] == b"ErrantSinkTask"
+    assert headers["__connect.errors.offset"] == b"0"
+    assert headers["__connect.errors.exception.message"] == b"cannot write p0 0"
+    if tolerance == "all":
+        assert sorted(lines_in(out)) == sorted(f"p0 {i}" for i in range(200) if i % 50)
+    else:
+        assert sink.committed(topic_name, 1) == {0: -1001}  # the failed batch committed nothing
     sink.group.close()
 
 

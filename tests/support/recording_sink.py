@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping
 
-from connectd import SinkRecord, SinkTask, TopicPartition
+from connectd import RetriableException, SinkRecord, SinkTask, TopicPartition
 
 
 class RecordingSinkTask(SinkTask):
@@ -88,6 +88,49 @@ class RewindingSinkTask(RecordingSinkTask):
 class PinnedRewindingSinkTask(RewindingSinkTask):
     pinned = True
 
+
+
+class FlakySinkTask(RecordingSinkTask):
+    """Its first ``retriable.puts`` calls of ``put()`` (counted across instances) raise
+    :class:`~connectd.RetriableException` before writing anything; the first asks for a
+    ``context.timeout()`` of ``retry.timeout.ms`` first."""
+
+    def put(self, records: list[SinkRecord]) -> None:
+        counter = f"{self.config['events.file']}.failed-puts"
+        try:
+            with open(counter, encoding="utf-8") as handle:
+                failed = int(handle.read() or 0)
+        except FileNotFoundError:
+            failed = 0
+        if failed < int(self.config.get("retriable.puts", "0")):
+            with open(counter, "w", encoding="utf-8") as handle:
+                handle.write(str(failed + 1))
+            self._event("put_failed", str(len(records)))
+            if failed == 0:
+                self.context.timeout(int(self.config.get("retry.timeout.ms", "0")))
+            raise RetriableException(f"try again ({failed + 1})")
+        super().put(records)
+
+
+class PinnedFlakySinkTask(FlakySinkTask):
+    pinned = True
+
+
+class ErrantSinkTask(RecordingSinkTask):
+    """Reports every record whose number (the value's second word) is a multiple of
+    ``errant.every`` to the errant record reporter instead of writing it."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        super().start(config)
+        self.reporter = self.context.errant_record_reporter()
+        self._event("reporter", type(self.reporter).__name__)
+
+    def put(self, records: list[SinkRecord]) -> None:
+        every = int(self.config["errant.every"])
+        bad = [r for r in records if int(str(r.value).split()[1]) % every == 0]
+        futures = [self.reporter.report(r, ValueError(f"cannot write {r.value}")) for r in bad]
+        super().put([r for r in records if r not in bad])
+        self._event("reported", str(len(futures)))
 
 def events(path: str | os.PathLike[str]) -> list[tuple[int, str, str]]:
     """The recorded calls: ``(pid, call, detail)``."""
