@@ -199,11 +199,11 @@ _WORKER_KEYS = [
               default="org.apache.kafka.connect.storage.SimpleHeaderConverter", importance=L,
               plugin_kind="converter", group="Converters"),
     ConfigKey("offset.flush.interval.ms", Type.LONG,
-              "Accepted for compatibility and ignored: a task's offsets are written after each of its "
-              "micro-batches, once the batch is durable (sources: acknowledged by Kafka; sinks: what "
-              "pre_commit returned after the batch's put calls), not on a timer.",
-              default=60000, importance=L, validator=_POSITIVE_MS, group="Offsets",
-              ignored="offsets are written after each micro-batch, not on a timer"),
+              "How long a sink task may go without pre_commit: one that received no record for this long "
+              "gets put([]) and pre_commit, so it can flush what it holds on time. Offsets are otherwise "
+              "written after each micro-batch, once it is durable (sources: acknowledged by Kafka; sinks: "
+              "what pre_commit returned), which under load is far more often.",
+              default=60000, importance=L, validator=_POSITIVE_MS, group="Offsets"),
     ConfigKey("offset.flush.timeout.ms", Type.LONG,
               "Accepted for compatibility and ignored: a source micro-batch whose records Kafka has not all "
               "acknowledged within 60 s fails the task and is replayed when it restarts, and nothing else "

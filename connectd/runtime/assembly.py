@@ -257,6 +257,8 @@ class TaskAssembler:
         # As in Kafka Connect, max.poll.records bounds what one put() gets.
         put_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "500"))
         batch_records = self.worker.get("sink.batch.max.records")
+        # An idle task still gets put([]) and pre_commit this often, to flush on time.
+        tick_ms = self.worker.get("offset.flush.interval.ms")
         consumer_option = self.client_option("consumer", connector_config)
 
         def topics_used(topics: Iterable[str]) -> None:
@@ -272,7 +274,7 @@ class TaskAssembler:
             handle.query = start_sink_query(self.spark, connector=connector, task_id=task_id,
                                             consumer_config=consumer_option, start=start, commit=commit,
                                             on_topics=topics_used, spec=spec, max_records=batch_records,
-                                            put_records=put_records, paused=paused)
+                                            put_records=put_records, paused=paused, tick_ms=tick_ms)
             return
         send = flush = None
         if policy.dlq_topic:
@@ -292,7 +294,7 @@ class TaskAssembler:
                                         consumer_config=consumer_option, start=start, commit=commit,
                                         on_topics=topics_used, runner=handle.runner,
                                         reader=RangeReader(group), max_records=batch_records,
-                                        put_records=put_records, paused=paused)
+                                        put_records=put_records, paused=paused, tick_ms=tick_ms)
 
     def _resolved(self, config: Mapping[str, str]) -> dict[str, str]:
         resolve = self.worker.providers.resolve

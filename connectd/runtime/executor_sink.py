@@ -171,7 +171,6 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]]
         next batch starts if the task moved it (``None`` if not); then the same for each
         partition the task moved that had no range (``end`` ``None``).
     """
-    ranges = [r for r in ranges if r[3] > r[2]]
     if not ranges:
         return
     spec = SinkSpec.from_json(spec_json)
@@ -190,7 +189,7 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]]
         instance.lock.release()
     committed = {(tp.topic, tp.partition): offset for tp, offset in instance.captured.items()}
     seeks = {(tp.topic, tp.partition): offset for tp, offset in instance.runner.seeks.items()}
-    for topic, partition, _, end in ranges:
+    for topic, partition, _, end in ranges:  # empty ranges (a tick) included
         yield topic, partition, end, committed.get((topic, partition)), seeks.pop((topic, partition), None)
     for (topic, partition), offset in seeks.items():
         yield topic, partition, None, committed.get((topic, partition)), offset

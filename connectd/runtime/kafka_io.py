@@ -281,9 +281,13 @@ class HighWatermarks:
         self._consumer.close()
 
 
-#: Prefix of the keys in a micro-batch's end offsets that say where a partition's range starts
-#: instead of the previous batch's end: the task moved it (``context.offset``).
+#: Keys of a micro-batch's end offsets that are not partitions start with "@" (a topic name cannot).
+_META = "@"
+#: Prefix of the keys that say where a partition's range starts instead of the previous
+#: batch's end: the task moved it (``context.offset``).
 _FROM = "@from "
+#: Counts idle ticks: batches without records that let a sink task flush on time.
+_TICK = "@tick"
 
 
 def add_seeks(path: str | os.PathLike[str], seeks: dict[str, int]) -> None:
@@ -334,6 +338,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.pause_file = options.get("pause.file")
         self.seek_file = options.get("seek.file")
         self.ranges_only = options.get("rows", "records") == "ranges"
+        #: With ranges: after this long without a batch, a batch of empty ranges (a tick), so the
+        #: task gets put([]) and pre_commit though no record arrives (0: never).
+        self.tick_s = float(options.get("tick.ms", "0")) / 1000 if self.ranges_only else 0.0
+        self._last_batch = time.monotonic()
         self._watermarks: HighWatermarks | None = None
         self._previous_end: dict[str, int] | None = None
 
@@ -349,31 +357,44 @@ class KafkaStreamReader(DataSourceStreamReader):
         # Before PySpark 4.2, latestOffset() took no arguments: continue from the last end.
         if start is None:
             start = self._previous_end if self._previous_end is not None else self.initialOffset()
-        start = {k: int(v) for k, v in start.items() if not k.startswith(_FROM)}
+        tick = int(start.get(_TICK, 0))
+        start = {k: int(v) for k, v in start.items() if not k.startswith(_META)}
         # Partitions the task moved start there; the end offsets say so, for partitions().
         seeks = {key: offset for key, offset in _take_seeks(self.seek_file).items() if key in start}
         start.update(seeks)
+        now = time.monotonic()
         if _exists(self.stop_file) or _exists(self.pause_file):
             end = dict(start)
         else:
             if self._watermarks is None:
                 self._watermarks = HighWatermarks(client_settings(self.client_option))
             end = batch_ends(start, self._watermarks.high(start), self.max_records)
+            if end != start or seeks:
+                self._last_batch = now
+            elif self.tick_s and now - self._last_batch >= self.tick_s:
+                tick += 1
+                self._last_batch = now
         end.update({_FROM + key: offset for key, offset in seeks.items()})
+        if tick:
+            end[_TICK] = tick
         self._previous_end = end
         return end
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         ranges = []
         for key, stop in end.items():
-            if key.startswith(_FROM):
+            if key.startswith(_META):
                 continue
             begin = int(end.get(_FROM + key, start.get(key, self.start_offsets.get(key, 0))))
             if int(stop) > begin:
                 ranges.append((*decode_tp(key), begin, int(stop)))
         if self.ranges_only:
             # One input partition: one Spark task handles the whole batch (one sink task instance);
-            # none for a batch without records, so no Python worker starts an instance for nothing.
+            # none for a batch without records, so no Python worker starts an instance for nothing,
+            # unless it is a tick: then the empty range of every partition, where it stands.
+            if not ranges and int(end.get(_TICK, 0)) > int(start.get(_TICK, 0)):
+                return [_Ranges([(*decode_tp(key), int(stop), int(stop))
+                                 for key, stop in end.items() if not key.startswith(_META)])]
             return [_Ranges(ranges)] if ranges else []
         return [_Ranges([r]) for r in ranges]
 

@@ -282,6 +282,7 @@ def start_sink_query(
     put_records: int = 500,
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
+    tick_ms: int = 0,
 ) -> TaskQuery:
     """Start a record-level sink task's query: Kafka → converters → transforms → plugin → group offsets.
 
@@ -301,6 +302,9 @@ def start_sink_query(
     :param runner: a pinned task's :class:`~connectd.runtime.sink_task.SinkTaskRunner` (started).
     :param reader: its :class:`~connectd.runtime.kafka_io.RangeReader`.
     :param put_records: the most records of one ``put``.
+    :param tick_ms: after this long without records, a batch without any (a tick): the task's
+        ``put([])`` and ``pre_commit``, so it can flush on time (the worker's
+        ``offset.flush.interval.ms``); 0 for none.
     """
     from connectd.connector import TopicPartition
 
@@ -329,7 +333,8 @@ def start_sink_query(
                     kafka_io.add_seeks(workdir / _SEEK_FILE, seeks)
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
-                                   executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json()})
+                                   executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json(),
+                                                          "tick.ms": str(tick_ms)})
         else:
             runner.stopping = (workdir / "stop").exists  # a put() being retried gives up once the task stops
 
@@ -342,7 +347,8 @@ def start_sink_query(
                         kafka_io.add_seeks(workdir / _SEEK_FILE, {kafka_io.encode_tp(tp.topic, tp.partition): offset
                                                                   for tp, offset in runner.seeks.items()})
 
-            stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges")
+            stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
+                                   options={"tick.ms": str(tick_ms)})
         return _started(stream.writeStream.foreachBatch(each_batch), workdir / "checkpoint", name, trigger_interval)
 
     return _start(spark, name, build, paused)

@@ -172,9 +172,16 @@ class SinkTaskRunner:
         :param reader: a :class:`~connectd.runtime.kafka_io.RangeReader`.
         :param chunk: the most records one ``put`` gets (the consumer's ``max.poll.records``).
         """
+        # Empty ranges only: a tick of an idle task (kafka_io's reader), with where each partition stands.
+        positions = {(topic, partition): end for topic, partition, start, end in ranges if end <= start}
         ranges = [r for r in ranges if r[3] > r[2]]
         ends = {(topic, partition): end for topic, partition, _, end in ranges}
         self.seeks = {}
+        if not ranges and positions:
+            # As Kafka Connect's put() after a poll that brought nothing: the task may flush on time.
+            self._put_errors.run("TASK_PUT", type(self.task).__name__, lambda: self.task.put([]),
+                                 Original(topic=None))
+            self._next_offsets.update(positions)
         todo = self._rewound(ranges, ends)  # rewinds the task asked for in open() or an earlier batch
         while todo:
             for rows in reader.read(todo, chunk):

@@ -787,7 +787,6 @@ def test_exactly_once_source_support_disabled_is_accepted(tmp_path) -> None:
 
 @pytest.mark.parametrize(("line", "why"), [
     ("metric.reporters=com.example.JmxReporter", "connectd loads no Java metric reporters"),
-    ("offset.flush.interval.ms=10000", "offsets are written after each micro-batch, not on a timer"),
     ("plugin.path=/opt/connectors", "connectd finds plugins through Python entry points"),
 ])
 def test_a_key_connectd_ignores_is_a_warning_saying_why(tmp_path, line, why) -> None:

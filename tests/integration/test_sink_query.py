@@ -46,7 +46,8 @@ class Sink:
 
     def __init__(self, spark, worker: dict[str, str], connector: str, topic: str, partitions: int,
                  config: dict[str, str], pinned: bool, task: str = "RecordingSinkTask",
-                 max_records: int = 2000, connector_config: dict[str, str] | None = None) -> None:
+                 max_records: int = 2000, connector_config: dict[str, str] | None = None,
+                 tick_ms: int = 0) -> None:
         self.group = Consumer(consumer_settings({"bootstrap.servers": worker["bootstrap.servers"],
                                                  "group.id": group_id(connector)}))
         self.topics: set[str] = set()
@@ -54,7 +55,7 @@ class Sink:
         client = json.dumps({"bootstrap.servers": worker["bootstrap.servers"]})
         common = dict(connector=connector, task_id=0, consumer_config=client,
                       start=start_offsets(self.group, assigned), commit=self.commit, on_topics=self.topics.update,
-                      max_records=max_records, put_records=300)
+                      max_records=max_records, put_records=300, tick_ms=tick_ms)
         self.runner = None
         if pinned:
             registry = get_registry()
@@ -239,6 +240,33 @@ def test_errant_records_go_to_the_dead_letter_topic_with_their_context(spark, br
         assert sorted(lines_in(out)) == sorted(f"p0 {i}" for i in range(200) if i % 50)
     else:
         assert sink.committed(topic_name, 1) == {0: -1001}  # the failed batch committed nothing
+    sink.group.close()
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
+def test_an_idle_task_gets_put_of_nothing_and_pre_commit_each_flush_interval(spark, broker, topic_name, tmp_path,
+                                                                            pinned, wait_until, worker_config):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
+    produce_lines(broker, topic_name, 0, 10, 2)
+    sink = Sink(spark, worker_config.settings(), "idle", topic_name, 2, config, pinned, tick_ms=500)
+    try:
+        wait_until(lambda: sink.committed(topic_name, 2), "the records committed",
+                   until=lambda committed: committed == {0: 5, 1: 5}, timeout=90)
+        # no record arrives any more: put([]) then pre_commit of where each partition stands, again and again
+        recorded = wait_until(lambda: [(call, detail) for _, call, detail in events(calls)], "two idle ticks",
+                              until=lambda r: r.count(("put", "0")) >= 2, timeout=30)
+        assert sink.stop() is True
+    finally:
+        if sink.query.is_active():
+            sink.stop()
+    first = recorded.index(("put", "0"))
+    assert sum(int(detail) for call, detail in recorded[:first] if call == "put") == 10  # the records, before
+    assert recorded[first + 1] == ("pre_commit", "0:5,1:5")
+    assert sink.committed(topic_name, 2) == {0: 5, 1: 5}
+    assert len(lines_in(out)) == 10
     sink.group.close()
 
 
