@@ -154,3 +154,37 @@ def test_kafka_connects_exception_names_are_public_and_retriable_is_retriable():
     assert issubclass(connectd.RetriableException, connectd.ConnectException)
     assert issubclass(connectd.ConnectException, connectd.ConnectorError)
     assert connectd.RetriableException("x").retriable and not connectd.ConnectException("x").retriable
+
+
+class Committing(Recording):
+    def start(self, config):
+        super().start(config)
+        self.calls: list[str] = []
+
+    def pre_commit(self, offsets):
+        self.calls.append(f"pre_commit {sorted((tp.partition, o) for tp, o in offsets.items())}")
+        return offsets
+
+    def close(self, partitions):
+        self.calls.append("close")
+
+
+class Ranges:
+    """A RangeReader's read(): the rows of each range (pure logic, no Kafka)."""
+
+    def read(self, ranges, chunk):
+        yield [(t, p, o, None, 0, None, b"v", None) for t, p, start, end in ranges for o in range(start, end)]
+
+
+@pytest.mark.parametrize("failed", [False, True])
+def test_close_pre_commits_where_the_partitions_stand_unless_a_batch_failed(failed):
+    run, committed = runner(StringConverter())
+    run.task = task = Committing()
+    task.start({})
+    task.context = SinkTaskContext({}, run.partitions)
+    run.process_ranges([("a", 0, 0, 3)], Ranges())
+    run.failed = failed
+    run.close()
+    expected = ["pre_commit [(0, 3)]"] + ([] if failed else ["pre_commit [(0, 3)]"]) + ["close"]
+    assert task.calls == expected
+    assert committed == [{TopicPartition("a", 0): 3}] * (1 if failed else 2)

@@ -28,10 +28,10 @@ from typing import Any
 
 from connectd.config.worker import WorkerConfig
 from connectd.connector import SparkSinkTask, SparkSourceTask, TopicPartition
-from connectd.errors import ConnectorError
+from connectd.errors import ConfigError, ConnectorError
 from connectd.logging import get_logger
 
-__all__ = ["TaskAssembler", "TaskHandle", "task_class_name"]
+__all__ = ["TaskAssembler", "TaskHandle", "max_put_records", "task_class_name"]
 
 log = get_logger(__name__)
 
@@ -39,6 +39,26 @@ log = get_logger(__name__)
 def task_class_name(cls: type) -> str:
     """The dotted path a task class is loaded by."""
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def max_put_records(worker: Any, connector_config: Mapping[str, str]) -> int:
+    """The most records one ``put()`` gets, as Kafka Connect's ``max.poll.records`` bounds them: the
+    connector's ``consumer.override.max.poll.records`` (resolved), else the worker's
+    ``consumer.max.poll.records``, else 500.
+
+    :raises ConfigError: naming the key, if the value is not a positive integer.
+    """
+    key = "consumer.override.max.poll.records"
+    value = connector_config.get(key)
+    if value is None:
+        key, value = "consumer.max.poll.records", worker.with_prefix("consumer.").get("max.poll.records", "500")
+    try:
+        records = int(str(value).strip())
+    except ValueError:
+        records = 0
+    if records < 1:
+        raise ConfigError([f"{key}={value!r}: expected a positive integer (the most records one put() gets)"])
+    return records
 
 
 @dataclass
@@ -133,6 +153,8 @@ class TaskAssembler:
                 if not handle.query.stop(graceful_timeout_s):
                     log.warning("task_stop_not_graceful",
                                 message="the batch in flight was cancelled and will be replayed")
+                    if handle.runner is not None:
+                        handle.runner.failed = True  # its last batch did not finish: nothing more to commit
             elif handle.query is not None:  # it failed: nothing to stop, its scratch to remove
                 handle.query.discard()
         finally:
@@ -254,8 +276,7 @@ class TaskAssembler:
         policy = ErrorPolicy.from_config(resolved)
         if policy.dlq_topic:
             self._ensure_dlq(policy.dlq_topic, resolved, metadata)
-        # As in Kafka Connect, max.poll.records bounds what one put() gets.
-        put_records = int(self.worker.with_prefix("consumer.").get("max.poll.records", "500"))
+        put_records = max_put_records(self.worker, resolved)
         batch_records = self.worker.get("sink.batch.max.records")
         # An idle task still gets put([]) and pre_commit this often, to flush on time.
         tick_ms = self.worker.get("offset.flush.interval.ms")

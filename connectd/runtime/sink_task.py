@@ -45,10 +45,13 @@ from connectd.connector import (
 from connectd.data.headers import Headers
 from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.errors import ConnectorError
+from connectd.logging import get_logger
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original
 from connectd.runtime.kafka_io import encode_tp
 
 __all__ = ["SinkTaskRunner", "assign_partitions", "group_id", "start_offsets"]
+
+log = get_logger(__name__)
 
 #: How often a task waiting to retry put() checks whether it is being stopped.
 _STOP_CHECK_S = 0.1
@@ -140,6 +143,9 @@ class SinkTaskRunner:
             self.errors.connector, self.errors.task_id, sleep=self._before_put_again)
         #: Whether the task is being stopped (its run is over): put() is no longer retried.
         self.stopping: Callable[[], bool] = lambda: False
+        #: A batch failed or was cancelled: close() commits nothing more.
+        self.failed = False
+        self._positions: dict[tuple[str, int], int] = {}  # where each partition stands after the last batch
         self._flush_dlq = flush_dlq
         self._next_offsets: dict[tuple[str, int], int] = {}  # of the batch so far
         #: After a batch: where the next batch of each partition the task moved
@@ -172,6 +178,14 @@ class SinkTaskRunner:
         :param reader: a :class:`~connectd.runtime.kafka_io.RangeReader`.
         :param chunk: the most records one ``put`` gets (the consumer's ``max.poll.records``).
         """
+        try:
+            return self._process_ranges(ranges, reader, chunk)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def _process_ranges(self, ranges: list[tuple[str, int, int, int]], reader: Any, chunk: int
+                        ) -> dict[TopicPartition, int]:
         # Empty ranges only: a tick of an idle task (kafka_io's reader), with where each partition stands.
         positions = {(topic, partition): end for topic, partition, start, end in ranges if end <= start}
         ranges = [r for r in ranges if r[3] > r[2]]
@@ -266,6 +280,7 @@ class SinkTaskRunner:
     def commit_batch(self) -> dict[TopicPartition, int]:
         """Flush dead-letter records, let the task flush (``pre_commit``), commit what it allows."""
         offsets = {TopicPartition(t, p): o for (t, p), o in self._next_offsets.items()}
+        self._positions.update(self._next_offsets)
         self._next_offsets = {}
         self._flush_dlq()  # errant records reported in put() included
         if self._originals:
@@ -368,8 +383,25 @@ class SinkTaskRunner:
         return kept
 
     def close(self) -> None:
-        """Close the partitions and stop the task (once)."""
+        """``pre_commit`` once more, then close the partitions and stop the task (once).
+
+        As Kafka Connect commits before it closes partitions: the task is asked
+        what is safe for where each partition stands, and that is committed
+        (pinned tasks; an executor's instance has nobody to hand it to after its
+        last batch, whose offsets were committed already). Not after a batch
+        failed or was cancelled.
+        """
         try:
+            if self._positions and not self.failed:
+                try:
+                    offsets = {TopicPartition(t, p): o for (t, p), o in self._positions.items()}
+                    self._flush_dlq()
+                    safe = self.task.pre_commit(offsets)
+                    if safe:
+                        self._commit(safe)
+                except Exception as error:  # noqa: BLE001 - close() and stop() are owed all the same
+                    log.warning("sink_task_last_commit_failed", connector=self.errors.connector,
+                                task=self.errors.task_id, error=repr(error))
             self.task.close(self.partitions)
         finally:
             self.task.stop()

@@ -110,6 +110,9 @@ def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, b
     assert sink.committed(topic_name, 3) == {0: 2000, 1: 2000, 2: 2000}
     assert sink.topics == {topic_name}
     recorded = events(calls)
+    for pid in {pid for pid, call, _ in recorded if call == "close"}:  # pre_commit once more before close
+        own = [call for p, call, _ in recorded if p == pid]
+        assert own[own.index("close") - 1] == "pre_commit"
     put_by = {pid for pid, call, _ in recorded if call == "put"}
     if pinned:  # in this process, one instance for the whole run
         assert put_by == {os.getpid()}
