@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from connectd.connector import (
@@ -160,8 +160,19 @@ class SinkTaskRunner:
         if policy.dlq_topic or policy.log_enable:
             task.context.reporter = _Reporter(self)
             self._originals = {}
-        task.start(task_config)
-        task.open(partitions)
+        # Every call on the task comes from this one thread, as in Kafka Connect (the callers' threads
+        # vary: Spark's, py4j's, an executor's reaper).
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"connectd-sink-task-{self.errors.task_id}")
+        try:
+            self._call(task.start, task_config)
+            self._call(task.open, partitions)
+        except BaseException:
+            self._thread.shutdown(wait=False)
+            raise
+
+    def _call(self, function: Callable[..., Any], *args: Any) -> Any:
+        """*function* run on the task's thread; its result or its exception."""
+        return self._thread.submit(function, *args).result()
 
     def process(self, rows: list[Any]) -> dict[TopicPartition, int]:
         """Put one micro-batch's rows (``connectd-kafka`` reader rows) and commit; returns what was committed."""
@@ -179,7 +190,7 @@ class SinkTaskRunner:
         :param chunk: the most records one ``put`` gets (the consumer's ``max.poll.records``).
         """
         try:
-            return self._process_ranges(ranges, reader, chunk)
+            return self._call(self._process_ranges, ranges, reader, chunk)
         except BaseException:
             self.failed = True
             raise
@@ -391,6 +402,12 @@ class SinkTaskRunner:
         last batch, whose offsets were committed already). Not after a batch
         failed or was cancelled.
         """
+        try:
+            self._call(self._close)
+        finally:
+            self._thread.shutdown(wait=False)
+
+    def _close(self) -> None:
         try:
             if self._positions and not self.failed:
                 try:

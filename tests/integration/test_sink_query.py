@@ -10,7 +10,7 @@ import recording_sink
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from recording_sink import events
+from recording_sink import events, threads_by_process
 
 from connectd import TopicPartition
 from connectd.plugins import get_registry
@@ -110,6 +110,8 @@ def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, b
     assert sink.committed(topic_name, 3) == {0: 2000, 1: 2000, 2: 2000}
     assert sink.topics == {topic_name}
     recorded = events(calls)
+    # every call on an instance from one thread (one instance per process here)
+    assert all(len(threads) == 1 for threads in threads_by_process(calls).values())
     for pid in {pid for pid, call, _ in recorded if call == "close"}:  # pre_commit once more before close
         own = [call for p, call, _ in recorded if p == pid]
         assert own[own.index("close") - 1] == "pre_commit"

@@ -9,6 +9,7 @@ as FileStreamSink writes them.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Collection, Mapping
 
 from connectd import RetriableException, SinkRecord, SinkTask, TopicPartition
@@ -18,6 +19,8 @@ class RecordingSinkTask(SinkTask):
     def _event(self, call: str, detail: str = "") -> None:
         with open(self.config["events.file"], "a", encoding="utf-8") as events:
             events.write(f"{os.getpid()} {call} {detail}\n")
+        with open(f"{self.config['events.file']}.threads", "a", encoding="utf-8") as threads:
+            threads.write(f"{os.getpid()} {threading.get_ident()} {call}\n")
 
     def start(self, config: Mapping[str, str]) -> None:
         self.config = dict(config)
@@ -131,6 +134,16 @@ class ErrantSinkTask(RecordingSinkTask):
         futures = [self.reporter.report(r, ValueError(f"cannot write {r.value}")) for r in bad]
         super().put([r for r in records if r not in bad])
         self._event("reported", str(len(futures)))
+
+def threads_by_process(path: str | os.PathLike[str]) -> dict[int, set[int]]:
+    """Which threads made the recorded calls, per process."""
+    found: dict[int, set[int]] = {}
+    with open(f"{os.fspath(path)}.threads", encoding="utf-8") as handle:
+        for line in handle.read().splitlines():
+            pid, ident, _ = line.split(" ", 2)
+            found.setdefault(int(pid), set()).add(int(ident))
+    return found
+
 
 def events(path: str | os.PathLike[str]) -> list[tuple[int, str, str]]:
     """The recorded calls: ``(pid, call, detail)``."""
