@@ -155,11 +155,10 @@ class SinkTaskRunner:
         self.records = 0
         task.context = SinkTaskContext(task_config, partitions)
         policy = self.errors.policy
-        #: The batch's rows by (topic, partition, offset), kept for errant records' bytes.
-        self._originals: dict[tuple[str, int, int], tuple] | None = None
+        #: The rows of the put() in progress: an errant record's bytes as consumed are among them.
+        self._rows: list[Any] = []
         if policy.dlq_topic or policy.log_enable:
             task.context.reporter = _Reporter(self)
-            self._originals = {}
         # Every call on the task comes from this one thread, as in Kafka Connect (the callers' threads
         # vary: Spark's, py4j's, an executor's reaper).
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"connectd-sink-task-{self.errors.task_id}")
@@ -262,8 +261,7 @@ class SinkTaskRunner:
         self._put(rows)
 
     def _put(self, rows: list[Any]) -> None:
-        if self._originals is not None:
-            self._originals.update(((row[0], row[1], row[2]), row) for row in rows)
+        self._rows = rows
         try:
             origins, records = self._convert_batch(rows)
         except Exception:  # find the failing record(s): converters are pure, running them again is safe
@@ -294,8 +292,6 @@ class SinkTaskRunner:
         self._positions.update(self._next_offsets)
         self._next_offsets = {}
         self._flush_dlq()  # errant records reported in put() included
-        if self._originals:
-            self._originals = {}
         safe = self.task.pre_commit(offsets)
         if safe:
             self._commit(safe)
@@ -434,10 +430,11 @@ class _Reporter(ErrantRecordReporter):
     def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
         runner = self._runner
         key = (record.original_topic, record.original_kafka_partition, record.original_kafka_offset)
-        row = (runner._originals or {}).get(key)  # type: ignore[arg-type]
+        # Looked for only when a record is reported, not kept indexed for every record.
+        row = next((r for r in runner._rows if (r[0], r[1], r[2]) == key), None)
         if row is not None:
             original = _original(row)
-        else:  # not from this batch: its data as the converters write it
+        else:  # not from the put() in progress: its data as the converters write it
             topic = record.original_topic or record.topic
             original = Original(topic, record.original_kafka_partition, record.original_kafka_offset,
                                 runner.converters["key"].from_connect_data(topic, record.key_schema, record.key),
