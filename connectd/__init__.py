@@ -29,6 +29,7 @@ from connectd.connector import (
     ConnectorContext,
     ErrantRecordReporter,
     OffsetStorageReader,
+    RecordMetadata,
     SinkConnector,
     SinkTask,
     SinkTaskContext,
@@ -71,6 +72,10 @@ from connectd.errors import (
     RetriableException,
 )
 from connectd.hookspecs import hookimpl
+from connectd.override_policy import (
+    ConnectorClientConfigOverridePolicy,
+    ConnectorClientConfigRequest,
+)
 from connectd.secrets import Secret
 
 try:
@@ -113,6 +118,7 @@ __all__ = [
     "SchemaBuilder",
     "SchemaType",
     "Secret",
+    "RecordMetadata",
     "SinkConnector",
     "SinkRecord",
     "SinkTask",

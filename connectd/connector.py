@@ -218,6 +218,17 @@ class SourceTaskContext:
         self.offset_storage_reader = offset_storage_reader
 
 
+@dataclass(frozen=True)
+class RecordMetadata:
+    """Where Kafka put a record a source task returned: Kafka Connect's ``RecordMetadata``."""
+
+    topic: str
+    partition: int
+    offset: int
+    #: The record's timestamp as Kafka stored it (ms since the epoch), or ``None`` if unknown.
+    timestamp: int | None = None
+
+
 class SourceTask(Task):
     """Reads records from an outside system.
 
@@ -235,10 +246,19 @@ class SourceTask(Task):
         """
 
     def commit(self) -> None:
-        """Offsets of the records returned so far have been stored (a hint)."""
+        """The offsets of a batch of records returned by :meth:`poll` have been stored (a hint,
+        as Kafka Connect's ``commit``): after each batch's offsets are stored, and once more at
+        stop if a batch was stored since. Called on another thread than :meth:`poll`."""
 
-    def commit_record(self, record: SourceRecord, metadata: Any = None) -> None:
-        """*record* was written to Kafka (a hint, after the batch's flush)."""
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        """*record* was written to Kafka and its batch's offsets stored, as Kafka Connect's ``commitRecord``.
+
+        Called for every record :meth:`poll` returned, in the order returned, on another
+        thread than :meth:`poll`: *metadata* says where Kafka put it, or is ``None`` when a
+        transform dropped it or the connector's error handling skipped it. *record* is as
+        ``poll()`` returned it (before transforms). The runtime tracks records for this only
+        when a task overrides it; an exception is logged and ignored.
+        """
 
 
 class ErrantRecordReporter:
@@ -266,6 +286,7 @@ class SinkTaskContext:
         self.rewinds: dict[TopicPartition, int] = {}
         self.retry_timeout_ms: int | None = None
         self.reporter: ErrantRecordReporter | None = None
+        self._paused: set[TopicPartition] = set()
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this task consumes now."""
@@ -285,6 +306,36 @@ class SinkTaskContext:
             raise TypeError("offset(partition, offset) needs the offset")
         else:
             self.rewinds[partition] = offset
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop consuming *partitions* until :meth:`resume`: as Kafka Connect's ``pause``.
+
+        Records of a paused partition already read in the batch under way are
+        not put; the partition goes on from the first of them once resumed, and
+        its committed offset does not pass them. A pause lasts across batches
+        and instances of the task until the partition is resumed; a task that
+        restarts or is given new partitions starts with none paused.
+
+        :raises ConnectException: a partition is not assigned to the task.
+        """
+        self._check_assigned(partitions, "pause")
+        self._paused.update(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Consume *partitions* again from where they were paused (at the next batch).
+
+        :raises ConnectException: a partition is not assigned to the task.
+        """
+        self._check_assigned(partitions, "resume")
+        self._paused.difference_update(partitions)
+
+    def _check_assigned(self, partitions: Collection[TopicPartition], verb: str) -> None:
+        unknown = set(partitions) - self._assignment
+        if unknown:
+            from connectd.errors import ConnectException
+
+            names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(unknown))
+            raise ConnectException(f"sink tasks may not {verb} partitions that are not assigned to them: {names}")
 
     def timeout(self, timeout_ms: int) -> None:
         """Wait *timeout_ms* before ``put()`` is retried after it raised a retriable error

@@ -11,7 +11,7 @@ from connectd.data.headers import Headers
 from connectd.data.json_converter import JsonConverter
 from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.data.schema import Schema, SchemaAndValue
-from connectd.errors import RetriableException
+from connectd.errors import ConnectException, RetriableException
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
 from connectd.runtime.kafka_io import batch_ends
 from connectd.runtime.sink_task import SinkTaskRunner
@@ -188,3 +188,42 @@ def test_close_pre_commits_where_the_partitions_stand_unless_a_batch_failed(fail
     expected = ["pre_commit [(0, 3)]"] + ([] if failed else ["pre_commit [(0, 3)]"]) + ["close"]
     assert task.calls == expected
     assert committed == [{TopicPartition("a", 0): 3}] * (1 if failed else 2)
+
+
+class Pausing(Committing):
+    """Pauses partition a-0 when it is given its offset 1."""
+
+    def put(self, records):
+        super().put(records)
+        if any((r.topic, r.kafka_offset) == ("a", 1) for r in records):
+            self.context.pause(TopicPartition("a", 0))
+
+
+class ChunkedRanges(Ranges):
+    def read(self, ranges, chunk):
+        (rows,) = super().read(ranges, chunk)
+        for i in range(0, len(rows), chunk):
+            yield rows[i:i + chunk]
+
+
+def test_a_partition_paused_in_put_is_put_no_further_and_committed_no_further():
+    run, committed = runner(StringConverter())
+    run.task = task = Pausing()
+    task.start({})
+    task.context = SinkTaskContext({}, run.partitions)
+    run.process_ranges([("a", 0, 0, 6), ("b", 1, 0, 2)], ChunkedRanges(), chunk=2)
+    assert [[(r.topic, r.kafka_offset) for r in put] for put in task.put_calls] == [[("a", 0), ("a", 1)],
+                                                                                  [("b", 0), ("b", 1)]]
+    assert committed == [{TopicPartition("a", 0): 2, TopicPartition("b", 1): 2}]
+    assert run.seeks == {TopicPartition("a", 0): 2}  # its next batch starts at its first record not put
+    assert run.paused == {TopicPartition("a", 0)}
+
+
+def test_pauses_reach_a_new_instance_and_only_assigned_partitions_can_be_paused():
+    run, _ = runner(StringConverter())
+    run.paused = [TopicPartition("a", 0), TopicPartition("gone", 3)]  # as the driver saw them
+    assert run.paused == {TopicPartition("a", 0)}
+    run.task.context.resume(TopicPartition("a", 0))
+    assert run.paused == set()
+    with pytest.raises(ConnectException, match="not assigned to them: c-2"):
+        run.task.context.pause(TopicPartition("c", 2))

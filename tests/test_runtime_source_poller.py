@@ -14,17 +14,19 @@ class Polls:
     def __init__(self, size: int = 10) -> None:
         self.size = size
         self.calls = 0
+        self.attempts = 0  # failed calls included
         self.release = threading.Event()
         self.release.set()
         self.error: BaseException | None = None
 
     def __call__(self):
         self.release.wait()
+        self.attempts += 1
         if self.error is not None:
             raise self.error
         self.calls += 1
         rows = [("t", None, None, f"{self.calls}-{i}".encode(), None, None, None, None) for i in range(self.size)]
-        return write_arrow_batch(rows), {'{"p":1}': f'{{"n":{self.calls}}}'}, {"t"}
+        return write_arrow_batch(rows), {'{"p":1}': f'{{"n":{self.calls}}}'}, {"t"}, [f"polled {self.calls}"]
 
 
 def values(batches) -> list[bytes]:
@@ -39,10 +41,11 @@ def test_it_polls_ahead_until_the_buffer_is_full_then_waits_for_a_batch_to_take_
         wait_until(lambda: poller._buffered, "30 records buffered", until=lambda n: n >= 30)
         calls = polls.calls
         assert calls == 3  # FULL: 30 records buffered, no fourth poll
-        batches, offsets, topics = poller.take()
+        batches, offsets, topics, polled = poller.take()
         assert values(batches) == [f"{c}-{i}".encode() for c in (1, 2, 3) for i in range(10)]
         assert offsets == {'{"p":1}': '{"n":3}'}  # the last offset of the partition
         assert topics == {"t"}
+        assert polled == ["polled 1", "polled 2", "polled 3"]  # for commit_record, in poll order
         wait_until(lambda: polls.calls, "polling again once the batch was taken", until=lambda n: n >= 6)
     finally:
         poller.stop(5)
@@ -80,6 +83,22 @@ def test_an_error_from_poll_is_raised_by_the_next_take(wait_until):
         poller.stop(5)
 
 
+def test_a_retriable_error_from_poll_is_polled_again(wait_until):
+    from connectd import RetriableException
+
+    polls = Polls()
+    polls.error = RetriableException("not now")
+    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    try:
+        wait_until(lambda: polls.attempts, "poll() called again after it failed", until=lambda n: n >= 3)
+        assert poller.take() is None  # nothing to raise: POLLING still
+        polls.error = None
+        taken = wait_until(poller.take, "a batch once poll() succeeds")
+        assert values(taken[0])
+    finally:
+        poller.stop(5)
+
+
 def test_stop_ends_the_thread_after_the_poll_in_progress():
     polls = Polls()
     polls.release.clear()  # the next poll() blocks
@@ -103,11 +122,11 @@ def test_stop_gives_up_on_a_poll_that_does_not_return():
 
 def test_a_poll_whose_records_were_all_dropped_still_moves_the_offset(wait_until):
     def dropped():
-        return None, {'{"p":1}': '{"n":7}'}, set()
+        return None, {'{"p":1}': '{"n":7}'}, set(), None
 
     poller = _Poller(dropped, max_records=100, idle=lambda: False, name="t")
     try:
-        batches, offsets, _ = wait_until(poller.take, "the offset of dropped records")
+        batches, offsets, _, _ = wait_until(poller.take, "the offset of dropped records")
         assert batches == [] and offsets == {'{"p":1}': '{"n":7}'}
     finally:
         poller.stop(5)
@@ -134,3 +153,44 @@ def test_a_handoff_file_goes_once_spark_committed_its_batch(tmp_path):
     assert partition.files == [str(tmp_path / "1.arrow"), str(tmp_path / "2.arrow")] and partition.streams == []
     reader.commit({"seq": 1})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["2.arrow"]
+
+
+class Acknowledged:
+    """What a task overriding commit_record is told (the calls, in order)."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def commit_record(self, record, metadata) -> None:
+        self.calls.append((record, metadata))
+
+    def commit(self) -> None:
+        self.calls.append("commit")
+
+
+def test_stored_batches_are_acknowledged_record_by_record_in_poll_order(tmp_path):
+    import json
+
+    from connectd import RecordMetadata
+    from connectd.runtime.source_task import SPEC_OPTION, SourceTaskReader
+
+    reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}}), "stored.dir": str(tmp_path)})
+    reader._task = task = Acknowledged()
+    reader._polled = {1: [("a", "t"), ("b", None)], 2: [("c", "u")], 3: [("d", "t")]}
+    assert reader._settle() is False  # nothing stored yet: no commit owed
+    (tmp_path / "000000000007-0.json").write_text(json.dumps({"seqs": [1, 2], "acks": [[0, 10, 5], [2, 4, None]]}))
+    (tmp_path / "000000000008-0.tmp").write_text("being written")
+    assert reader._settle() is True
+    assert task.calls == [("a", RecordMetadata("t", 0, 10, 5)), ("b", None), ("c", RecordMetadata("u", 2, 4, None))]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["000000000008-0.tmp"] and list(reader._polled) == [3]
+
+
+def test_a_task_without_commit_record_is_told_only_that_batches_were_stored(tmp_path):
+    import json
+
+    from connectd.runtime.source_task import SPEC_OPTION, SourceTaskReader
+
+    reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}}), "stored.dir": str(tmp_path)})
+    reader._task = task = Acknowledged()
+    (tmp_path / "000000000001-0.json").write_text(json.dumps({"seqs": [1], "acks": None}))
+    assert reader._settle() is True and task.calls == []

@@ -32,7 +32,8 @@ it made, by ``(connector, task id)``, for the task's *run* (one query; a
 restart or a move is a new run)::
 
     (none) ──first batch of the run here──► OPEN: start(config), open(partitions)
-    OPEN ──batch──► OPEN                     (put, pre_commit; the lease is renewed)
+    OPEN ──batch──► OPEN                     (put, pre_commit; the lease is renewed; the task's
+                                            pauses as the driver knows them are set first)
     OPEN ──batch of a newer run here──► close(partitions), stop(); a new instance
     OPEN ──task stopped──► close, stop      when this host sees the run's directory go
                                             (local mode, executors on the driver's host)
@@ -69,17 +70,20 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource
 
+from connectd.connector import TopicPartition
 from connectd.logging import get_logger
-from connectd.runtime.kafka_io import KafkaStreamReader
+from connectd.runtime.kafka_io import KafkaStreamReader, decode_tp
 
 __all__ = ["FORMAT", "IDLE_STOP_S", "SPEC_OPTION", "SinkSpec", "SinkTaskDataSource", "instances_dir", "run"]
 
 FORMAT = "connectd-sink-task"
 # Spark redacts option values whose key matches spark.redaction.regex.
 SPEC_OPTION = "task.secret.spec"
-#: A batch's rows: per range, its end and the offset pre_commit allowed to commit (or null), and
-#: where the partition's next batch starts when the task moved it there (``context.offset``; else null).
-RESULT_SCHEMA = "topic string, partition int, end long, committed long, seek long"
+#: A batch's rows: per range, its end and the offset pre_commit allowed to commit (or null),
+#: where the partition's next batch starts when the task moved it there (``context.offset``, or the
+#: first record not put of a partition paused during the batch; else null), and whether the task
+#: has it paused (``context.pause``).
+RESULT_SCHEMA = "topic string, partition int, end long, committed long, seek long, paused boolean"
 
 #: An instance that has had no batch for this long is closed and stopped.
 IDLE_STOP_S = 30.0
@@ -162,14 +166,17 @@ _instances_lock = threading.Lock()
 _reaper: threading.Thread | None = None
 
 
-def run(spec_json: str, ranges: list[tuple[str, int, int, int]]
-        ) -> Iterator[tuple[str, int, int | None, int | None, int | None]]:
+def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None
+        ) -> Iterator[tuple[str, int, int | None, int | None, int | None, bool]]:
     """Put one micro-batch's *ranges* (``topic, partition, start, end``) with the task's instance here.
 
-    :returns: ``(topic, partition, end, committed, seek)`` per range: its end, the offset
-        ``pre_commit`` allows to commit (``None`` if it named none), and where the partition's
-        next batch starts if the task moved it (``None`` if not); then the same for each
-        partition the task moved that had no range (``end`` ``None``).
+    :param paused: the partitions the task had paused after its last batch (``encode_tp``),
+        as the driver knows them: an instance new here starts with them paused.
+    :returns: ``(topic, partition, end, committed, seek, paused)`` per range: its end, the offset
+        ``pre_commit`` allows to commit (``None`` if it named none), where the partition's
+        next batch starts if the task moved it (``None`` if not), and whether it is paused
+        now; then the same for each partition the task moved or has paused that had no
+        range (``end`` ``None``).
     """
     if not ranges:
         return
@@ -177,6 +184,7 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]]
     instance = _locked_instance(spec)
     try:
         instance.captured = {}
+        instance.runner.paused = [TopicPartition(*decode_tp(key)) for key in paused or ()]
         instance.runner.process_ranges(ranges, instance.reader, spec.put_records)
         instance.last_used = time.monotonic()
     except BaseException:
@@ -189,10 +197,16 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]]
         instance.lock.release()
     committed = {(tp.topic, tp.partition): offset for tp, offset in instance.captured.items()}
     seeks = {(tp.topic, tp.partition): offset for tp, offset in instance.runner.seeks.items()}
+    now_paused = {(tp.topic, tp.partition) for tp in instance.runner.paused}
     for topic, partition, _, end in ranges:  # empty ranges (a tick) included
-        yield topic, partition, end, committed.get((topic, partition)), seeks.pop((topic, partition), None)
+        tp = (topic, partition)
+        yield topic, partition, end, committed.get(tp), seeks.pop(tp, None), tp in now_paused
+        now_paused.discard(tp)
     for (topic, partition), offset in seeks.items():
-        yield topic, partition, None, committed.get((topic, partition)), offset
+        yield topic, partition, None, committed.get((topic, partition)), offset, (topic, partition) in now_paused
+        now_paused.discard((topic, partition))
+    for topic, partition in sorted(now_paused):
+        yield topic, partition, None, committed.get((topic, partition)), None, True
 
 
 class SinkTaskReader(KafkaStreamReader):
@@ -209,8 +223,9 @@ class SinkTaskReader(KafkaStreamReader):
         super().__init__({**options, "rows": "ranges"})
         self.spec_json = options[SPEC_OPTION]
 
-    def read(self, partition: Any) -> Iterator[tuple[str, int, int | None, int | None, int | None]]:
-        yield from run(self.spec_json, [(str(t), int(p), int(b), int(e)) for t, p, b, e in partition.ranges])
+    def read(self, partition: Any) -> Iterator[tuple[str, int, int | None, int | None, int | None, bool]]:
+        yield from run(self.spec_json, [(str(t), int(p), int(b), int(e)) for t, p, b, e in partition.ranges],
+                       partition.paused)
 
 
 class SinkTaskDataSource(DataSource):

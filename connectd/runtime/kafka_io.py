@@ -38,6 +38,11 @@ handled (an executor), never on the driver.
   nothing new, so the batch in flight finishes and the query goes idle.
   While the ``pause.file`` exists it does the same, and reading resumes
   where it was when the file goes.
+- Paused partitions (a sink task's ``context.pause``): the ``paused.file``
+  lists them (:func:`set_paused`, written by the driver after each batch);
+  ``latestOffset`` leaves them where they are, and with ``rows=ranges`` the
+  batch's input partition carries the list, so an instance of the task made
+  anywhere knows its pauses.
 
 Rows: ``topic, partition, offset, timestamp, timestamp_type, key, value,
 headers`` (headers: array of ``key``/``value`` structs; bytes stay bytes).
@@ -62,6 +67,7 @@ only after the data is durable.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
@@ -95,6 +101,7 @@ __all__ = [
     "arrow_write_schema",
     "executor_producer",
     "produce_batches",
+    "set_paused",
 ]
 
 FORMAT = "connectd-kafka"
@@ -199,8 +206,9 @@ def _row(message: Any) -> tuple:
 class _Ranges(InputPartition):
     """One micro-batch's offset ranges, ``(topic, partition, start, end)``, read where they are handled."""
 
-    def __init__(self, ranges: list[tuple[str, int, int, int]]) -> None:
+    def __init__(self, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None) -> None:
         self.ranges = ranges
+        self.paused = paused or []  #: partitions (``encode_tp``) the task has paused
 
 
 def batch_ends(start: dict[str, int], high: dict[str, int], max_records: int) -> dict[str, int]:
@@ -308,6 +316,30 @@ def add_seeks(path: str | os.PathLike[str], seeks: dict[str, int]) -> None:
     os.replace(temporary, path)
 
 
+def set_paused(path: str | os.PathLike[str], partitions: Iterable[str]) -> None:
+    """Have the reader whose ``paused.file`` is *path* leave *partitions* (``encode_tp``) alone,
+    and no others: written whole by the driver between micro-batches (nothing: the file goes)."""
+    keys = sorted(partitions)
+    if not keys:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    temporary = f"{os.fspath(path)}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(keys, handle)
+    os.replace(temporary, path)
+
+
+def _read_paused(path: str | None) -> list[str]:
+    if not path:
+        return []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return list(json.load(handle))
+    except FileNotFoundError:
+        return []
+
+
 def _take_seeks(path: str | None) -> dict[str, int]:
     if not path:
         return {}
@@ -337,6 +369,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.stop_file = options.get("stop.file")
         self.pause_file = options.get("pause.file")
         self.seek_file = options.get("seek.file")
+        self.paused_file = options.get("paused.file")
         self.ranges_only = options.get("rows", "records") == "ranges"
         #: With ranges: after this long without a batch, a batch of empty ranges (a tick), so the
         #: task gets put([]) and pre_commit though no record arrives (0: never).
@@ -368,7 +401,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         else:
             if self._watermarks is None:
                 self._watermarks = HighWatermarks(client_settings(self.client_option))
-            end = batch_ends(start, self._watermarks.high(start), self.max_records)
+            high = self._watermarks.high(start)
+            for key in _read_paused(self.paused_file):  # the task paused them: they stay where they are
+                if key in high:
+                    high[key] = start[key]
+            end = batch_ends(start, high, self.max_records)
             if end != start or seeks:
                 self._last_batch = now
             elif self.tick_s and now - self._last_batch >= self.tick_s:
@@ -392,10 +429,11 @@ class KafkaStreamReader(DataSourceStreamReader):
             # One input partition: one Spark task handles the whole batch (one sink task instance);
             # none for a batch without records, so no Python worker starts an instance for nothing,
             # unless it is a tick: then the empty range of every partition, where it stands.
+            paused = _read_paused(self.paused_file)
             if not ranges and int(end.get(_TICK, 0)) > int(start.get(_TICK, 0)):
                 return [_Ranges([(*decode_tp(key), int(stop), int(stop))
-                                 for key, stop in end.items() if not key.startswith(_META)])]
-            return [_Ranges(ranges)] if ranges else []
+                                 for key, stop in end.items() if not key.startswith(_META)], paused)]
+            return [_Ranges(ranges, paused)] if ranges else []
         return [_Ranges([r]) for r in ranges]
 
     def read(self, partition: _Ranges) -> Iterator[tuple]:
@@ -641,23 +679,29 @@ class _Producer:
         return getattr(self.client, name)
 
 
-def executor_producer(client_json: str) -> Any:
+def executor_producer(client_json: str, every_delivery: bool = False) -> Any:
     """One producer per executor Python process and client config, reused across batches
-    (made anew after one its cluster refused)."""
+    (made anew after one its cluster refused).
+
+    :param every_delivery: report every delivery, not only failed ones (for
+        ``produce_batches(acks=…)``); otherwise no Python callback runs per record.
+    """
+    key = f"{client_json}\n{every_delivery}"
     with _producers_lock:
-        producer = _producers.get(client_json)
+        producer = _producers.get(key)
         if producer is None or producer.refusal is not None:
             # murmur2_random: keyed records land in the partition Java clients choose. Only failed
-            # deliveries are reported (flush() waits for every one): no Python callback per record.
+            # deliveries are reported (flush() waits for every one) unless every one is wanted.
             config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
-                      "delivery.report.only.error": True}
+                      "delivery.report.only.error": not every_delivery}
             config.update(client_settings(client_json))
             producer = _Producer(config)
-            _producers[client_json] = producer
+            _producers[key] = producer
         return producer
 
 
-def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float) -> _Written:
+def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
+                    acks: list[Any] | None = None) -> _Written:
     """Produce Arrow batches of :data:`WRITE_SCHEMA` rows; return once every record is acknowledged.
 
     Columns are taken by name, each turned into a Python list at once (no Row
@@ -665,12 +709,24 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float)
     partition's offset. :returns: the records produced and the last source
     offset of each source partition. :raises RuntimeError: a record was not
     acknowledged within *flush_timeout* seconds, or failed.
+
+    :param acks: if given, filled with ``[partition, offset, timestamp]`` as Kafka
+        acknowledged each record, in the order of the rows produced (a callback per
+        record: only for tasks that want them, ``SourceTask.commit_record``).
     """
     failures: list[str] = []
 
     def delivered(error: Any, message: Any) -> None:
         if error is not None:
             failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+
+    def delivered_as(index: int) -> Any:
+        def delivered_at(error: Any, message: Any) -> None:
+            if error is not None:
+                failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+            else:
+                acks[index] = [message.partition(), message.offset(), message.timestamp()[1]]
+        return delivered_at
 
     written = _Written()
     produce, poll = producer.produce, producer.poll
@@ -682,7 +738,7 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float)
         for name, last in zip(columns.get("source_partition", ()), columns.get("source_offset", ()), strict=True):
             if name is not None:
                 written.source_offsets[name] = last
-        if not any(name in columns for name in ("partition", "timestamp", "headers")):
+        if acks is None and not any(name in columns for name in ("partition", "timestamp", "headers")):
             # The common case: topic, key and value only, each produced with positional arguments.
             rows = zip(columns.get("topic", empty), columns.get("value", empty), columns.get("key", empty), strict=True)
             for topic, value, key in rows:
@@ -701,6 +757,9 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float)
             if topic is None:
                 continue
             kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
+            if acks is not None:
+                kwargs["on_delivery"] = delivered_as(len(acks))
+                acks.append(None)
             if partition is not None:
                 kwargs["partition"] = partition
             if timestamp is not None:

@@ -12,8 +12,9 @@ Stopping, within ``task.shutdown.graceful.timeout.ms``::
             --timeout-> query.stop() cancels the batch in flight; its offsets were
                         not stored, so the next run replays it (at-least-once)
     then                a sink task's plugin instances in executors on this host see the
-                        stop file and stop; stop() waits for them (bounded), then removes
-                        the run directory (see :mod:`connectd.runtime.executor_sink`)
+                        stop file and stop, a source task's planner process stops its task;
+                        stop() waits for them (bounded), then removes the run directory
+                        (see :mod:`connectd.runtime.executor_sink`, :mod:`~connectd.runtime.source_task`)
 
 All calls block (py4j): run them in a thread, never on the event loop.
 """
@@ -49,6 +50,8 @@ __all__ = [
 
 #: In a sink task's run directory: where partitions the task moved start next (kafka_io.add_seeks).
 _SEEK_FILE = "seek.json"
+#: In a sink task's run directory: the partitions the task has paused (kafka_io.set_paused).
+_PAUSED_FILE = "paused.json"
 _IDLE_CHECKS = 3
 _POLL_S = 0.1
 #: The least time a stopping sink task waits for its instances in executors to stop.
@@ -120,7 +123,8 @@ class TaskQuery:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _wait_for_instances(self, timeout_s: float) -> None:
-        """Wait until executors on this host stopped the task's plugin instances (they saw the stop file)."""
+        """Wait until the task's plugin instances on this host stopped (executors' saw the stop file;
+        a source task's planner process was told to end by Spark)."""
         registered = Path(executor_sink.instances_dir(self.workdir))
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and registered.is_dir() and any(registered.iterdir()):
@@ -167,6 +171,7 @@ def _kafka_stream(spark: SparkSession, workdir: Path, consumer_config: dict[str,
         .option("stop.file", str(workdir / "stop"))
         .option("pause.file", str(workdir / "pause"))
         .option("seek.file", str(workdir / _SEEK_FILE))
+        .option("paused.file", str(workdir / _PAUSED_FILE))
         .load()
     )
 
@@ -245,7 +250,8 @@ def start_source_query(
         )
         if spark.sparkContext.master.startswith("local"):  # executors on this host: batches as files
             stream = stream.option("handoff.dir", str(workdir / "batches"))
-        stream = stream.load()
+        stored_dir = workdir / "stored"
+        stream = stream.option("stored.dir", str(stored_dir)).load()
         store = json.dumps({**offsets_spec, "connector": connector})
 
         def each_batch(frame: Any, batch_id: int) -> None:
@@ -253,12 +259,20 @@ def start_source_query(
             # executor); its offsets come back only once every record was acknowledged.
             offsets: dict[str, str] = {}
             records = 0
+            stored = []
             for row in frame.collect():
                 if row["source_partition"] is not None:
                     offsets[row["source_partition"]] = row["source_offset"]
                 records += row["records"] or 0
+                if row["stored"] is not None:
+                    stored.append(row["stored"])
             if offsets:
                 store_offsets_hook(store, batch_id, offsets, records)
+            for index, text in enumerate(stored):  # commit_record and commit follow (source_task, "Acknowledgements")
+                stored_dir.mkdir(exist_ok=True)
+                temporary = stored_dir / f"{batch_id:012d}-{index}.tmp"
+                temporary.write_text(text, encoding="utf-8")
+                temporary.replace(temporary.with_suffix(".json"))
 
         return _started(stream.writeStream.foreachBatch(each_batch), workdir / "checkpoint", name,
                         trigger_interval)
@@ -331,6 +345,8 @@ def start_sink_query(
                          for row in results if row["seek"] is not None}
                 if seeks:
                     kafka_io.add_seeks(workdir / _SEEK_FILE, seeks)
+                kafka_io.set_paused(workdir / _PAUSED_FILE, {kafka_io.encode_tp(row["topic"], row["partition"])
+                                                             for row in results if row["paused"]})
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json(),
@@ -346,6 +362,8 @@ def start_sink_query(
                     if runner.seeks:
                         kafka_io.add_seeks(workdir / _SEEK_FILE, {kafka_io.encode_tp(tp.topic, tp.partition): offset
                                                                   for tp, offset in runner.seeks.items()})
+                    kafka_io.set_paused(workdir / _PAUSED_FILE,
+                                        {kafka_io.encode_tp(tp.topic, tp.partition) for tp in runner.paused})
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    options={"tick.ms": str(tick_ms)})

@@ -260,7 +260,22 @@ class SinkTaskRunner:
                 following[tp] = row[2] + 1
         self._put(rows)
 
+    @property
+    def paused(self) -> set[TopicPartition]:
+        """The partitions the task paused (``context.pause``) and has not resumed."""
+        return set(self.task.context._paused)
+
+    @paused.setter
+    def paused(self, partitions: Iterable[TopicPartition]) -> None:
+        """As the driver saw them after the last batch: a new instance inherits its task's pauses."""
+        self.task.context._paused = set(partitions) & set(self.partitions)
+
     def _put(self, rows: list[Any]) -> None:
+        paused = self.task.context._paused
+        if paused:
+            rows = self._without_paused(rows, paused)
+            if not rows:
+                return
         self._rows = rows
         try:
             origins, records = self._convert_batch(rows)
@@ -271,6 +286,22 @@ class SinkTaskRunner:
             self._put_errors.run("TASK_PUT", type(self.task).__name__, lambda: self.task.put(transformed),
                                  Original(topic=None))
         self.records += len(rows)
+
+    def _without_paused(self, rows: list[Any], paused: set[TopicPartition]) -> list[Any]:
+        """*rows* without those of paused partitions, which start there next (:attr:`seeks`).
+
+        As Kafka Connect's consumer drops what it fetched for a partition paused
+        since: the partition is read from its first record not put once resumed,
+        and its committed offset stays there meanwhile.
+        """
+        kept = []
+        for row in rows:
+            tp = TopicPartition(row[0], row[1])
+            if tp not in paused:
+                kept.append(row)
+            elif tp not in self.seeks:  # rows come in order per partition: its first one not put
+                self.seeks[tp] = row[2]
+        return kept
 
     def _before_put_again(self, backoff_s: float) -> None:
         context = self.task.context

@@ -32,8 +32,18 @@ Poller states::
 
     POLLING ──buffer holds max.records──► FULL ──latestOffset takes it──► POLLING
     POLLING ──stop or pause file──► IDLE (not polled) ──pause file gone──► POLLING
-    POLLING ──poll() raises──► FAILED: the next latestOffset raises it (the task fails)
+    POLLING ──poll() raises a retriable error──► POLLING (logged; poll() again, as Kafka Connect does)
+    POLLING ──poll() raises anything else──► FAILED: the next latestOffset raises it (the task fails)
     any ──reader.stop()──► STOPPED (the thread ends; then task.stop(), once)
+
+``reader.stop()`` is how PySpark ends the planner process's loop, also when
+the query failed; but Spark ends that process with SIGTERM, whose default
+would kill it before. So the reader, once it started the task, turns SIGTERM
+into an exit that unwinds through PySpark's loop, which calls
+``reader.stop()``: the task is stopped exactly once, whether the query was
+stopped or died. While its task runs, the process registers itself among the
+run's instances (:func:`connectd.runtime.executor_sink.instances_dir`), so
+stopping the query waits for ``task.stop()`` to return.
 
 An empty ``poll()`` is followed by a pause of a few milliseconds before the
 next, so a task that returns at once without data does not spin a core.
@@ -45,6 +55,27 @@ never asks for a batch the reader no longer holds; the task reads its
 stored offsets through its context instead. Records polled but not yet in a
 batch when the query stops are polled again by the next run, from the
 stored offsets (at least once).
+
+Acknowledgements (``commit_record``, ``commit``)
+-----------------------------------------------
+The executor that produced a batch yields, last, what the worker's
+``foreachBatch`` needs to tell the planner that it stored the batch's
+offsets: the batch's sequence numbers and, for a task that overrides
+``commit_record``, where Kafka put each record (``[partition, offset,
+timestamp]`` in row order). The worker writes that to a file in the
+``stored.dir`` after storing the offsets; the planner takes the files at its
+next ``latestOffset`` (every trigger, idle or not) and at ``stop``::
+
+    batch stored ─► <stored.dir>/<batch id>-0.json ─► latestOffset / stop:
+        commit_record(record, metadata or None) for each record polled, in poll order
+        commit()                                  once per look that found a batch
+        the file removed
+
+So ``commit_record`` and ``commit`` come after the offsets are stored, never
+for a batch that failed, and the last batch's at stop. Only for a task that
+overrides ``commit_record`` does the planner keep the polled records (and
+transform and convert them one at a time, to know which a transform
+dropped) until their batch is stored.
 
 Configs cross into Spark as written (``${provider:…}`` placeholders
 unresolved) and are resolved in the reader's process: no resolved secret
@@ -80,7 +111,12 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from connectd.runtime.kafka_io import executor_producer, produce_batches, write_arrow_batch
+from connectd.logging import get_logger
+from connectd.runtime.kafka_io import (
+    executor_producer,
+    produce_batches,
+    write_arrow_batch,
+)
 
 __all__ = [
     "FORMAT",
@@ -96,8 +132,12 @@ FORMAT = "connectd-source-task"
 # Spark redacts option values whose key matches spark.redaction.regex.
 SPEC_OPTION = "task.secret.spec"
 
+log = get_logger(__name__)
+
 #: How long stopping waits for a ``poll()`` in progress before ``task.stop()`` is called anyway.
 _STOP_WAIT_S = 5.0
+#: How long the planner process may take to stop its task once Spark told it to end.
+_EXIT_BOUND_S = 60.0
 
 
 def _ipc(batches: list[Any]) -> bytes:
@@ -165,11 +205,15 @@ def remove_active_topics(run_dir: str | os.PathLike[str]) -> None:
 class _Batch(InputPartition):
     """One or more polled batches, in order: Arrow IPC streams of :data:`WRITE_SCHEMA` rows,
     carried in the plan (*streams*) or, for executors on the planner's host, in files there
-    (*files*, see ``handoff.dir``)."""
+    (*files*, see ``handoff.dir``); *seqs* are their sequence numbers, and *acks* says whether
+    the task wants each record's metadata (``commit_record``)."""
 
-    def __init__(self, streams: list[bytes], files: list[str] | None = None) -> None:
+    def __init__(self, streams: list[bytes], files: list[str] | None = None, seqs: list[int] | None = None,
+                 acks: bool = False) -> None:
         self.streams = streams
         self.files = files or []
+        self.seqs = seqs or []
+        self.acks = acks
 
     def record_batches(self) -> Iterator[Any]:
         import pyarrow as pa
@@ -180,8 +224,9 @@ class _Batch(InputPartition):
             yield from pa.ipc.open_stream(pa.memory_map(path))
 
 
-#: What reading a batch yields: each source partition's last offset, then the record count.
-RESULT_SCHEMA = "source_partition string, source_offset string, records long"
+#: What reading a batch yields: each source partition's last offset, then the record count with
+#: what says the batch was written (``stored``: JSON, ``{"seqs": […], "acks": […] or null}``).
+RESULT_SCHEMA = "source_partition string, source_offset string, records long, stored string"
 
 _EMPTY_POLL_PAUSE_S = 0.005
 _IDLE_CHECK_S = 0.1
@@ -191,13 +236,16 @@ class _Poller:
     """Polls the task on its own thread into a bounded buffer (states in the module docstring)."""
 
     def __init__(self, poll: Any, max_records: int, idle: Any, name: str) -> None:
-        self._poll = poll  # () -> (Arrow batch or None, {partition: offset}, topics) or None
+        # () -> (Arrow batch or None, {partition: offset}, topics, polled records or None) or None
+        self._poll = poll
+        self._name = name
         self._idle = idle
         self.max_records = max_records
         self._cond = threading.Condition()
         self._batches: list[Any] = []
         self._offsets: dict[str, str] = {}
         self._topics: set[str] = set()
+        self._polled: list[Any] = []  # (record, its topic once transformed, or None), for commit_record
         self._buffered = 0
         self._error: BaseException | None = None
         self._stopping = False
@@ -217,32 +265,39 @@ class _Poller:
             try:
                 polled = self._poll()
             except BaseException as error:  # noqa: BLE001 - the task fails with it at the next batch
+                if getattr(error, "retriable", False):  # RetriableException: poll() again, as Kafka Connect does
+                    log.warning("source_task_poll_retriable_error", task=self._name, error=str(error))
+                    time.sleep(_EMPTY_POLL_PAUSE_S)
+                    continue
                 with self._cond:
                     self._error = error
                 return
             if polled is None:
                 time.sleep(_EMPTY_POLL_PAUSE_S)
                 continue
-            batch, offsets, topics = polled
+            batch, offsets, topics, records = polled
             with self._cond:
                 if batch is not None and batch.num_rows:
                     self._batches.append(batch)
                     self._buffered += batch.num_rows
                 self._offsets.update(offsets)
                 self._topics |= topics
+                if records:
+                    self._polled.extend(records)
 
-    def take(self) -> tuple[list[Any], dict[str, str], set[str]] | None:
-        """Everything buffered (Arrow batches, last offsets, topics), or ``None`` if nothing is.
+    def take(self) -> tuple[list[Any], dict[str, str], set[str], list[Any]] | None:
+        """Everything buffered (Arrow batches, last offsets, topics, polled records for
+        ``commit_record``), or ``None`` if nothing is.
 
         :raises: what ``poll()`` (or converting its records) raised.
         """
         with self._cond:
             if self._error is not None:
                 raise self._error
-            if not self._batches and not self._offsets:
+            if not self._batches and not self._offsets and not self._polled:
                 return None
-            taken = (self._batches, self._offsets, self._topics)
-            self._batches, self._offsets, self._topics, self._buffered = [], {}, set(), 0
+            taken = (self._batches, self._offsets, self._topics, self._polled)
+            self._batches, self._offsets, self._topics, self._polled, self._buffered = [], {}, set(), [], 0
             self._cond.notify_all()
             return taken
 
@@ -272,6 +327,8 @@ class SourceTaskReader(DataSourceStreamReader):
         # Set when the executors run on this host (spark.master local): a batch goes to them as
         # a file here rather than inside the plan, which would copy it twice more through the JVM.
         self.handoff_dir = options.get("handoff.dir") or None
+        #: Where the worker says which batches it stored (see "Acknowledgements" above).
+        self.stored_dir = options.get("stored.dir") or None
         tracking = str(self.spec["worker_config"].get("topic.tracking.enable", "true")).strip().lower() != "false"
         self.topics_file = active_topics_file(os.path.dirname(self.stop_file)) if tracking and self.stop_file else None
         self._topics_written: set[str] = set()
@@ -286,11 +343,13 @@ class SourceTaskReader(DataSourceStreamReader):
         self._known_topics: set[str] = set()
         self._seq = 0
         self._kept: dict[int, bytes | str] = {}  # a batch's IPC bytes, or its handoff file
+        self._acks = False  # the task overrides commit_record
+        self._polled: dict[int, list[Any]] = {}  # seq -> (record, topic or None) for commit_record
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.update(_task=None, _poller=None, _chain=None, _converters={}, _kept={}, _errors=None, _dlq=None,
-                     _admin=None)
+                     _admin=None, _polled={})
         return state
 
     def initialOffset(self) -> dict[str, int]:
@@ -301,6 +360,8 @@ class SourceTaskReader(DataSourceStreamReader):
         return any(path and os.path.exists(path) for path in (self.stop_file, self.pause_file))
 
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+        if self._task is not None and self._settle():
+            self._commit_task()
         if self._held():
             return {"seq": self._seq}
         self._ensure_started()
@@ -308,7 +369,7 @@ class SourceTaskReader(DataSourceStreamReader):
         taken = self._poller.take()
         if taken is None:
             return {"seq": self._seq}
-        batches, offsets, topics = taken
+        batches, offsets, topics, polled = taken
         if self._admin is not None:
             from connectd.runtime.topic_creation import ensure_topics
 
@@ -318,6 +379,8 @@ class SourceTaskReader(DataSourceStreamReader):
         # Offsets last: read() yields them only after every record above was acknowledged.
         batches.append(write_arrow_batch([(None, None, None, None, None, None, p, o) for p, o in offsets.items()]))
         self._seq += 1
+        if self._acks:
+            self._polled[self._seq] = polled
         if self.handoff_dir is None:
             self._kept[self._seq] = _ipc(batches)
         else:
@@ -326,20 +389,23 @@ class SourceTaskReader(DataSourceStreamReader):
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Batch]:
         kept: list[bytes | str] = []
-        for seq in range(int(start["seq"]) + 1, int(end["seq"]) + 1):
+        seqs = list(range(int(start["seq"]) + 1, int(end["seq"]) + 1))
+        for seq in seqs:
             if seq not in self._kept:
                 raise RuntimeError(f"batch {seq} of {self._name()} is no longer held; the query must start afresh")
             kept.append(self._kept[seq])
         if not kept:
             return []
-        return [_Batch([k for k in kept if isinstance(k, bytes)], [k for k in kept if isinstance(k, str)])]
+        return [_Batch([k for k in kept if isinstance(k, bytes)], [k for k in kept if isinstance(k, str)], seqs,
+                       self._acks)]
 
-    def read(self, partition: _Batch) -> Iterator[tuple[str | None, str | None, int | None]]:
-        producer = executor_producer(self.spec.get("producer", "{}"))
-        written = produce_batches(producer, partition.record_batches(), self.flush_timeout)
+    def read(self, partition: _Batch) -> Iterator[tuple[str | None, str | None, int | None, str | None]]:
+        producer = executor_producer(self.spec.get("producer", "{}"), every_delivery=partition.acks)
+        acks: list[Any] | None = [] if partition.acks else None
+        written = produce_batches(producer, partition.record_batches(), self.flush_timeout, acks)
         for source_partition, source_offset in written.source_offsets.items():
-            yield source_partition, source_offset, None
-        yield None, None, written.records
+            yield source_partition, source_offset, None, None
+        yield None, None, written.records, json.dumps({"seqs": partition.seqs, "acks": acks})
 
     def commit(self, end: dict[str, int]) -> None:
         for seq in [s for s in self._kept if s <= int(end["seq"])]:
@@ -347,18 +413,98 @@ class SourceTaskReader(DataSourceStreamReader):
             if isinstance(kept, str):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(kept)
-        if self._task is not None:
-            self._task.commit()
 
     def stop(self) -> None:
         if self._poller is not None:
             poller, self._poller = self._poller, None
             poller.stop(_STOP_WAIT_S)
         if self._task is not None:
-            task, self._task = self._task, None
-            task.stop()
+            try:
+                if self._settle():  # the last batches stored: their commit_record and commit() are owed
+                    self._commit_task()
+            finally:
+                task, self._task = self._task, None
+                try:
+                    task.stop()
+                finally:
+                    self._unregister()
         if self._chain is not None:
             self._chain.close()
+
+    def _registration(self) -> str | None:
+        if not self.stop_file:
+            return None
+        from connectd.runtime.executor_sink import instances_dir
+
+        return os.path.join(instances_dir(os.path.dirname(self.stop_file)), f"planner-{os.getpid()}")
+
+    def _register(self) -> None:
+        """Be stopped as the query stops (SIGTERM), and have the query's stop wait for that."""
+        import signal
+
+        with contextlib.suppress(ValueError):  # not the main thread: PySpark's loop runs there
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        path = self._registration()
+        if path is not None:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(f"{self._name()}\n")
+
+    def _unregister(self) -> None:
+        path = self._registration()
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+    def _settle(self) -> bool:
+        """``commit_record`` for the records of every batch the worker has stored since the last look.
+
+        :returns: whether any batch was (``commit()`` is then owed).
+        """
+        directory = self.stored_dir
+        if directory is None:
+            return False
+        try:
+            names = sorted(os.listdir(directory))  # <batch id, 12 digits>-<n>.json: in batch order
+        except FileNotFoundError:
+            return False
+        settled = False
+        for name in names:
+            if not name.endswith(".json"):
+                continue  # one being written
+            path = os.path.join(directory, name)
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    stored = json.load(handle)
+                os.unlink(path)
+            except FileNotFoundError:
+                return settled  # the run directory is gone: the query failed and was discarded
+            settled = True
+            polled = [entry for seq in stored["seqs"] for entry in self._polled.pop(seq, ())]
+            if stored["acks"] is not None:
+                self._commit_records(polled, stored["acks"])
+        return settled
+
+    def _commit_records(self, polled: list[Any], acks: list[Any]) -> None:
+        from connectd.connector import RecordMetadata
+
+        commit_record, position = self._task.commit_record, 0
+        for record, topic in polled:
+            metadata = None
+            if topic is not None:
+                partition, offset, timestamp = acks[position]
+                position += 1
+                metadata = RecordMetadata(topic, partition, offset, timestamp)
+            try:
+                commit_record(record, metadata)
+            except Exception as error:  # noqa: BLE001 - a hint: Kafka Connect logs it and goes on too
+                log.error("source_task_commit_record_failed", task=self._name(), error=repr(error))
+
+    def _commit_task(self) -> None:
+        try:
+            self._task.commit()
+        except Exception as error:  # noqa: BLE001 - a hint: Kafka Connect logs it and goes on too
+            log.error("source_task_commit_failed", task=self._name(), error=repr(error))
 
     def _record_topics(self, topics: set[str]) -> None:
         """Tell the herder about topics not written to before (see the module's docstring).
@@ -431,6 +577,10 @@ class SourceTaskReader(DataSourceStreamReader):
         task.context = SourceTaskContext(task_config, OffsetStorageReader(lambda parts: store.get(connector, parts)))
         task.start(task_config)
         self._task = task
+        self._register()
+        from connectd.connector import SourceTask
+
+        self._acks = type(task).commit_record is not SourceTask.commit_record
         self._poller = _Poller(self._poll_once, self.max_records, self._held, self._name())
 
     def _error_handler(self, connector_config: dict[str, str]) -> Any:
@@ -457,6 +607,8 @@ class SourceTaskReader(DataSourceStreamReader):
         records = self._task.poll()
         if not records:
             return None
+        if self._acks:
+            return self._poll_tracked(records)
         # The last record of each source partition carries the batch's offset for it.
         # Tasks usually reuse one partition dict, so canonical text is made once per dict.
         texts: dict[int, str] = {}
@@ -477,7 +629,27 @@ class SourceTaskReader(DataSourceStreamReader):
             batch, topics = (write_arrow_batch(rows) if rows else None), {row[0] for row in rows}
         if self._dlq is not None:
             self._dlq.flush()
-        return batch, offsets, topics
+        return batch, offsets, topics, None
+
+    def _poll_tracked(self, records: list[Any]) -> tuple[Any, dict[str, str], set[str], list[Any]]:
+        """As :meth:`_poll_once`, one record at a time, knowing which record each row is
+        (and which a transform dropped or the error handling skipped), for ``commit_record``."""
+        from connectd.runtime.offsets import canonical
+
+        offsets: dict[str, str] = {}
+        rows, polled = [], []
+        for record in records:
+            if record.source_partition is not None:
+                offsets[canonical(record.source_partition)] = canonical(record.source_offset)
+            ok, transformed = self._errors.run("TRANSFORMATION", "TransformationChain",
+                                               lambda r=record: self._chain.apply(r), lambda r=record: _original(r))
+            row = self._convert(transformed) if ok and transformed is not None else None
+            if row is not None:
+                rows.append(row)
+            polled.append((record, None if row is None else row[0]))
+        if self._dlq is not None:
+            self._dlq.flush()
+        return (write_arrow_batch(rows) if rows else None), offsets, {row[0] for row in rows}, polled
 
     def _convert_batch(self, records: list[Any]) -> tuple[Any, set[str]]:
         """Every record converted, per topic with the converters' batch methods, as one Arrow batch.
@@ -553,6 +725,21 @@ class SourceTaskReader(DataSourceStreamReader):
         if not ok:
             return None
         return (topic, record.kafka_partition, key, value, record.timestamp, headers, None, None)
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    """Spark ends the planner process: unwind PySpark's loop, which then calls ``reader.stop()``.
+
+    Spark may say so more than once: only the first unwinds, so ``stop()`` itself is not cut
+    short; a ``stop()`` that hangs is cut after ``_EXIT_BOUND_S`` all the same.
+    """
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    watchdog = threading.Timer(_EXIT_BOUND_S, os._exit, (128 + signum,))
+    watchdog.daemon = True
+    watchdog.start()
+    raise SystemExit(128 + signum)
 
 
 def _original(record: Any) -> Any:

@@ -47,7 +47,7 @@ class Sink:
     def __init__(self, spark, worker: dict[str, str], connector: str, topic: str, partitions: int,
                  config: dict[str, str], pinned: bool, task: str = "RecordingSinkTask",
                  max_records: int = 2000, connector_config: dict[str, str] | None = None,
-                 tick_ms: int = 0) -> None:
+                 tick_ms: int = 0, put_records: int = 300) -> None:
         self.group = Consumer(consumer_settings({"bootstrap.servers": worker["bootstrap.servers"],
                                                  "group.id": group_id(connector)}))
         self.topics: set[str] = set()
@@ -55,7 +55,7 @@ class Sink:
         client = json.dumps({"bootstrap.servers": worker["bootstrap.servers"]})
         common = dict(connector=connector, task_id=0, consumer_config=client,
                       start=start_offsets(self.group, assigned), commit=self.commit, on_topics=self.topics.update,
-                      max_records=max_records, put_records=300, tick_ms=tick_ms)
+                      max_records=max_records, put_records=put_records, tick_ms=tick_ms)
         self.runner = None
         if pinned:
             registry = get_registry()
@@ -68,7 +68,7 @@ class Sink:
             spec = SinkSpec(connector=connector, task_id=0, run="", task_class=f"recording_sink.{task}",
                             task_config=config, connector_config=connector_config or {}, worker_config=worker,
                             consumer=client, producer=client, partitions=[(tp.topic, tp.partition) for tp in assigned],
-                            put_records=300, workdir="")
+                            put_records=put_records, workdir="")
             self.query = start_sink_query(spark, spec=spec, **common)
 
     def commit(self, offsets) -> None:
@@ -180,6 +180,51 @@ def test_context_offset_moves_partitions_as_kafka_connects_seek_does(spark, brok
     rewound_at = offsets[1].index(260, offsets[1].index(280))
     assert offsets[1][rewound_at:] == sorted(offsets[1][rewound_at:])  # then in order to the end
     assert [detail for _, call, detail in events(calls) if call == "offset"] == ["0:100", "1:250", "1:260"]
+    sink.group.close()
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
+def test_a_paused_partition_is_not_put_or_committed_past_until_the_task_resumes_it(
+        spark, broker, topic_name, tmp_path, pinned, wait_until, worker_config):
+    """As Kafka Connect's context.pause(): records of the partition read in the same batch but not
+    yet put are left for later; the pause holds over batches (and instances) until resume()."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name,
+              "pause.at": "0:5", "resume.at": "1:15"}
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for partition, count in ((0, 100), (1, 10)):
+        for offset in range(count):
+            producer.produce(topic_name, value=f"p{partition} {offset}", partition=partition)
+    assert producer.flush(30) == 0
+    sink = Sink(spark, worker_config.settings(), "pausing", topic_name, 2, config, pinned, task="PausingSinkTask",
+                max_records=40, put_records=10)
+    try:
+        wait_until(lambda: sink.committed(topic_name, 2), "partition 1 committed while 0 is paused",
+                   until=lambda committed: committed[1] == 10, timeout=90)
+        # more batches come (partition 1's); partition 0 stays where its first record not put is
+        for offset in range(10, 13):
+            producer.produce(topic_name, value=f"p1 {offset}", partition=1)
+        assert producer.flush(30) == 0
+        wait_until(lambda: sink.committed(topic_name, 2), "partition 1's next batch committed",
+                   until=lambda committed: committed[1] == 13, timeout=90)
+        before = [int(line.split()[1]) for line in lines_in(out) if line.startswith("p0 ")]
+        # up to the put() with offset 5 (10 records at most), though its batch read 30 of partition 0
+        assert 6 <= len(before) <= 10 and before == list(range(len(before)))
+        assert sink.committed(topic_name, 2)[0] == len(before)
+        for offset in range(13, 20):
+            producer.produce(topic_name, value=f"p1 {offset}", partition=1)
+        assert producer.flush(30) == 0
+        wait_until(lambda: sink.committed(topic_name, 2), "every offset committed once resumed",
+                   until=lambda committed: committed == {0: 100, 1: 20}, timeout=90)
+        assert sink.stop() is True
+    finally:
+        if sink.query.is_active():
+            sink.stop()
+    assert [int(line.split()[1]) for line in lines_in(out) if line.startswith("p0 ")] == list(range(100))
+    assert [int(line.split()[1]) for line in lines_in(out) if line.startswith("p1 ")] == list(range(20))
+    assert [call for _, call, _ in events(calls) if call in ("pause", "resume")] == ["pause", "resume"]
     sink.group.close()
 
 

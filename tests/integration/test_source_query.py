@@ -6,6 +6,7 @@ import json
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from recording_sink import events
 
 from connectd.runtime.kafka_io import client_option
 from connectd.runtime.offsets import FileOffsetStore, TopicOffsetStore, close_producers
@@ -24,11 +25,12 @@ def read_topic(consume_records, topic: str, expected: int) -> list:
     return consume_records(topic, expected, partitions=1, timeout=90, linger=1.0)
 
 
-def run(spark, worker: dict[str, str], path, topic, connector_extra=None, offsets_topic=None, producer_extra=None):
+def run(spark, worker: dict[str, str], path, topic, connector_extra=None, offsets_topic=None, producer_extra=None,
+        task_class="connectd_file.tasks.FileStreamSourceTask"):
     connector = {"name": "lines", "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
                  **(connector_extra or {})}
     return start_source_query(
-        spark, connector="lines", task_id=0, task_class="connectd_file.tasks.FileStreamSourceTask",
+        spark, connector="lines", task_id=0, task_class=task_class,
         task_config=connector, connector_config=connector, worker_config=worker,
         producer_config={"bootstrap.servers": worker["bootstrap.servers"], **(producer_extra or {})},
         max_records=500,
@@ -182,3 +184,87 @@ def test_offsets_in_a_topic_are_stored_and_read_back(spark, broker, topic_name, 
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(350)]  # resumed from the topic
     finally:
         second.stop(graceful_timeout_s=30)
+
+
+DROP_WITH_HEADER = {  # a Filter dropping the records that carry the header "drop"
+    "transforms": "dropMarked",
+    "transforms.dropMarked.type": "org.apache.kafka.connect.transforms.Filter",
+    "transforms.dropMarked.predicate": "isMarked",
+    "predicates": "isMarked",
+    "predicates.isMarked.type": "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+    "predicates.isMarked.name": "drop",
+}
+
+
+def test_commit_record_tells_the_task_where_kafka_put_each_record_and_commit_follows(
+        spark, broker, topic_name, tmp_path, wait_until, consume_records, worker_config):
+    """As Kafka Connect's commitRecord: every record polled, in poll order, with its topic, partition
+    and offset once acknowledged; None for one a transform dropped; commit() after its batch is stored."""
+    create_topic(broker, topic_name)
+    calls = tmp_path / "events.txt"
+    query = run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
+                {"count": "50", "per.poll": "7", "header.every": "5", "events.file": str(calls), **DROP_WITH_HEADER},
+                task_class="recording_source.RecordingSourceTask")
+    try:
+        committed = wait_until(lambda: [d for _, call, d in events(calls) if call == "commit_record"],
+                               "commit_record for all 50 records", until=lambda c: len(c) >= 50, timeout=90)
+        wait_until(lambda: [call for _, call, _ in events(calls)], "commit() after the last commit_record",
+                   until=lambda seen: "commit" in seen[max(i for i, c in enumerate(seen) if c == "commit_record"):])
+    finally:
+        assert query.stop(graceful_timeout_s=30) is True
+    where = {m.value().decode(): f"{m.topic()}:{m.partition()}:{m.offset()}"
+             for m in read_topic(consume_records, topic_name, 40)}
+    assert committed == [f"n {i} " + ("None" if i % 5 == 0 else where[f"n {i}"]) for i in range(50)]
+    recorded = [call for _, call, _ in events(calls)]
+    assert recorded.count("commit_record") == 50 and recorded.count("stop") == 1 and recorded[-1] == "stop"
+
+
+def test_a_task_without_commit_record_gets_commit_after_its_batches_and_at_stop(
+        spark, broker, topic_name, tmp_path, wait_until, consume_records, worker_config):
+    create_topic(broker, topic_name)
+    calls = tmp_path / "events.txt"
+    query = run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
+                {"count": "30", "events.file": str(calls)}, task_class="recording_source.CountingSourceTask")
+    try:
+        assert len(read_topic(consume_records, topic_name, 30)) == 30
+        wait_until(lambda: [call for _, call, _ in events(calls)], "commit()", until=lambda seen: "commit" in seen)
+    finally:
+        assert query.stop(graceful_timeout_s=30) is True
+    recorded = [call for _, call, _ in events(calls)]
+    assert recorded[0] == "start" and recorded[-1] == "stop" and recorded.count("stop") == 1
+
+
+def test_poll_raising_a_retriable_error_is_polled_again(spark, broker, topic_name, tmp_path, wait_until,
+                                                       consume_records, worker_config):
+    create_topic(broker, topic_name)
+    calls = tmp_path / "events.txt"
+    query = run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
+                {"count": "20", "retriable.polls": "3", "events.file": str(calls)},
+                task_class="recording_source.CountingSourceTask")
+    try:
+        got = read_topic(consume_records, topic_name, 20)
+        assert [m.value().decode() for m in got] == [f"n {i}" for i in range(20)]
+        assert query.is_active() and query.failure() is None
+    finally:
+        assert query.stop(graceful_timeout_s=30) is True
+    assert [call for _, call, _ in events(calls)].count("poll_failed") == 3
+
+
+def test_poll_raising_fails_the_task_with_its_error_and_stop_is_called_once(
+        spark, broker, topic_name, tmp_path, wait_until, worker_config):
+    create_topic(broker, topic_name)
+    calls = tmp_path / "events.txt"
+    query = run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
+                {"count": "50", "fail.at": "25", "events.file": str(calls)},
+                task_class="recording_source.RecordingSourceTask")
+    try:
+        wait_until(query.is_active, "the query to fail", until=lambda active: not active, timeout=90)
+        assert "cannot read record 25" in (query.failure() or "")
+        wait_until(lambda: [call for _, call, _ in events(calls)], "stop()", until=lambda seen: "stop" in seen)
+    finally:
+        query.stop(graceful_timeout_s=30)
+    recorded = events(calls)
+    assert [call for _, call, _ in recorded].count("stop") == 1
+    # what was stored before the failure was acknowledged to the task; nothing after it
+    committed = [" ".join(detail.split()[:2]) for _, call, detail in recorded if call == "commit_record"]
+    assert committed == [f"n {i}" for i in range(len(committed))] and len(committed) <= 20

@@ -93,6 +93,27 @@ class PinnedRewindingSinkTask(RewindingSinkTask):
 
 
 
+class PausingSinkTask(RecordingSinkTask):
+    """Pauses a partition when it is given the record ``pause.at`` (``partition:offset``), and
+    resumes all its partitions when it is given the record ``resume.at``."""
+
+    def put(self, records: list[SinkRecord]) -> None:
+        super().put(records)
+        for record in records:
+            at = f"{record.kafka_partition}:{record.kafka_offset}"
+            if at == self.config.get("pause.at"):
+                partition = TopicPartition(record.topic, record.kafka_partition)
+                self._event("pause", str(partition.partition))
+                self.context.pause(partition)
+            elif at == self.config.get("resume.at"):
+                self._event("resume")
+                self.context.resume(*self.context.assignment())
+
+
+class PinnedPausingSinkTask(PausingSinkTask):
+    pinned = True
+
+
 class FlakySinkTask(RecordingSinkTask):
     """Its first ``retriable.puts`` calls of ``put()`` (counted across instances) raise
     :class:`~connectd.RetriableException` before writing anything; the first asks for a
