@@ -94,6 +94,8 @@ __all__ = [
     "ConnectRecord",
     "ConnectdError",
     "Connector",
+    "ConnectorClientConfigOverridePolicy",
+    "ConnectorClientConfigRequest",
     "ConnectorContext",
     "ConnectorError",
     "Converter",

@@ -14,6 +14,14 @@ def register_config_providers(register: Register) -> None:
 
 
 @hookimpl
+def register_override_policies(register: Register) -> None:
+    from connectd.override_policy import BUILTIN_POLICIES
+
+    for cls, aliases in BUILTIN_POLICIES:
+        register(cls, aliases=aliases)
+
+
+@hookimpl
 def register_converters(register: Register) -> None:
     for cls, aliases in BUILTIN_CONVERTERS:
         register(cls, aliases=aliases)

@@ -178,7 +178,7 @@ def validate_connector(
     context = ValidationContext(resolve=resolve, has_class=registry.has)
     problems += [p for p in definition.validate(config, origin, context) if p.key != "connector.class"]
     problems += connector_problems(config, kind, origin)
-    problems += override_problems(config, override_policy, origin)
+    problems += _override_problems(config, registry, override_policy, kind, origin)
     if kind == "source":
         problems += exactly_once_problems(config, origin)
     if not any(p.key and (p.key.startswith("transforms") or p.key.startswith("predicates")) for p in problems if p.is_error):
@@ -201,6 +201,16 @@ def validate_connector(
         except Exception as exc:  # a plugin's own check failing is a problem to report, not a crash
             problems.append(ConfigProblem(None, None, f"{class_name}.validate failed: {type(exc).__name__}: {exc}"))
     return problems, cls
+
+
+def _override_problems(config: dict[str, str], registry: Any, policy_name: str, kind: str,
+                       origin: Callable[[str], Origin | None]) -> list[ConfigProblem]:
+    """What the worker's override policy (a registered class, by any of its names) refuses."""
+    try:
+        policy = registry.find_class("override_policy", policy_name)()
+    except PluginError as exc:  # the worker's config check refuses this before any connector
+        return [ConfigProblem(None, "connector.client.config.override.policy", str(exc), policy_name)]
+    return override_problems(config, policy, kind, origin)
 
 
 @dataclass

@@ -75,6 +75,16 @@ def register_predicates(register: Register) -> None:
 
 
 @hookspec
+def register_override_policies(register: Register) -> None:
+    """Register client config override policies, named by the worker's
+    ``connector.client.config.override.policy``.
+
+    :param register: ``register(cls, aliases=())`` — *cls* subclasses
+        :class:`connectd.ConnectorClientConfigOverridePolicy`.
+    """
+
+
+@hookspec
 def register_config_providers(register: Register) -> None:
     """Register config providers for ``${name:path:key}`` placeholders.
 

@@ -12,7 +12,8 @@ variables say. After loading, ``check_pending()`` makes a misspelled hook
 name fail at start-up instead of being silently ignored.
 
 Every registered class lands in a :class:`Registry`, one namespace per
-group (connectors, converters, transforms, predicates, config providers),
+group (connectors, converters, transforms, predicates, config providers,
+client config override policies),
 where it is found by dotted path, short alias, or Kafka Connect's Java class
 name. A name registered twice in a group is a :class:`PluginError` naming
 both packages.
@@ -44,6 +45,7 @@ GROUPS: dict[str, str] = {
     "transform": "register_transforms",
     "predicate": "register_predicates",
     "config_provider": "register_config_providers",
+    "override_policy": "register_override_policies",
 }
 
 
@@ -157,6 +159,7 @@ _GROUP_WORDS = {
     "transform": "transform",
     "predicate": "predicate",
     "config_provider": "config provider",
+    "override_policy": "client config override policy",
 }
 
 

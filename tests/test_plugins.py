@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from connectd import SinkConnector, SourceConnector, hookimpl, hookspecs
+from connectd import ConnectorClientConfigOverridePolicy, SinkConnector, SourceConnector, hookimpl, hookspecs
 from connectd.errors import PluginError
 from connectd.plugins import GROUPS, build_plugin_manager, fill_registry, get_registry, reset_plugins
 
@@ -212,6 +212,10 @@ class _AllHooks:
     def register_config_providers(self, register):
         register(type("ExtraProvider", (), {}), aliases=("extra",))
 
+    @hookimpl
+    def register_override_policies(self, register):
+        register(type("ExtraPolicy", (), {}), aliases=("Extra",))
+
 
 def test_every_group_receives_its_registrations():
     registry = registry_for({"CONNECTD_LOAD_PLUGINS": ""}, _AllHooks())
@@ -220,3 +224,45 @@ def test_every_group_receives_its_registrations():
     assert registry.find("transform", "ExtraTransform").kind == "transformation"
     assert registry.find("predicate", "ExtraPredicate").kind == "predicate"
     assert registry.find("config_provider", "extra").package == "_AllHooks"
+    assert registry.find("override_policy", "Extra").kind == "override_policy"
+
+
+class _TenantPolicy(ConnectorClientConfigOverridePolicy):
+    """Producers may tune batching; nothing else, and only for connectors named tenant-*."""
+
+    def validate(self, request):
+        allowed = request.connector_name.startswith("tenant-") and request.client_type == "producer"
+        return {key: None if allowed and key == "linger.ms" else f"is not allowed for {request.connector_type} "
+                f"connector {request.connector_name} ({request.connector_class})" for key in request.client_props}
+
+
+class _TenantPolicies:
+    @hookimpl
+    def register_override_policies(self, register):
+        register(_TenantPolicy, aliases=("Tenant",))
+
+
+def test_a_plugin_override_policy_decides_which_overrides_a_connector_may_give():
+    from connectd.herder import validate_connector
+
+    registry = registry_for({}, _TenantPolicies())
+    source = {"connector.class": "FileStreamSource", "topic": "t", "file": "/tmp/in.txt",
+              "producer.override.linger.ms": "5", "consumer.override.fetch.min.bytes": "1"}
+    problems, _ = validate_connector({**source, "name": "tenant-a"}, registry, override_policy="Tenant")
+    assert [(p.key, p.message) for p in problems if p.is_error] == [
+        ("consumer.override.fetch.min.bytes", "is not allowed for source connector tenant-a (FileStreamSource)")]
+    problems, _ = validate_connector({**source, "name": "other"}, registry, override_policy="Tenant")
+    assert sorted(p.key for p in problems if p.is_error) == ["consumer.override.fetch.min.bytes",
+                                                           "producer.override.linger.ms"]
+
+
+def test_a_worker_naming_an_override_policy_nobody_registered_is_refused(tmp_path):
+    from connectd.config.worker import WorkerConfig
+
+    worker = WorkerConfig({"bootstrap.servers": "127.0.0.1:9092", "offset.storage.file.filename": str(tmp_path / "o"),
+                           "key.converter": "StringConverter", "value.converter": "StringConverter",
+                           "connector.client.config.override.policy": "Tenant"}, "standalone")
+    problems = [p for p in worker.problems(get_registry()) if p.key == "connector.client.config.override.policy"]
+    assert problems and "no such plugin is installed" in problems[0].message
+    assert not [p for p in worker.problems(registry_for({}, _TenantPolicies()))
+                if p.key == "connector.client.config.override.policy"]

@@ -26,6 +26,7 @@ from connectd.config.definitions import (
     Type,
 )
 from connectd.config.properties import Origin
+from connectd.override_policy import ConnectorClientConfigOverridePolicy, ConnectorClientConfigRequest
 
 __all__ = ["COMMON_DEF", "SINK_DEF", "SOURCE_DEF", "connector_problems"]
 
@@ -186,41 +187,38 @@ def connector_problems(
     return found
 
 
-#: The prefixes of a connector's own client settings, which the worker's override policy governs.
-OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
-#: What Kafka Connect's Principal policy lets a connector override (its SASL identity).
-PRINCIPAL_OVERRIDES = ("sasl.jaas.config", "sasl.mechanism", "security.protocol")
-_POLICY_NAMES = {
-    "all": "All", "none": "None", "principal": "Principal",
-    "org.apache.kafka.connect.connector.policy.allconnectorclientconfigoverridepolicy": "All",
-    "org.apache.kafka.connect.connector.policy.noneconnectorclientconfigoverridepolicy": "None",
-    "org.apache.kafka.connect.connector.policy.principalconnectorclientconfigoverridepolicy": "Principal",
-}
+#: The clients whose settings a connector may override (``<client>.override.*``), as the worker's
+#: override policy allows.
+OVERRIDE_CLIENTS = ("producer", "consumer", "admin")
 
 
 def override_problems(
     values: Mapping[str, Any],
-    policy: str,
+    policy: ConnectorClientConfigOverridePolicy,
+    connector_type: str,
     origin: Callable[[str], Origin | None] = lambda key: None,
 ) -> list[ConfigProblem]:
     """The client overrides the worker's ``connector.client.config.override.policy`` forbids.
 
-    ``All`` allows every ``producer.override.*``, ``consumer.override.*`` and
-    ``admin.override.*`` key; ``None`` none; ``Principal`` only the SASL
-    identity (:data:`PRINCIPAL_OVERRIDES`), as in Kafka Connect.
+    One request per client with overrides goes to *policy*
+    (:mod:`connectd.override_policy`); each key it refuses is a problem named
+    by its full key, with the policy's reason.
     """
-    name = _POLICY_NAMES.get(str(policy).strip().lower(), "All")
-    if name == "All":
-        return []
     found = []
-    for key in sorted(values):
-        prefix = next((p for p in OVERRIDE_PREFIXES if key.startswith(p)), None)
-        if prefix is None or (name == "Principal" and key[len(prefix):] in PRINCIPAL_OVERRIDES):
+    for client in OVERRIDE_CLIENTS:
+        prefix = f"{client}.override."
+        props = {key[len(prefix):]: str(value) for key, value in values.items() if key.startswith(prefix)}
+        if not props:
             continue
-        allowed = ("no client override" if name == "None"
-                   else "only " + ", ".join(f"{prefix}{k}" for k in PRINCIPAL_OVERRIDES))
-        found.append(ConfigProblem(origin(key), key, f"is not allowed: the worker's "
-                                   f"connector.client.config.override.policy is {name}, which allows {allowed}"))
+        request = ConnectorClientConfigRequest(
+            connector_name=str(values.get("name") or "").strip(), connector_type=connector_type,
+            connector_class=str(values.get("connector.class") or "").strip(), client_type=client,
+            client_props=props)
+        reasons = policy.validate(request)
+        for key in sorted(props):
+            reason = reasons.get(key)
+            if reason:
+                found.append(ConfigProblem(origin(prefix + key), prefix + key, reason))
     return found
 
 

@@ -104,14 +104,6 @@ class _ResponseHeaders(Validator):
 
 _POSITIVE_MS = Range.at_least(0)
 _SECURITY_PROTOCOLS = CaseInsensitiveValidString("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_OVERRIDE_POLICIES = OneOf(
-    "All",
-    "None",
-    "Principal",
-    "org.apache.kafka.connect.connector.policy.AllConnectorClientConfigOverridePolicy",
-    "org.apache.kafka.connect.connector.policy.NoneConnectorClientConfigOverridePolicy",
-    "org.apache.kafka.connect.connector.policy.PrincipalConnectorClientConfigOverridePolicy",
-)
 
 _CLIENT_KEYS = [
     ConfigKey("bootstrap.servers", Type.LIST,
@@ -314,11 +306,12 @@ _WORKER_KEYS = [
               "Names of config providers; each is set up by config.providers.<name>.class and "
               "config.providers.<name>.param.<key>, and resolves ${<name>:[path:]key} placeholders.",
               default="", importance=L, group="Plugins"),
-    ConfigKey("connector.client.config.override.policy", Type.STRING,
+    ConfigKey("connector.client.config.override.policy", Type.CLASS,
               "Which producer.override.*, consumer.override.* and admin.override.* settings a connector may "
-              "give: All, None or Principal (only sasl.jaas.config, sasl.mechanism and security.protocol). "
-              "A connector giving one the policy forbids is refused (config check, REST 400).",
-              default="All", importance=M, validator=_OVERRIDE_POLICIES, group="Connectors"),
+              "give: All, None, Principal (only sasl.jaas.config, sasl.mechanism and security.protocol), Kafka "
+              "Connect's class names for these, or a policy class a plugin registers. A connector giving one "
+              "the policy forbids is refused (config check, REST 400).",
+              default="All", importance=M, plugin_kind="override_policy", group="Connectors"),
     ConfigKey("topic.creation.enable", Type.BOOLEAN,
               "Let source connectors create the topics they write to, as their topic.creation.* settings say.",
               default=True, importance=L, group="Connectors"),
