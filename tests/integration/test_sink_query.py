@@ -229,6 +229,28 @@ def test_a_paused_partition_is_not_put_or_committed_past_until_the_task_resumes_
 
 
 @pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
+def test_the_offsets_committed_are_exactly_what_pre_commit_returned(spark, broker, topic_name, tmp_path, pinned,
+                                                                     wait_until, worker_config):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name, "hold": "7"}
+    produce_lines(broker, topic_name, 0, 400, 2)
+    sink = Sink(spark, worker_config.settings(), "holding", topic_name, 2, config, pinned, task="HoldingSinkTask",
+                max_records=90)
+    try:
+        wait_until(lambda: len(lines_in(out)), "every line put", until=lambda n: n >= 400, timeout=90)
+        wait_until(lambda: sink.committed(topic_name, 2), "the last batch's commit",
+                   until=lambda committed: committed == {0: 193, 1: 193})  # 200 each, 7 held back
+        assert sink.stop() is True
+    finally:
+        if sink.query.is_active():
+            sink.stop()
+    assert sink.committed(topic_name, 2) == {0: 193, 1: 193}  # close()'s pre_commit holds them back too
+    sink.group.close()
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
 def test_put_raising_retriable_errors_gets_the_same_records_again_until_it_succeeds(
         spark, broker, topic_name, tmp_path, pinned, wait_until, worker_config):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})

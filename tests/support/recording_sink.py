@@ -114,6 +114,20 @@ class PinnedPausingSinkTask(PausingSinkTask):
     pinned = True
 
 
+class HoldingSinkTask(RecordingSinkTask):
+    """Keeps the last ``hold`` records of each partition out of what ``pre_commit`` says is safe
+    (as a sink that buffers them for its next flush would)."""
+
+    def pre_commit(self, offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+        super().pre_commit(offsets)
+        hold = int(self.config["hold"])
+        return {tp: offset - hold for tp, offset in offsets.items() if offset - hold > 0}
+
+
+class PinnedHoldingSinkTask(HoldingSinkTask):
+    pinned = True
+
+
 class FlakySinkTask(RecordingSinkTask):
     """Its first ``retriable.puts`` calls of ``put()`` (counted across instances) raise
     :class:`~connectd.RetriableException` before writing anything; the first asks for a
