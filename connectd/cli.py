@@ -309,23 +309,32 @@ def _checked_connector_files(config: Any, registry: Any, files: Sequence[str]) -
 
 async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_up: Any = None,
                  registry: Any = None) -> None:
-    """Run a worker (with *connectors*, standalone) until SIGTERM/SIGINT; a second signal stops at once."""
+    """Run a worker (with *connectors*, standalone) until SIGTERM/SIGINT; a second signal stops at once.
+
+    Under systemd (``Type=notify``) it tells systemd when it is ready, how it fares and when
+    it stops (:mod:`connectd.notify`).
+    """
     import signal
 
+    from connectd.notify import SystemdNotifier
     from connectd.worker import Worker
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     main_task = asyncio.current_task()
+    notifier = SystemdNotifier()
 
     def on_signal() -> None:
         if stop.is_set():
             assert main_task is not None
             main_task.cancel()  # second signal: no more waiting for graceful stops
+        else:
+            notifier.stopping()
         stop.set()
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal)
+    supervisor: asyncio.Task[None] | None = None
     try:
         async with Worker(config, registry=registry) as worker:
             herder = await worker.start_herder()
@@ -333,10 +342,33 @@ async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_u
                 await herder.put(connector, origin)
             if on_up is not None:
                 on_up(worker)
+            if notifier.enabled and not stop.is_set():
+                notifier.ready(herder.local_summary())
+                supervisor = loop.create_task(_tell_systemd(notifier, herder, stop))
             await stop.wait()
     finally:
+        if supervisor is not None:
+            supervisor.cancel()
+        notifier.close()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+
+
+async def _tell_systemd(notifier: Any, herder: Any, stop: asyncio.Event) -> None:
+    """``WATCHDOG=1`` while the herder is healthy, and ``STATUS=`` with its work, until the stop."""
+    from connectd.logging import get_logger
+    from connectd.notify import STATUS_INTERVAL_S
+
+    every = STATUS_INTERVAL_S if notifier.watchdog_s is None else min(STATUS_INTERVAL_S, notifier.watchdog_s / 2)
+    while not stop.is_set():
+        if notifier.watchdog_s is not None:
+            problem = await herder.health_check()
+            if problem is None:
+                notifier.watchdog()
+            else:
+                get_logger(__name__).warning("systemd_watchdog_withheld", reason=problem)
+        notifier.status(herder.local_summary())
+        await asyncio.sleep(every)
 
 
 def _quickstart(port: int, directory: str | None, duration: float | None, out: TextIO) -> int:

@@ -23,6 +23,8 @@ too:
 - ``worker_config``: a minimal worker config (standalone or distributed) in
   the test's ``tmp_path``, pointing at the session broker when the test uses
   it; each test adds or overrides its own settings.
+- ``notify_socket``: systemd's end of ``sd_notify``, a unix datagram socket in
+  the test's ``tmp_path`` (:class:`NotifySocket`).
 """
 
 from __future__ import annotations
@@ -238,6 +240,35 @@ def connectd_processes(tmp_path: Path) -> Iterator[ConnectdProcesses]:
     for process in processes.started:
         if process.poll() is None:
             _stop_group(process)
+
+
+class NotifySocket:
+    """systemd's end of ``sd_notify``: a unix datagram socket at :attr:`address` (``NOTIFY_SOCKET``)."""
+
+    def __init__(self, address: str) -> None:
+        import socket
+
+        self.address = address
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.socket.bind(address)
+        self.socket.settimeout(0.2)
+
+    def messages(self) -> list[dict[str, str]]:
+        """Every datagram waiting (none: after 0.2 s), each as its ``KEY=value`` fields."""
+        out = []
+        while True:
+            try:
+                data = self.socket.recv(65536)
+            except TimeoutError:
+                return out
+            out.append(dict(field.split("=", 1) for field in data.decode().split("\n")))
+
+
+@pytest.fixture
+def notify_socket(tmp_path: Path) -> Iterator[NotifySocket]:
+    listening = NotifySocket(str(tmp_path / "notify.sock"))
+    yield listening
+    listening.socket.close()
 
 
 # --- waiting -------------------------------------------------------------------

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -129,3 +130,32 @@ def test_the_rest_api_answers_while_spark_starts_and_a_write_waits_for_the_herde
         assert answer.status == 201
     assert health()[0] == 200
     assert connectd_processes.terminate(process) == 0
+
+
+def test_a_worker_under_systemd_says_ready_pings_the_watchdog_and_says_stopping(broker, worker_config, wait_until,
+                                                                               connectd_processes, notify_socket):
+    url = f"http://127.0.0.1:{free_port()}"
+    process = connectd_processes.start("standalone", worker_config.file(listeners=url),
+                                       env={"NOTIFY_SOCKET": notify_socket.address, "WATCHDOG_USEC": "2000000"})
+    seen: list[dict[str, str]] = []
+
+    def received() -> list[dict[str, str]]:
+        if process.poll() is not None:
+            raise AssertionError(f"connectd exited with {process.returncode}:\n{connectd_processes.output()[-3000:]}")
+        seen.extend(notify_socket.messages())
+        return seen
+
+    wait_until(received, "READY=1", until=lambda messages: any("READY" in m for m in messages), timeout=120)
+    ready = next(m for m in seen if "READY" in m)
+    assert ready["STATUS"] == "0 connectors, 0 of 0 tasks running" and ready["MAINPID"] == str(process.pid)
+    with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:  # ready means serving
+        assert answer.status == 200
+    # every second (half of WATCHDOG_USEC) while healthy, with the status
+    wait_until(received, "two watchdog pings after READY=1",
+               until=lambda messages: sum("WATCHDOG" in m for m in messages[messages.index(ready):]) >= 2)
+    assert any("STATUS" in m and "READY" not in m for m in seen)
+    assert connectd_processes.terminate(process) == 0
+    seen.extend(notify_socket.messages())
+    assert {"STOPPING": "1", "STATUS": "stopping: tasks are finishing their batches"} in seen
+    # nothing from Spark's processes: the variables were not passed on
+    assert all(set(m) <= {"READY", "STATUS", "MAINPID", "WATCHDOG", "STOPPING"} for m in seen)
