@@ -286,6 +286,8 @@ class Herder(Protocol):
     async def wait_ready(self, timeout_s: float) -> bool: ...
     def attach_spark(self, spark: Any) -> None: ...
     def connectors(self) -> list[str]: ...
+    def local_view(self) -> list[dict[str, Any]]: ...
+    def local_summary(self) -> str: ...
     def config(self, name: str) -> dict[str, str]: ...
     def task_configs(self, name: str) -> list[dict[str, str]]: ...
     async def put(self, config: Mapping[str, str], origin: Callable[[str], Origin | None] = ...,
@@ -346,6 +348,12 @@ class HerderBase:
         self._started = False
         self._pass_started: float | None = None  # when the watch loop's current pass began (loop time)
         self._ready = asyncio.Event()
+        from connectd.metrics import WorkerMetrics
+
+        #: This worker's Prometheus metrics (``/metrics``); the state series are read off this herder.
+        self.metrics = WorkerMetrics(worker_id)
+        self.metrics.watch(self)
+        self._versions: dict[type, str] = {}
         self.assembler = TaskAssembler(worker, spark, self.registry, self._admin, self._source_offsets_spec,
                                        self.record_active_topics, self._spark_checkpoints())
 
@@ -416,6 +424,51 @@ class HerderBase:
 
     def connectors(self) -> list[str]:
         return sorted(self._connectors)
+
+    def local_tasks_by_state(self) -> dict[str, int]:
+        """How many of the tasks this worker runs itself are in each state (``RUNNING``, ``FAILED``, …)."""
+        counts: dict[str, int] = {}
+        for run in self._connectors.values():
+            for task in run.tasks:
+                status = self.status.task(run.name, task.id)
+                state = status.state if status is not None else UNASSIGNED
+                counts[state] = counts.get(state, 0) + 1
+        return counts
+
+    def local_view(self) -> list[dict[str, Any]]:
+        """What this worker runs, for the metrics: per connector its type, class, version, whether
+        its instance runs here and its state, and its tasks here (id, state, a sink task's partitions)."""
+        view = []
+        for run in list(self._connectors.values()):
+            status = self.status.connector(run.name)
+            tasks = []
+            for task in list(run.tasks):
+                task_status = self.status.task(run.name, task.id)
+                handle = task.handle
+                tasks.append({"id": task.id, "state": task_status.state if task_status is not None else UNASSIGNED,
+                              "partitions": None if handle is None or run.kind != "sink" else handle.task_partitions})
+            view.append({"name": run.name, "type": run.kind, "class": f"{run.cls.__module__}.{run.cls.__qualname__}",
+                         "version": self._plugin_version(run.cls), "running": run.instance is not None,
+                         "state": status.state if status is not None else UNASSIGNED, "tasks": tasks})
+        return view
+
+    def _plugin_version(self, cls: type) -> str:
+        """The version of the package that registered *cls* (as ``/connector-plugins`` shows it)."""
+        version = self._versions.get(cls)
+        if version is None:
+            version = self._versions[cls] = next((i.version for i in self.registry if i.cls is cls), "unknown")
+        return version
+
+    def local_summary(self) -> str:
+        """One line on this worker's work, e.g. ``2 connectors, 3 of 4 tasks running, 1 failed``."""
+        counts = self.local_tasks_by_state()
+        connectors = sum(1 for run in self._connectors.values() if run.instance is not None)
+        line = (f"{connectors} connector{'s' if connectors != 1 else ''}, "
+                f"{counts.get(RUNNING, 0)} of {sum(counts.values())} tasks running")
+        for state in (FAILED, PAUSED, RESTARTING):
+            if counts.get(state):
+                line += f", {counts[state]} {state.lower()}"
+        return line
 
     def config(self, name: str) -> dict[str, str]:
         """The connector's config as written (placeholders unresolved).
@@ -638,8 +691,8 @@ class HerderBase:
         if written is None:
             return
         run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
-        for task in run.tasks:
-            await self._start_task(run, task, len(run.tasks))
+        # All at once: a start is mostly Spark starting a query and its Python processes.
+        await asyncio.gather(*(self._start_task(run, task, len(run.tasks)) for task in run.tasks))
 
     async def _start_connector_instance(self, run: _ConnectorRun) -> list[dict[str, str]] | None:
         """Start the connector's instance; its task configs as written, or ``None`` if it failed."""
@@ -652,9 +705,11 @@ class HerderBase:
                 await asyncio.to_thread(instance.start, resolved)
                 task_configs = await self._generate_task_configs(run, instance, resolved)
             except Exception as exc:
+                self.metrics.started("connector", False)
                 self._set(run.name, None, FAILED, _trace(exc))
                 log.error("connector_failed", connector=run.name, error=str(exc))
                 return None
+            self.metrics.started("connector", True)
             run.instance = instance
             self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
             return task_configs
@@ -689,13 +744,15 @@ class HerderBase:
                 task.handle = await asyncio.to_thread(
                     self.assembler.start, connector=run.name, connector_config=run.config, kind=run.kind,
                     task_class=task_class, task_id=task.id, task_config=task.config, tasks=tasks,
-                    paused=run.target == "PAUSED")
+                    paused=run.target == "PAUSED", metrics=self.metrics.task(run.name, task.id))
                 run.partitions = task.handle.partitions or run.partitions
             except Exception as exc:
+                self.metrics.started("task", False)
                 self._set(run.name, task.id, FAILED, _trace(exc))
                 log.error("task_failed", error=str(exc))
                 self._schedule_restart(run, task, asyncio.get_running_loop().time())
                 return
+            self.metrics.started("task", True)
             self._set(run.name, task.id, PAUSED if run.target == "PAUSED" else RUNNING)
 
     def _admin(self) -> Any:
@@ -728,6 +785,8 @@ class HerderBase:
         if handle is None:
             return
         self.assembler.stop(handle, self.graceful_timeout_s if timeout_s is None else timeout_s)
+        if handle.metrics is not None:
+            handle.metrics.remove()
         workdir = getattr(handle.query, "workdir", None)
         if workdir is not None:  # a source task's topics, now final, go to the store
             from connectd.runtime.source_task import read_active_topics, remove_active_topics
@@ -804,10 +863,8 @@ class HerderBase:
     async def _partitions_changed(self, run: _ConnectorRun, partitions: frozenset[TopicPartition]) -> None:
         with bind_context(connector=run.name):
             log.info("sink_topics_changed", before=len(run.partitions), after=len(partitions))
-            for task in run.tasks:
-                await asyncio.to_thread(self._stop_task, run, task)
-            for task in run.tasks:
-                await self._start_task(run, task, self._task_count(run))
+            await asyncio.gather(*(asyncio.to_thread(self._stop_task, run, task) for task in run.tasks))
+            await asyncio.gather(*(self._start_task(run, task, self._task_count(run)) for task in run.tasks))
 
     async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
         self._set(run.name, task.id, RESTARTING)
@@ -822,8 +879,10 @@ class HerderBase:
             instance.context = self._context_for(run)
             await asyncio.to_thread(instance.start, resolved)
         except Exception as exc:
+            self.metrics.started("connector", False)
             self._set(run.name, None, FAILED, _trace(exc))
             return
+        self.metrics.started("connector", True)
         run.instance = instance
         self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
 
@@ -955,8 +1014,7 @@ class StandaloneHerder(HerderBase):
                 if run.instance is not None:
                     await asyncio.to_thread(run.instance.stop)
                 await self._start_connector_only(run)
-            for task in restarted:
-                await self._restart_task(run, task)
+            await asyncio.gather(*(self._restart_task(run, task) for task in restarted))
             return plan
 
     async def restart_task(self, name: str, task_id: int) -> None:

@@ -115,6 +115,7 @@ class DistributedHerder(HerderBase):
         self._last_assignment: ConnectAssignment | None = None
         self._leader_url: str | None = None
         self._settled = asyncio.Event()
+        self._rebalance_began: float | None = None  # loop time the rebalance under way began
         self._members: dict[str, WorkerMetadata] = {}  # the leader's view, from the last round
         self._session_key: SessionKey | None = None
         self._previous_session_key: SessionKey | None = None
@@ -163,6 +164,10 @@ class DistributedHerder(HerderBase):
     @property
     def is_leader(self) -> bool:
         return self.member.is_leader
+
+    def group_view(self) -> dict[str, Any]:
+        """The group as the metrics show it: generation, leadership, whether a rebalance is under way."""
+        return {"generation": self._generation(), "leader": self.is_leader, "rebalancing": not self._settled.is_set()}
 
     @property
     def leader_url(self) -> str | None:
@@ -372,6 +377,10 @@ class DistributedHerder(HerderBase):
     # --- the group ---
 
     def metadata(self) -> WorkerMetadata:
+        # Asked for at the start of every JoinGroup round (the first join, a rejoin this worker
+        # asked for, one a heartbeat learned of): a rebalance begins, for the metrics.
+        if self._rebalance_began is None:
+            self._rebalance_began = asyncio.get_running_loop().time()
         return WorkerMetadata(self.rest_url, self.snapshot.offset,
                               self._assigned if self._group_generation >= 0 else None, self._last_assignment)
 
@@ -434,6 +443,8 @@ class DistributedHerder(HerderBase):
 
     async def on_rebalance_start(self) -> None:
         self._settled.clear()
+        if self._rebalance_began is None:
+            self._rebalance_began = asyncio.get_running_loop().time()
 
     async def on_assigned(self, assignment: ConnectAssignment, generation: int, member_id: str,
                           protocol: str) -> None:
@@ -508,12 +519,17 @@ class DistributedHerder(HerderBase):
                 for name in assignment.connectors:
                     if name in self._assigned.connectors:
                         await self._start_owned_connector(name)
-                for task_id in assignment.tasks:
-                    if task_id in self._assigned.tasks:
-                        await self._start_owned_task(task_id)
+                # Every task at once: each start is mostly Spark starting a query and its Python
+                # processes, so the rebalance waits for the slowest start, not for their sum.
+                await asyncio.gather(*(self._start_owned_task(task_id) for task_id in assignment.tasks
+                                       if task_id in self._assigned.tasks))
                 log.info("assignment_applied", leader=assignment.leader, connectors=len(self._assigned.connectors),
                          tasks=len(self._assigned.tasks), revoked=len(assignment.revoked),
                          delay_ms=assignment.delay_ms)
+                if self._rebalance_began is not None and self._settled.is_set():
+                    # Completed: nothing revoked waits for another round, no delayed assignment.
+                    self.metrics.rebalanced(asyncio.get_running_loop().time() - self._rebalance_began)
+                    self._rebalance_began = None
 
     def _local_run(self, name: str) -> _ConnectorRun | None:
         """The local run of a configured connector, made on first need; ``None`` if it is not configured."""

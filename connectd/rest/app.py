@@ -49,6 +49,7 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     app[CREATE_LOCK] = asyncio.Lock()
     app.router.add_get("/", _root)
     app.router.add_get("/health", _health)
+    app.router.add_get("/metrics", _metrics)
     connectors.add_routes(app.router)
     plugins.add_routes(app.router)
     if admin_routes:
@@ -103,6 +104,17 @@ async def _health(request: web.Request) -> web.Response:
                                   f"may be unable to handle other requests. {problem}"}, status=500)
     return web.json_response({"status": "healthy",
                               "message": "Worker has completed startup and is ready to handle requests."})
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    """The worker's Prometheus metrics (:mod:`connectd.metrics`), in the text exposition format."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    metrics = getattr(request.app[HERDER], "metrics", None)
+    if metrics is None:
+        raise RestError(404, "This worker exports no metrics.")
+    body = generate_latest(metrics.registry)  # on the loop: the state series read the herder's own state
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 _LISTENER = re.compile(r"(?i)(https?)://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]*):(\d{1,5})/?")

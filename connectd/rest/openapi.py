@@ -155,6 +155,10 @@ _PATHS: dict[str, Any] = {
          "503": _answer("still starting", _ref("HealthStatus")),
          "500": _answer("unhealthy", {"anyOf": [_ref("HealthStatus"), _ref("Error")]})},
         public=True)},
+    "/metrics": {"get": _operation(
+        "metrics", "worker", "this worker's Prometheus metrics (docs/metrics.md)",
+        {"200": {"description": "the Prometheus text exposition format",
+                 "content": {"text/plain": {"schema": {"type": "string"}}}}, **_errors(404)})},
     "/openapi.json": {"get": _operation(
         "openApi", "worker", "this document",
         {"200": _answer("the OpenAPI document", {"type": "object"}), **_errors()})},

@@ -21,6 +21,7 @@ file in standalone mode, the offsets topic in distributed mode.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,10 @@ class TaskHandle:
     spark_task: Any = None
     #: A sink task's partitions of all its topics when it started (for rediscovery).
     partitions: frozenset[TopicPartition] = frozenset()
+    #: How many of them this sink task consumes.
+    task_partitions: int | None = None
+    #: The task's :class:`connectd.metrics.TaskMetrics` (``None``: not counted).
+    metrics: Any = None
 
 
 class TaskAssembler:
@@ -124,14 +129,17 @@ class TaskAssembler:
     # --- start / stop ---
 
     def start(self, *, connector: str, connector_config: Mapping[str, str], kind: str, task_class: type,
-              task_id: int, task_config: Mapping[str, str], tasks: int, paused: bool) -> TaskHandle:
+              task_id: int, task_config: Mapping[str, str], tasks: int, paused: bool,
+              metrics: Any = None) -> TaskHandle:
         """Start one task's query (blocking: call it from a thread).
 
         :param connector_config: the connector's config as written.
         :param kind: ``source`` or ``sink``.
         :param tasks: how many tasks the connector has (a sink task's share of partitions).
+        :param metrics: the task's :class:`connectd.metrics.TaskMetrics`: its micro-batches and offset
+            commits are counted there (record-level tasks).
         """
-        handle = TaskHandle()
+        handle = TaskHandle(metrics=metrics)
         try:
             if issubclass(task_class, SparkSourceTask):
                 self._start_spark_source(handle, connector, connector_config, task_class, task_id, task_config,
@@ -197,6 +205,7 @@ class TaskAssembler:
             offsets=self.source_offsets(connector_config),
             max_records=self.worker.get("source.batch.max.records"),
             paused=paused,
+            metrics=handle.metrics,
         )
 
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
@@ -245,13 +254,24 @@ class TaskAssembler:
         metadata = self._admin().list_topics(timeout=30)
         handle.partitions = self.sink_partitions(connector_config, metadata)
         assigned = assign_partitions(handle.partitions, task_id, tasks)
+        handle.task_partitions = len(assigned)
         group = Consumer({**consumer_settings(consumer_config), "group.id": group_id(connector),
                           "enable.auto.commit": False})
         handle.consumer = group
 
+        metrics = handle.metrics
+
         def commit(offsets: Mapping[TopicPartition, int]) -> None:
-            group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
-                         asynchronous=False)
+            began = time.monotonic()
+            try:
+                group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
+                             asynchronous=False)
+            except BaseException:
+                if metrics is not None:
+                    metrics.committed(time.monotonic() - began, ok=False)
+                raise
+            if metrics is not None:
+                metrics.committed(time.monotonic() - began, ok=True)
 
         start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
         if issubclass(task_class, SparkSinkTask):
@@ -295,7 +315,8 @@ class TaskAssembler:
             handle.query = start_sink_query(self.spark, connector=connector, task_id=task_id,
                                             consumer_config=consumer_option, start=start, commit=commit,
                                             on_topics=topics_used, spec=spec, max_records=batch_records,
-                                            put_records=put_records, paused=paused, tick_ms=tick_ms)
+                                            put_records=put_records, paused=paused, tick_ms=tick_ms,
+                                            metrics=metrics)
             return
         send = flush = None
         if policy.dlq_topic:
@@ -315,7 +336,7 @@ class TaskAssembler:
                                         consumer_config=consumer_option, start=start, commit=commit,
                                         on_topics=topics_used, runner=handle.runner,
                                         reader=RangeReader(group), max_records=batch_records,
-                                        put_records=put_records, paused=paused, tick_ms=tick_ms)
+                                        put_records=put_records, paused=paused, tick_ms=tick_ms, metrics=metrics)
 
     def _resolved(self, config: Mapping[str, str]) -> dict[str, str]:
         resolve = self.worker.providers.resolve

@@ -82,8 +82,8 @@ SPEC_OPTION = "task.secret.spec"
 #: A batch's rows: per range, its end and the offset pre_commit allowed to commit (or null),
 #: where the partition's next batch starts when the task moved it there (``context.offset``, or the
 #: first record not put of a partition paused during the batch; else null), and whether the task
-#: has it paused (``context.pause``).
-RESULT_SCHEMA = "topic string, partition int, end long, committed long, seek long, paused boolean"
+#: has it paused (``context.pause``); and how many records the batch read of it (the range's length).
+RESULT_SCHEMA = "topic string, partition int, end long, committed long, seek long, paused boolean, records long"
 
 #: An instance that has had no batch for this long is closed and stopped.
 IDLE_STOP_S = 30.0
@@ -167,16 +167,16 @@ _reaper: threading.Thread | None = None
 
 
 def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None
-        ) -> Iterator[tuple[str, int, int | None, int | None, int | None, bool]]:
+        ) -> Iterator[tuple[str, int, int | None, int | None, int | None, bool, int | None]]:
     """Put one micro-batch's *ranges* (``topic, partition, start, end``) with the task's instance here.
 
     :param paused: the partitions the task had paused after its last batch (``encode_tp``),
         as the driver knows them: an instance new here starts with them paused.
-    :returns: ``(topic, partition, end, committed, seek, paused)`` per range: its end, the offset
-        ``pre_commit`` allows to commit (``None`` if it named none), where the partition's
-        next batch starts if the task moved it (``None`` if not), and whether it is paused
-        now; then the same for each partition the task moved or has paused that had no
-        range (``end`` ``None``).
+    :returns: ``(topic, partition, end, committed, seek, paused, records)`` per range: its end, the
+        offset ``pre_commit`` allows to commit (``None`` if it named none), where the partition's
+        next batch starts if the task moved it (``None`` if not), whether it is paused now, and
+        the range's length; then the same for each partition the task moved or has paused that
+        had no range (``end`` and ``records`` ``None``).
     """
     if not ranges:
         return
@@ -198,15 +198,16 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[st
     committed = {(tp.topic, tp.partition): offset for tp, offset in instance.captured.items()}
     seeks = {(tp.topic, tp.partition): offset for tp, offset in instance.runner.seeks.items()}
     now_paused = {(tp.topic, tp.partition) for tp in instance.runner.paused}
-    for topic, partition, _, end in ranges:  # empty ranges (a tick) included
+    for topic, partition, begin, end in ranges:  # empty ranges (a tick) included
         tp = (topic, partition)
-        yield topic, partition, end, committed.get(tp), seeks.pop(tp, None), tp in now_paused
+        yield topic, partition, end, committed.get(tp), seeks.pop(tp, None), tp in now_paused, max(end - begin, 0)
         now_paused.discard(tp)
     for (topic, partition), offset in seeks.items():
-        yield topic, partition, None, committed.get((topic, partition)), offset, (topic, partition) in now_paused
+        yield (topic, partition, None, committed.get((topic, partition)), offset, (topic, partition) in now_paused,
+               None)
         now_paused.discard((topic, partition))
     for topic, partition in sorted(now_paused):
-        yield topic, partition, None, committed.get((topic, partition)), None, True
+        yield topic, partition, None, committed.get((topic, partition)), None, True, None
 
 
 class SinkTaskReader(KafkaStreamReader):
@@ -223,7 +224,7 @@ class SinkTaskReader(KafkaStreamReader):
         super().__init__({**options, "rows": "ranges"})
         self.spec_json = options[SPEC_OPTION]
 
-    def read(self, partition: Any) -> Iterator[tuple[str, int, int | None, int | None, int | None, bool]]:
+    def read(self, partition: Any) -> Iterator[tuple[str, int, int | None, int | None, int | None, bool, int | None]]:
         yield from run(self.spec_json, [(str(t), int(p), int(b), int(e)) for t, p, b, e in partition.ranges],
                        partition.paused)
 

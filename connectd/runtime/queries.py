@@ -25,6 +25,7 @@ import dataclasses
 import json
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -190,12 +191,16 @@ def _register(spark: SparkSession) -> None:
     # Queries start from worker threads; Spark looks Python data sources up in
     # the thread's active session, which a new thread does not have.
     spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
-    if getattr(spark, "_connectd_data_sources", False):
-        return  # registering again would only make Spark warn that each replaced itself
-    spark.dataSource.register(kafka_io.KafkaDataSource)
-    spark.dataSource.register(executor_sink.SinkTaskDataSource)
-    spark.dataSource.register(source_task.SourceTaskDataSource)
-    spark._connectd_data_sources = True
+    with _register_lock:  # tasks start concurrently
+        if getattr(spark, "_connectd_data_sources", False):
+            return  # registering again would only make Spark warn that each replaced itself
+        spark.dataSource.register(kafka_io.KafkaDataSource)
+        spark.dataSource.register(executor_sink.SinkTaskDataSource)
+        spark.dataSource.register(source_task.SourceTaskDataSource)
+        spark._connectd_data_sources = True
+
+
+_register_lock = threading.Lock()
 
 
 def start_source_query(
@@ -213,6 +218,7 @@ def start_source_query(
     max_records: int = 50_000,
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
+    metrics: Any = None,
 ) -> TaskQuery:
     """Start a source task's query: plugin → transforms → converters → Kafka → offset store.
 
@@ -223,6 +229,7 @@ def start_source_query(
         :func:`~connectd.runtime.offsets.open_offset_store` spec (JSON-serialisable; a topic's
         client as written, resolved in Spark's process).
     :param offsets_path: the offsets file, for ``{"kind": "file", "path": offsets_path}``.
+    :param metrics: the task's :class:`connectd.metrics.TaskMetrics`, told of each batch and offset commit.
     """
     if (offsets is None) == (offsets_path is None):
         raise ValueError("start_source_query needs one of offsets and offsets_path")
@@ -257,6 +264,7 @@ def start_source_query(
         def each_batch(frame: Any, batch_id: int) -> None:
             # Collecting the batch is producing it (source_task.SourceTaskReader.read, in an
             # executor); its offsets come back only once every record was acknowledged.
+            began = time.monotonic()
             offsets: dict[str, str] = {}
             records = 0
             stored = []
@@ -267,7 +275,17 @@ def start_source_query(
                 if row["stored"] is not None:
                     stored.append(row["stored"])
             if offsets:
-                store_offsets_hook(store, batch_id, offsets, records)
+                storing = time.monotonic()
+                try:
+                    store_offsets_hook(store, batch_id, offsets, records)
+                except BaseException:
+                    if metrics is not None:
+                        metrics.committed(time.monotonic() - storing, ok=False)
+                    raise
+                if metrics is not None:
+                    metrics.committed(time.monotonic() - storing, ok=True)
+            if metrics is not None:
+                metrics.batch(time.monotonic() - began, records, "source")
             for index, text in enumerate(stored):  # commit_record and commit follow (source_task, "Acknowledgements")
                 stored_dir.mkdir(exist_ok=True)
                 temporary = stored_dir / f"{batch_id:012d}-{index}.tmp"
@@ -297,6 +315,7 @@ def start_sink_query(
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
     tick_ms: int = 0,
+    metrics: Any = None,
 ) -> TaskQuery:
     """Start a record-level sink task's query: Kafka → converters → transforms → plugin → group offsets.
 
@@ -333,6 +352,7 @@ def start_sink_query(
 
             def each_batch(frame: Any, batch_id: int) -> None:
                 # Collecting the batch is running it: executor_sink.SinkTaskReader.read puts it.
+                began = time.monotonic()
                 results = frame.collect()
                 if not results:
                     return
@@ -347,6 +367,8 @@ def start_sink_query(
                     kafka_io.add_seeks(workdir / _SEEK_FILE, seeks)
                 kafka_io.set_paused(workdir / _PAUSED_FILE, {kafka_io.encode_tp(row["topic"], row["partition"])
                                                              for row in results if row["paused"]})
+                if metrics is not None:
+                    metrics.batch(time.monotonic() - began, sum(row["records"] or 0 for row in results), "sink")
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json(),
@@ -355,6 +377,7 @@ def start_sink_query(
             runner.stopping = (workdir / "stop").exists  # a put() being retried gives up once the task stops
 
             def each_batch(frame: Any, batch_id: int) -> None:
+                began = time.monotonic()
                 ranges = [tuple(row) for row in frame.collect()]
                 if ranges:
                     on_topics({topic for topic, _, _, _ in ranges})
@@ -364,6 +387,8 @@ def start_sink_query(
                                                                   for tp, offset in runner.seeks.items()})
                     kafka_io.set_paused(workdir / _PAUSED_FILE,
                                         {kafka_io.encode_tp(tp.topic, tp.partition) for tp in runner.paused})
+                    if metrics is not None:
+                        metrics.batch(time.monotonic() - began, sum(end - begin for _, _, begin, end in ranges), "sink")
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    options={"tick.ms": str(tick_ms)})

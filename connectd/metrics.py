@@ -1,0 +1,217 @@
+"""A worker's Prometheus metrics: one registry per worker, served on ``/metrics`` of its REST listeners.
+
+Names follow Prometheus' conventions: the ``connectd_`` prefix, ``_total``
+for counters, seconds for durations; labels ``worker`` on every series,
+``connector`` and ``task`` where they apply. ``docs/metrics.md`` maps
+Kafka Connect's JMX metrics to these.
+
+Two kinds of series:
+
+- **states**, computed when Prometheus scrapes (:class:`_StateCollector`,
+  reading the herder): connectors and tasks by state, each connector's and
+  task's state, connector info, a sink task's partitions, the group's
+  generation, leadership and whether it is rebalancing. Nothing keeps them
+  up to date between scrapes, and a connector that left this worker leaves
+  no series behind.
+- **events**, counted as they happen, in the worker process (the control
+  plane): start-ups of connectors and tasks, rebalances, and per task its
+  micro-batches (duration, records), records read or written, offset
+  commits (:class:`TaskMetrics`, one per running task, whose series go when
+  the task stops).
+
+Counting costs a few dictionary look-ups per micro-batch, never per record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.registry import Collector
+
+__all__ = ["CONNECTOR_STATES", "TASK_STATES", "TaskMetrics", "WorkerMetrics"]
+
+#: The states a connector or task may be in, each a series (1 for the current one, 0 for the others).
+CONNECTOR_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
+TASK_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "RESTARTING")
+
+_DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_RECORD_BUCKETS = (1, 10, 100, 500, 1000, 5000, 10000, 50000, 100000)
+_REBALANCE_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+_TASK = ["worker", "connector", "task"]
+
+
+class WorkerMetrics:
+    """The registry of one worker and the series counted as things happen.
+
+    :param worker_id: the worker's id, the ``worker`` label of every series.
+    """
+
+    def __init__(self, worker_id: str) -> None:
+        self.worker_id = worker_id
+        self.registry = CollectorRegistry()
+        registry = self.registry
+        self.connector_startups = Counter(
+            "connectd_connector_startups", "Connector start-ups on this worker, by result (success, failure).",
+            ["worker", "result"], registry=registry)
+        self.task_startups = Counter(
+            "connectd_task_startups", "Task start-ups on this worker, by result (success, failure).",
+            ["worker", "result"], registry=registry)
+        self.rebalances = Counter(
+            "connectd_rebalances", "Rebalances of the Connect group this worker completed.", ["worker"],
+            registry=registry)
+        self.rebalance_seconds = Histogram(
+            "connectd_rebalance_seconds", "How long this worker's rebalances took, from the start of the "
+            "rebalance to its assignment applied (revoked work stopped, new work started).", ["worker"],
+            buckets=_REBALANCE_BUCKETS, registry=registry)
+        self.batches = Counter(
+            "connectd_task_batches", "Micro-batches a task completed.", _TASK, registry=registry)
+        self.batch_seconds = Histogram(
+            "connectd_task_batch_seconds", "How long a task's micro-batches took in the worker's foreachBatch "
+            "(the batch's Spark job included: reading, converting, putting or producing).", _TASK,
+            buckets=_DURATION_BUCKETS, registry=registry)
+        self.batch_records = Histogram(
+            "connectd_task_batch_records", "Records in a task's micro-batches.", _TASK,
+            buckets=_RECORD_BUCKETS, registry=registry)
+        self.source_records = Counter(
+            "connectd_source_records_written", "Records a source task wrote to Kafka (acknowledged).", _TASK,
+            registry=registry)
+        self.sink_records = Counter(
+            "connectd_sink_records_read", "Records a sink task read from Kafka and handed to its plugin.", _TASK,
+            registry=registry)
+        self.offset_commits = Counter(
+            "connectd_task_offset_commits", "A task's offset commits, by result (success, failure).",
+            [*_TASK, "result"], registry=registry)
+        self.offset_commit_seconds = Histogram(
+            "connectd_task_offset_commit_seconds", "How long a task's offset commits took.", _TASK,
+            buckets=_DURATION_BUCKETS, registry=registry)
+        for result in ("success", "failure"):  # exported from the start, at 0
+            self.connector_startups.labels(worker_id, result)
+            self.task_startups.labels(worker_id, result)
+        self.rebalances.labels(worker_id)
+        self._herder: Any = None
+        registry.register(_StateCollector(self))
+
+    def watch(self, herder: Any) -> None:
+        """Compute the state series from *herder* at each scrape."""
+        self._herder = herder
+
+    def task(self, connector: str, task: int) -> TaskMetrics:
+        """The event series of one running task."""
+        return TaskMetrics(self, connector, task)
+
+    def rebalanced(self, seconds: float) -> None:
+        self.rebalances.labels(self.worker_id).inc()
+        self.rebalance_seconds.labels(self.worker_id).observe(seconds)
+
+    def started(self, what: str, ok: bool) -> None:
+        """A connector's (*what* ``connector``) or a task's (``task``) start-up ended."""
+        family = self.connector_startups if what == "connector" else self.task_startups
+        family.labels(self.worker_id, "success" if ok else "failure").inc()
+
+
+class TaskMetrics:
+    """One task's event series, labelled once (cheap to count per micro-batch)."""
+
+    def __init__(self, metrics: WorkerMetrics, connector: str, task: int) -> None:
+        self._metrics = metrics
+        self._labels = (metrics.worker_id, connector, str(task))
+        labels = self._labels
+        self._batches = metrics.batches.labels(*labels)
+        self._batch_seconds = metrics.batch_seconds.labels(*labels)
+        self._batch_records = metrics.batch_records.labels(*labels)
+        self._source_records = metrics.source_records.labels(*labels)
+        self._sink_records = metrics.sink_records.labels(*labels)
+        self._commit_ok = metrics.offset_commits.labels(*labels, "success")
+        self._commit_failed = metrics.offset_commits.labels(*labels, "failure")
+        self._commit_seconds = metrics.offset_commit_seconds.labels(*labels)
+
+    def batch(self, seconds: float, records: int, kind: str) -> None:
+        """A micro-batch of *records* records completed in *seconds*; *kind* ``source`` or ``sink``."""
+        self._batches.inc()
+        self._batch_seconds.observe(seconds)
+        self._batch_records.observe(records)
+        (self._source_records if kind == "source" else self._sink_records).inc(records)
+
+    def committed(self, seconds: float, ok: bool) -> None:
+        """An offset commit ended (stored in the offsets file or topic, or committed to the group)."""
+        (self._commit_ok if ok else self._commit_failed).inc()
+        self._commit_seconds.observe(seconds)
+
+    def remove(self) -> None:
+        """The task stopped here: its series go (another worker may run it now)."""
+        metrics = self._metrics
+        for family in (metrics.batches, metrics.batch_seconds, metrics.batch_records, metrics.source_records,
+                       metrics.sink_records, metrics.offset_commit_seconds):
+            _remove(family, self._labels)
+        for result in ("success", "failure"):
+            _remove(metrics.offset_commits, (*self._labels, result))
+
+
+def _remove(family: Any, labels: tuple[str, ...]) -> None:
+    try:
+        family.remove(*labels)
+    except KeyError:
+        pass  # never counted
+
+
+class _StateCollector(Collector):
+    """The state series, read off the herder at each scrape."""
+
+    def __init__(self, metrics: WorkerMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Any]:
+        herder = self._metrics._herder
+        worker = self._metrics.worker_id
+        if herder is None:
+            return
+        view = herder.local_view()
+        connectors = GaugeMetricFamily("connectd_worker_connectors", "Connectors whose instance runs on this worker.",
+                                       labels=["worker"])
+        connectors.add_metric([worker], sum(1 for c in view if c["running"]))
+        yield connectors
+        by_state = GaugeMetricFamily("connectd_worker_tasks", "Tasks this worker runs, by state.",
+                                     labels=["worker", "state"])
+        counts = {state: 0 for state in TASK_STATES}
+        for connector in view:
+            for task in connector["tasks"]:
+                counts[task["state"]] = counts.get(task["state"], 0) + 1
+        for state, count in counts.items():
+            by_state.add_metric([worker, state], count)
+        yield by_state
+        info = InfoMetricFamily("connectd_connector", "A connector this worker runs or runs tasks of.",
+                                labels=["worker", "connector", "type", "class", "version"])
+        status = GaugeMetricFamily("connectd_connector_status",
+                                   "1 for the state a connector whose instance runs here is in, 0 for the others.",
+                                   labels=["worker", "connector", "state"])
+        task_status = GaugeMetricFamily("connectd_task_status",
+                                        "1 for the state a task this worker runs is in, 0 for the others.",
+                                        labels=["worker", "connector", "task", "state"])
+        partitions = GaugeMetricFamily("connectd_sink_task_partitions", "Partitions assigned to a sink task.",
+                                       labels=["worker", "connector", "task"])
+        for connector in view:
+            name = connector["name"]
+            info.add_metric([worker, name, connector["type"], connector["class"], connector["version"]], {})
+            if connector["running"]:
+                for state in CONNECTOR_STATES:
+                    status.add_metric([worker, name, state], float(connector["state"] == state))
+            for task in connector["tasks"]:
+                for state in TASK_STATES:
+                    task_status.add_metric([worker, name, str(task["id"]), state], float(task["state"] == state))
+                if task["partitions"] is not None:
+                    partitions.add_metric([worker, name, str(task["id"])], task["partitions"])
+        yield from (info, status, task_status, partitions)
+        group = herder.group_view() if hasattr(herder, "group_view") else None
+        if group is not None:
+            for name, documentation, value in (
+                    ("connectd_group_generation",
+                     "The Connect group's generation this worker is in (Kafka Connect's epoch).", group["generation"]),
+                    ("connectd_group_leader", "1 if this worker leads the Connect group.", float(group["leader"])),
+                    ("connectd_rebalancing", "1 while this worker is rebalancing.", float(group["rebalancing"]))):
+                gauge = GaugeMetricFamily(name, documentation, labels=["worker"])
+                gauge.add_metric([worker], value)
+                yield gauge
