@@ -13,6 +13,7 @@ import asyncio
 import json
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -106,6 +107,12 @@ def _connectors_parser(verbs: Any) -> None:
     server.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                         help="wait this long for each answer (default 60)")
 
+    status = verbs.add_parser("status", parents=[server],
+                              help="workers, connectors and tasks: state, worker, records/s, first line of any error")
+    status.add_argument("--watch", action="store_true", help="redraw every --interval seconds until Ctrl-C")
+    status.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
+                        help="how long records/s is measured over, and how often --watch redraws (default 2)")
+
     connectors = verbs.add_parser("connectors", help="manage the connectors of a running worker over its REST API")
     actions = connectors.add_subparsers(dest="connectors_verb", metavar="ACTION")
     actions.required = True
@@ -196,6 +203,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return _run_worker(args.verb, args.worker_config, getattr(args, "connector_configs", ()))
     if args.verb == "connectors":
         return _connectors(args, out)
+    if args.verb == "status":
+        return _status(args, out)
     if args.verb == "topics" and args.topics_verb == "orphans":
         return _orphan_topics(args.worker_config, args.delete, args.timeout, out)
     raise AssertionError(f"unhandled verb {args.verb}")  # argparse only lets known verbs through
@@ -505,7 +514,11 @@ def _rest_url(text: str) -> str:
     return text.strip()
 
 
-def _connectors(args: argparse.Namespace, out: TextIO) -> int:
+def _client(args: argparse.Namespace, url: str | None = None) -> Any:
+    """A REST client for the worker at *url* (by default ``--url``), with the command's credentials.
+
+    :returns: ``None`` when ``--user`` has no password and none can be asked for.
+    """
     import os
 
     from connectd.rest.client import Client
@@ -514,12 +527,57 @@ def _connectors(args: argparse.Namespace, out: TextIO) -> int:
     if args.user is not None and password is None:
         if not sys.stdin.isatty():
             print("connectd: --user needs the password in $CONNECTD_PASSWORD", file=sys.stderr)
-            return EXIT_USAGE
+            return None
         import getpass
 
         password = getpass.getpass(f"password for {args.user} at {args.url}: ")
-    client = Client(args.url, user=args.user, password=password, insecure=args.insecure, cacert=args.cacert,
-                    timeout=args.timeout)
+        os.environ["CONNECTD_PASSWORD"] = password  # asked once, for every worker of the cluster
+    return Client(url or args.url, user=args.user, password=password, insecure=args.insecure, cacert=args.cacert,
+                  timeout=args.timeout)
+
+
+def _status(args: argparse.Namespace, out: TextIO) -> int:
+    """``connectd status``: one table (records/s measured over --interval), or redrawn with --watch."""
+    import urllib.parse
+
+    from rich.console import Console
+
+    from connectd.status_view import look, render
+
+    client = _client(args)
+    if client is None:
+        return EXIT_USAGE
+    scheme = urllib.parse.urlsplit(client.url).scheme
+    workers: dict[str, Any] = {}
+
+    def metrics(worker: str) -> str:
+        if worker not in workers:
+            workers[worker] = _client(args, f"{scheme}://{worker}")
+        return workers[worker].text("/metrics")
+
+    def connectors() -> Any:
+        return client.connectors(expand=["status", "info"])
+
+    console = Console(file=out, width=None if out.isatty() else 160)
+    _, counted = look(connectors, metrics)
+    time.sleep(args.interval)
+    snapshot, counted = look(connectors, metrics, counted)
+    if not args.watch:
+        console.print(render(snapshot, client.url))
+        return EXIT_OK
+    from rich.live import Live
+
+    with Live(render(snapshot, client.url), console=console, auto_refresh=False) as live:
+        while True:
+            time.sleep(args.interval)
+            snapshot, counted = look(connectors, metrics, counted)
+            live.update(render(snapshot, client.url), refresh=True)
+
+
+def _connectors(args: argparse.Namespace, out: TextIO) -> int:
+    client = _client(args)
+    if client is None:
+        return EXIT_USAGE
     action = args.connectors_verb
     if action == "list":
         answer = client.connectors(expand=list(dict.fromkeys(args.expand)))

@@ -252,6 +252,8 @@ def configure_logging(
         stream = sys.stdout
     tty = _isatty(stream)
     as_json = not tty if json is None else json
+    global _lines_are_json
+    _lines_are_json = as_json
 
     processors: list[Any] = [
         _add_timestamp,
@@ -308,6 +310,16 @@ def configure_logging(
         context_class=dict,
         cache_logger_on_first_use=False,
     )
+
+
+#: What the last :func:`configure_logging` chose: JSON lines (also before it runs, as for a pipe).
+_lines_are_json = True
+
+
+def lines_are_json() -> bool:
+    """Whether log lines are JSON objects (else structlog's console format), so that other
+    writers of the same stream (Spark's JVM) can match them."""
+    return _lines_are_json
 
 
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:

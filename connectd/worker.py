@@ -162,7 +162,7 @@ class Worker:
                 await self._start_rest(herder)
             if spark is None:
                 log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
-                self.spark = await asyncio.to_thread(start_session, self.config)
+                self.spark = await asyncio.to_thread(start_session, self.config, self.worker_id)
                 self._stack.push_async_callback(asyncio.to_thread, self.spark.stop)
                 if not self.config.spark_conf()["spark.master"].startswith("local"):
                     from connectd.runtime.executors import check_executors, executor_modules

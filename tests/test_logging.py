@@ -694,3 +694,15 @@ print("after")
     assert "pw-0123456789" not in done.stdout + done.stderr
     assert done.stdout.splitlines() == ["python says [hidden]", "child says [hidden]", "no newline [hidden]after"]
     assert done.stderr == "fd 2 says [hidden]\n"
+
+
+def test_spark_log4j_lines_have_the_worker_s_keys_and_levels():
+    from connectd.runtime.spark import log4j_config
+
+    config = dict(line.split(" = ", 1) for line in log4j_config(True, "WARN", "host:8083").splitlines())
+    pattern = config["appender.out.layout.pattern"]
+    assert pattern.startswith('{"timestamp": ') and '"worker": "host:8083"' in pattern
+    assert "%enc{%msg}{JSON}" in pattern and "WARN=warning" in pattern and "lowerCase=true" in pattern
+    assert config["rootLogger.level"] == "WARN" and config["appender.out.target"] == "SYSTEM_OUT"
+    console = dict(line.split(" = ", 1) for line in log4j_config(False, "ERROR").splitlines())
+    assert console["appender.out.layout.pattern"].startswith("%d{") and console["rootLogger.level"] == "ERROR"

@@ -113,6 +113,22 @@ class Client:
         """Forget every offset of a STOPPED connector."""
         return self.request("DELETE", _connector(name, "offsets"))
 
+    def text(self, path: str) -> str:
+        """A plain-text answer (``/metrics``).
+
+        :raises RestClientError: for an error answer or no answer.
+        """
+        request = urllib.request.Request(self.url + path, headers={**self._headers, "Accept": "text/plain"})
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                return response.read().decode("utf-8")
+        except urllib.error.HTTPError as exc:
+            with exc:
+                raw = exc.read()
+            raise RestClientError(_error_message(exc.code, exc.reason, raw), exc.code) from None
+        except (urllib.error.URLError, TimeoutError, http.client.HTTPException, ConnectionError) as exc:
+            raise RestClientError(f"cannot read {self.url}{path}: {_reason(getattr(exc, 'reason', exc))}") from None
+
     # --- plumbing ---
 
     def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None) -> Any:

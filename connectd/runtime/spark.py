@@ -16,6 +16,15 @@ in the environment before the JVM starts, not only in the Spark conf:
 Starting a session takes seconds (a JVM); call :func:`start_session` from a
 thread, never on the event loop.
 
+Spark's JVM writes its log lines to the worker's stdout in the worker's own
+format (:func:`log4j_config`): one JSON object a line with the same keys —
+``timestamp``, ``level`` (lower case), ``logger``, ``event`` (the message),
+``worker`` and, for an error with one, ``exception`` — when the worker's
+lines are JSON, else a console line shaped like structlog's. Only WARN and
+above (ERROR when the worker logs only errors): Spark's INFO lines are its
+own diary, thousands an hour. The JVM itself may still print a line of its
+own before logging starts (``WARNING: Using incubator modules``).
+
 Spark warnings about what connectd does by design are silenced
 (:data:`QUIET_LOGGERS`), as they would be printed for every batch or every
 task start and bury the worker's own logs: a micro-batch took longer than
@@ -46,11 +55,70 @@ QUIET_LOGGERS = (
 )
 
 
-def start_session(config: WorkerConfig) -> SparkSession:
-    """Start (or return the running) SparkSession for *config*; blocking."""
+def log4j_config(as_json: bool, level: str = "WARN", worker: str = "") -> str:
+    """A log4j2 configuration (properties format) writing to stdout as connectd's own lines are written.
+
+    :param as_json: one JSON object a line, else a console line.
+    :param level: the root level, ``WARN`` or ``ERROR``.
+    :param worker: the ``worker`` field of every JSON line.
+    """
+    timestamp = "%d{yyyy-MM-dd'T'HH:mm:ss.SSS'Z'}{UTC}"
+    level_name = "%level{WARN=warning, FATAL=critical, lowerCase=true}"
+    if as_json:
+        worker_field = worker.replace("\\", "\\\\").replace('"', '\\"')
+        pattern = (f'{{"timestamp": "{timestamp}", "level": "{level_name}", "logger": "%enc{{%logger}}{{JSON}}", '
+                   f'"event": "%enc{{%msg}}{{JSON}}", "worker": "{worker_field}"'
+                   '%notEmpty{, "exception": "%enc{%throwable}{JSON}"}}%n')
+    else:
+        pattern = f"{timestamp} [%-9{level_name[1:]}] %msg [%logger{{1}}]%n%throwable"
+    lines = [
+        "status = error",
+        "appender.out.type = Console",
+        "appender.out.name = out",
+        "appender.out.target = SYSTEM_OUT",
+        "appender.out.layout.type = PatternLayout",
+        "appender.out.layout.alwaysWriteExceptions = false",
+        f"appender.out.layout.pattern = {pattern}",
+        f"rootLogger.level = {level}",
+        "rootLogger.appenderRef.out.ref = out",
+    ]
+    for index, name in enumerate(_ALWAYS_QUIET):
+        lines += [f"logger.q{index}.name = {name}", f"logger.q{index}.level = error"]
+    return "\n".join(lines) + "\n"
+
+
+#: JVM loggers whose warnings say nothing to a connectd user: Hadoop's native code is absent
+#: from pip's pyspark (nothing needs it), ...
+_ALWAYS_QUIET = ("org.apache.hadoop.util.NativeCodeLoader",)
+
+
+def _log4j_file(as_json: bool, level: str, worker: str) -> str:
+    """:func:`log4j_config` written to a file the JVM reads at start (removed when this process exits)."""
+    import atexit
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", prefix="connectd-log4j2-", suffix=".properties", delete=False,
+                                     encoding="utf-8") as handle:
+        handle.write(log4j_config(as_json, level, worker))
+    atexit.register(lambda: os.path.exists(handle.name) and os.unlink(handle.name))
+    return handle.name
+
+
+def start_session(config: WorkerConfig, worker_id: str = "") -> SparkSession:
+    """Start (or return the running) SparkSession for *config*; blocking.
+
+    :param worker_id: the ``worker`` field of the JVM's log lines.
+    """
+    import logging
+
     from pyspark.sql import SparkSession
 
+    from connectd.logging import lines_are_json
+
     conf = config.spark_conf()
+    level = "ERROR" if logging.getLogger().getEffectiveLevel() >= logging.ERROR else "WARN"
+    options = f"-Dlog4j2.configurationFile={_log4j_file(lines_are_json(), level, worker_id)}"
+    conf["spark.driver.extraJavaOptions"] = f"{options} {conf.get('spark.driver.extraJavaOptions', '')}".strip()
     if "spark.pyspark.python" in config.originals():
         # Set in the worker properties: it wins over an inherited PYSPARK_PYTHON, as
         # spark-submit has it (PySpark itself reads only the environment).

@@ -159,3 +159,10 @@ def test_a_worker_under_systemd_says_ready_pings_the_watchdog_and_says_stopping(
     assert {"STOPPING": "1", "STATUS": "stopping: tasks are finishing their batches"} in seen
     # nothing from Spark's processes: the variables were not passed on
     assert all(set(m) <= {"READY", "STATUS", "MAINPID", "WATCHDOG", "STOPPING"} for m in seen)
+    # what systemd's journal gets: JSON lines, Spark's JVM's as the worker's own (but for the JVM's
+    # own notice before logging starts)
+    lines = [line for line in connectd_processes.output().splitlines()
+             if line and not line.startswith("WARNING: Using incubator modules")]
+    parsed = [json.loads(line) for line in lines]
+    assert all({"timestamp", "level", "event"} <= set(entry) for entry in parsed)
+    assert any(entry["event"] == "herder_started" for entry in parsed)

@@ -30,7 +30,7 @@ def value(found: dict, name: str, **labels: str) -> float | None:
 
 @pytest.mark.parametrize("mode", ["standalone", "distributed"])
 def test_metrics_show_states_start_ups_batches_records_and_commits(broker, spark, topic_name, tmp_path, mode,
-                                                                    worker_config, wait_until_async):
+                                                                    worker_config, wait_until_async, capsys):
     import aiohttp
 
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -39,7 +39,8 @@ def test_metrics_show_states_start_ups_batches_records_and_commits(broker, spark
     admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
     source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     source_file.write_text("".join(f"line {i}\n" for i in range(LINES)))
-    config = worker_config(mode, listeners="http://127.0.0.1:0")
+    # a worker id other workers (and `connectd status`) can reach it at
+    config = worker_config(mode, **{"rest.advertised.host.name": "127.0.0.1"})
 
     async def scenario() -> tuple[str, str, str]:
         async with Worker(config) as worker:
@@ -61,12 +62,24 @@ def test_metrics_show_states_start_ups_batches_records_and_commits(broker, spark
                     (value(samples(text), name, connector=connector, task="0") or 0) >= LINES
                     for name, connector in (("connectd_sink_records_read_total", "lines-out"),
                                             ("connectd_source_records_written_total", "lines-in"))))
+                # `connectd status` reads the same worker: both connectors and tasks, RUNNING, here
+                from connectd.cli import main
+
+                capsys.readouterr()
+                code = await asyncio.to_thread(main, ["status", "--url", worker.rest_url, "--interval", "0.2"])
+                status_view = capsys.readouterr().out
+                assert code == 0, status_view
                 await herder.delete("lines-in")
                 after_delete = await wait_until_async(scrape, "the deleted connector's series gone", until=lambda text: (
                     "lines-in" not in text))
-            return worker.worker_id, loaded, after_delete
+            return worker.worker_id, loaded, after_delete, status_view
 
-    worker_id, text, after_delete = asyncio.run(scenario())
+    worker_id, text, after_delete, status_view = asyncio.run(scenario())
+    assert "1 worker, 2 connectors, 2 of 2 tasks running" in status_view
+    rows = [line.split() for line in status_view.splitlines()]
+    assert ["lines-in", "source", "RUNNING", worker_id] in [row[:4] for row in rows]
+    assert ["lines-out", "sink", "RUNNING", worker_id] in [row[:4] for row in rows]
+    assert [row[:5] for row in rows if row[:2] == ["task", "0"]] == [["task", "0", "RUNNING", worker_id, "0"]] * 2
     assert f'worker="{worker_id}"' in text
     found = samples(text)
     assert value(found, "connectd_worker_connectors") == 2
