@@ -32,7 +32,6 @@ def value(found: dict, name: str, **labels: str) -> float | None:
 def test_metrics_show_states_start_ups_batches_records_and_commits(broker, spark, topic_name, tmp_path, mode,
                                                                     worker_config, wait_until_async, capsys):
     import aiohttp
-
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
