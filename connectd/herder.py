@@ -691,8 +691,9 @@ class HerderBase:
         if written is None:
             return
         run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
-        # All at once: a start is mostly Spark starting a query and its Python processes.
-        await asyncio.gather(*(self._start_task(run, task, len(run.tasks)) for task in run.tasks))
+        # One after another: see _start_assigned in connectd.cluster.herder for why not at once.
+        for task in run.tasks:
+            await self._start_task(run, task, len(run.tasks))
 
     async def _start_connector_instance(self, run: _ConnectorRun) -> list[dict[str, str]] | None:
         """Start the connector's instance; its task configs as written, or ``None`` if it failed."""
@@ -864,7 +865,8 @@ class HerderBase:
         with bind_context(connector=run.name):
             log.info("sink_topics_changed", before=len(run.partitions), after=len(partitions))
             await asyncio.gather(*(asyncio.to_thread(self._stop_task, run, task) for task in run.tasks))
-            await asyncio.gather(*(self._start_task(run, task, self._task_count(run)) for task in run.tasks))
+            for task in run.tasks:
+                await self._start_task(run, task, self._task_count(run))
 
     async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
         self._set(run.name, task.id, RESTARTING)
@@ -1014,7 +1016,8 @@ class StandaloneHerder(HerderBase):
                 if run.instance is not None:
                     await asyncio.to_thread(run.instance.stop)
                 await self._start_connector_only(run)
-            await asyncio.gather(*(self._restart_task(run, task) for task in restarted))
+            for task in restarted:
+                await self._restart_task(run, task)
             return plan
 
     async def restart_task(self, name: str, task_id: int) -> None:

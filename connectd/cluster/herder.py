@@ -519,10 +519,12 @@ class DistributedHerder(HerderBase):
                 for name in assignment.connectors:
                     if name in self._assigned.connectors:
                         await self._start_owned_connector(name)
-                # Every task at once: each start is mostly Spark starting a query and its Python
-                # processes, so the rebalance waits for the slowest start, not for their sum.
-                await asyncio.gather(*(self._start_owned_task(task_id) for task_id in assignment.tasks
-                                       if task_id in self._assigned.tasks))
+                # One after another, not at once: each start spawns Spark's Python processes, which must
+                # connect back to the JVM within Spark's fixed 10 s; several at once on a small machine
+                # (tried: 2 cores, 4 workers) miss it and fail their tasks.
+                for task_id in assignment.tasks:
+                    if task_id in self._assigned.tasks:
+                        await self._start_owned_task(task_id)
                 log.info("assignment_applied", leader=assignment.leader, connectors=len(self._assigned.connectors),
                          tasks=len(self._assigned.tasks), revoked=len(assignment.revoked),
                          delay_ms=assignment.delay_ms)

@@ -181,7 +181,9 @@ def test_a_producer_the_cluster_refuses_fails_its_task_at_once_and_quietly(broke
     failed_after = time.monotonic() - started
     assert "the Kafka cluster refused the producer" in status["tasks"][0]["trace"]
     assert "AUTHENTICATION" in status["tasks"][0]["trace"]
-    assert failed_after < 30, f"FAILED only after {failed_after:.0f} s (the batch's flush timeout is 60 s)"
+    # from the REST API's first answer, Spark's start included; waiting for the batch's 60 s flush
+    # timeout would take longer than that alone
+    assert failed_after < 50, f"FAILED only after {failed_after:.0f} s (the batch's flush timeout is 60 s)"
     seconds = time.monotonic() - started
     connectd_processes.terminate(process)
     lines = [line for line in connectd_processes.output().splitlines() if "SASL" in line and "FAIL" in line]
