@@ -425,16 +425,6 @@ class HerderBase:
     def connectors(self) -> list[str]:
         return sorted(self._connectors)
 
-    def local_tasks_by_state(self) -> dict[str, int]:
-        """How many of the tasks this worker runs itself are in each state (``RUNNING``, ``FAILED``, …)."""
-        counts: dict[str, int] = {}
-        for run in self._connectors.values():
-            for task in run.tasks:
-                status = self.status.task(run.name, task.id)
-                state = status.state if status is not None else UNASSIGNED
-                counts[state] = counts.get(state, 0) + 1
-        return counts
-
     def local_view(self) -> list[dict[str, Any]]:
         """What this worker runs, for the metrics: per connector its type, class, version, whether
         its instance runs here and its state, and its tasks here (id, state, a sink task's partitions)."""
@@ -461,8 +451,11 @@ class HerderBase:
 
     def local_summary(self) -> str:
         """One line on this worker's work, e.g. ``2 connectors, 3 of 4 tasks running, 1 failed``."""
-        counts = self.local_tasks_by_state()
-        connectors = sum(1 for run in self._connectors.values() if run.instance is not None)
+        view = self.local_view()
+        counts: dict[str, int] = {}
+        for task in (task for connector in view for task in connector["tasks"]):
+            counts[task["state"]] = counts.get(task["state"], 0) + 1
+        connectors = sum(1 for connector in view if connector["running"])
         line = (f"{connectors} connector{'s' if connectors != 1 else ''}, "
                 f"{counts.get(RUNNING, 0)} of {sum(counts.values())} tasks running")
         for state in (FAILED, PAUSED, RESTARTING):

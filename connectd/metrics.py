@@ -24,6 +24,8 @@ Counting costs a few dictionary look-ups per micro-batch, never per record.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,7 +33,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
-__all__ = ["CONNECTOR_STATES", "TASK_STATES", "TaskMetrics", "WorkerMetrics"]
+__all__ = ["CONNECTOR_STATES", "TASK_STATES", "TaskMetrics", "WorkerMetrics", "timed_commit"]
 
 #: The states a connector or task may be in, each a series (1 for the current one, 0 for the others).
 CONNECTOR_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
@@ -149,6 +151,20 @@ class TaskMetrics:
             _remove(family, self._labels)
         for result in ("success", "failure"):
             _remove(metrics.offset_commits, (*self._labels, result))
+
+
+@contextlib.contextmanager
+def timed_commit(metrics: TaskMetrics | None) -> Iterator[None]:
+    """Count the offset commit done in the ``with`` block: its duration, and whether it raised."""
+    began = time.monotonic()
+    try:
+        yield
+    except BaseException:
+        if metrics is not None:
+            metrics.committed(time.monotonic() - began, ok=False)
+        raise
+    if metrics is not None:
+        metrics.committed(time.monotonic() - began, ok=True)
 
 
 def _remove(family: Any, labels: tuple[str, ...]) -> None:

@@ -21,7 +21,6 @@ file in standalone mode, the offsets topic in distributed mode.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,6 +235,7 @@ class TaskAssembler:
         from confluent_kafka import Consumer
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+        from connectd.metrics import timed_commit
         from connectd.runtime.converters import configure_converters
         from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
         from connectd.runtime.executor_sink import SinkSpec
@@ -262,16 +262,9 @@ class TaskAssembler:
         metrics = handle.metrics
 
         def commit(offsets: Mapping[TopicPartition, int]) -> None:
-            began = time.monotonic()
-            try:
+            with timed_commit(metrics):
                 group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
                              asynchronous=False)
-            except BaseException:
-                if metrics is not None:
-                    metrics.committed(time.monotonic() - began, ok=False)
-                raise
-            if metrics is not None:
-                metrics.committed(time.monotonic() - began, ok=True)
 
         start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
         if issubclass(task_class, SparkSinkTask):

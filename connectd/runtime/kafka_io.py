@@ -723,7 +723,7 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
     def delivered_as(index: int) -> Any:
         def delivered_at(error: Any, message: Any) -> None:
             if error is not None:
-                failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+                delivered(error, message)
             else:
                 acks[index] = [message.partition(), message.offset(), message.timestamp()[1]]
         return delivered_at

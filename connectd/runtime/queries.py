@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from connectd.metrics import timed_commit
 from connectd.runtime import executor_sink, kafka_io, source_task
 from connectd.runtime.offsets import store_offsets_hook
 
@@ -275,15 +276,8 @@ def start_source_query(
                 if row["stored"] is not None:
                     stored.append(row["stored"])
             if offsets:
-                storing = time.monotonic()
-                try:
+                with timed_commit(metrics):
                     store_offsets_hook(store, batch_id, offsets, records)
-                except BaseException:
-                    if metrics is not None:
-                        metrics.committed(time.monotonic() - storing, ok=False)
-                    raise
-                if metrics is not None:
-                    metrics.committed(time.monotonic() - storing, ok=True)
             if metrics is not None:
                 metrics.batch(time.monotonic() - began, records, "source")
             for index, text in enumerate(stored):  # commit_record and commit follow (source_task, "Acknowledgements")

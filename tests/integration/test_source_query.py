@@ -186,6 +186,14 @@ def test_offsets_in_a_topic_are_stored_and_read_back(spark, broker, topic_name, 
         second.stop(graceful_timeout_s=30)
 
 
+def run_recording(spark, broker, worker_config, tmp_path, topic: str, task: str, config: dict):
+    """A recording_source task's query on a new topic, and the file its calls are recorded in."""
+    create_topic(broker, topic)
+    calls = tmp_path / "events.txt"
+    return run(spark, worker_config.settings(), tmp_path / "unused", topic, {**config, "events.file": str(calls)},
+               task_class=f"recording_source.{task}"), calls
+
+
 DROP_WITH_HEADER = {  # a Filter dropping the records that carry the header "drop"
     "transforms": "dropMarked",
     "transforms.dropMarked.type": "org.apache.kafka.connect.transforms.Filter",
@@ -200,11 +208,8 @@ def test_commit_record_tells_the_task_where_kafka_put_each_record_and_commit_fol
         spark, broker, topic_name, tmp_path, wait_until, consume_records, worker_config):
     """As Kafka Connect's commitRecord: every record polled, in poll order, with its topic, partition
     and offset once acknowledged; None for one a transform dropped; commit() after its batch is stored."""
-    create_topic(broker, topic_name)
-    calls = tmp_path / "events.txt"
-    query = run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
-                {"count": "50", "per.poll": "7", "header.every": "5", "events.file": str(calls), **DROP_WITH_HEADER},
-                task_class="recording_source.RecordingSourceTask")
+    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "RecordingSourceTask",
+                                 {"count": "50", "per.poll": "7", "header.every": "5", **DROP_WITH_HEADER})
     try:
         committed = wait_until(lambda: [d for _, call, d in events(calls) if call == "commit_record"],
                                "commit_record for all 50 records", until=lambda c: len(c) >= 50, timeout=90)
@@ -221,10 +226,8 @@ def test_commit_record_tells_the_task_where_kafka_put_each_record_and_commit_fol
 
 def test_a_task_without_commit_record_gets_commit_after_its_batches_and_at_stop(
         spark, broker, topic_name, tmp_path, wait_until, consume_records, worker_config):
-    create_topic(broker, topic_name)
-    calls = tmp_path / "events.txt"
-    query = run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
-                {"count": "30", "events.file": str(calls)}, task_class="recording_source.CountingSourceTask")
+    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "CountingSourceTask",
+                                 {"count": "30"})
     try:
         assert len(read_topic(consume_records, topic_name, 30)) == 30
         wait_until(lambda: [call for _, call, _ in events(calls)], "commit()", until=lambda seen: "commit" in seen)
@@ -236,11 +239,8 @@ def test_a_task_without_commit_record_gets_commit_after_its_batches_and_at_stop(
 
 def test_poll_raising_a_retriable_error_is_polled_again(spark, broker, topic_name, tmp_path, wait_until,
                                                        consume_records, worker_config):
-    create_topic(broker, topic_name)
-    calls = tmp_path / "events.txt"
-    query = run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
-                {"count": "20", "retriable.polls": "3", "events.file": str(calls)},
-                task_class="recording_source.CountingSourceTask")
+    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "CountingSourceTask",
+                                 {"count": "20", "retriable.polls": "3"})
     try:
         got = read_topic(consume_records, topic_name, 20)
         assert [m.value().decode() for m in got] == [f"n {i}" for i in range(20)]
@@ -252,11 +252,8 @@ def test_poll_raising_a_retriable_error_is_polled_again(spark, broker, topic_nam
 
 def test_poll_raising_fails_the_task_with_its_error_and_stop_is_called_once(
         spark, broker, topic_name, tmp_path, wait_until, worker_config):
-    create_topic(broker, topic_name)
-    calls = tmp_path / "events.txt"
-    query = run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
-                {"count": "50", "fail.at": "25", "events.file": str(calls)},
-                task_class="recording_source.RecordingSourceTask")
+    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "RecordingSourceTask",
+                                 {"count": "50", "fail.at": "25"})
     try:
         wait_until(query.is_active, "the query to fail", until=lambda active: not active, timeout=90)
         assert "cannot read record 25" in (query.failure() or "")
