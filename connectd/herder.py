@@ -93,6 +93,10 @@ log = get_logger(__name__)
 _WATCH_INTERVAL_S = 0.5
 _DISCOVERY_INTERVAL_S = 5.0
 _FIRST_RESTART_DELAY_S = 1.0
+#: Spark's own failures (:func:`connectd.runtime.spark.is_hiccup`) restart a task's query at once,
+#: at most this many times in the window; one more makes the task FAILED.
+_HICCUPS_ALLOWED = 3
+_HICCUP_WINDOW_S = 600.0
 _HEALTH_CHECK_TIMEOUT_S = 10.0  # Kafka Connect's herder health check timeout
 _ADMIN_TIMEOUT_S = 30.0
 
@@ -220,6 +224,7 @@ class _TaskRun:
     handle: TaskHandle | None = None
     restarts: int = 0
     restart_at: float | None = None
+    hiccups: list[float] = field(default_factory=list)  # when Spark's own failures restarted it
 
     @property
     def query(self) -> Any:
@@ -730,24 +735,50 @@ class HerderBase:
         """The generation statuses are written with (the group's in a cluster)."""
         return 0
 
-    async def _start_task(self, run: _ConnectorRun, task: _TaskRun, tasks: int) -> None:
+    async def _start_task(self, run: _ConnectorRun, task: _TaskRun, tasks: int, *, again: bool = False) -> None:
+        """Start *task*'s query and report it RUNNING (PAUSED); *again*: restarted after a Spark
+        hiccup while RUNNING, which changes no status."""
         with bind_context(connector=run.name, task=task.id):
-            try:
-                await self._prepare_task(run)
-                task_class = run.task_class(task.config)
-                task.handle = await asyncio.to_thread(
-                    self.assembler.start, connector=run.name, connector_config=run.config, kind=run.kind,
-                    task_class=task_class, task_id=task.id, task_config=task.config, tasks=tasks,
-                    paused=run.target == "PAUSED", metrics=self.metrics.task(run.name, task.id))
-                run.partitions = task.handle.partitions or run.partitions
-            except Exception as exc:
-                self.metrics.started("task", False)
-                self._set(run.name, task.id, FAILED, _trace(exc))
-                log.error("task_failed", error=str(exc))
-                self._schedule_restart(run, task, asyncio.get_running_loop().time())
-                return
+            while True:
+                try:
+                    await self._prepare_task(run)
+                    task_class = run.task_class(task.config)
+                    task.handle = await asyncio.to_thread(
+                        self.assembler.start, connector=run.name, connector_config=run.config, kind=run.kind,
+                        task_class=task_class, task_id=task.id, task_config=task.config, tasks=tasks,
+                        paused=run.target == "PAUSED", metrics=self.metrics.task(run.name, task.id))
+                    run.partitions = task.handle.partitions or run.partitions
+                    break
+                except Exception as exc:
+                    if self._hiccup(task, exc):
+                        continue
+                    self.metrics.started("task", False)
+                    self._set(run.name, task.id, FAILED, _trace(exc))
+                    log.error("task_failed", error=str(exc))
+                    self._schedule_restart(run, task, asyncio.get_running_loop().time())
+                    return
             self.metrics.started("task", True)
-            self._set(run.name, task.id, PAUSED if run.target == "PAUSED" else RUNNING)
+            state = PAUSED if run.target == "PAUSED" else RUNNING
+            current = self.status.task(run.name, task.id)
+            if not again or current is None or current.state != state:
+                self._set(run.name, task.id, state)
+
+    def _hiccup(self, task: _TaskRun, error: BaseException | str) -> bool:
+        """Whether *error* is one of Spark's own failures that the task's query is restarted for at
+        once, as it is not yet past :data:`_HICCUPS_ALLOWED` of them in :data:`_HICCUP_WINDOW_S`;
+        counts it."""
+        from connectd.runtime.spark import is_hiccup
+
+        if not is_hiccup(error):
+            return False
+        now = asyncio.get_running_loop().time()
+        task.hiccups = [at for at in task.hiccups if now - at < _HICCUP_WINDOW_S]
+        if len(task.hiccups) >= _HICCUPS_ALLOWED:
+            return False
+        task.hiccups.append(now)
+        text = error if isinstance(error, str) else str(error)
+        log.warning("task_spark_hiccup", attempt=len(task.hiccups), error=text.strip().splitlines()[0][:300])
+        return True
 
     def _admin(self) -> Any:
         """One admin client for the herder's metadata look-ups (thread-safe), made on first use."""
@@ -824,6 +855,11 @@ class HerderBase:
         current = self.status.task(run.name, task.id)
         if not failure or (current is not None and current.state == FAILED):
             return
+        with bind_context(connector=run.name, task=task.id):
+            if self._hiccup(task, failure):  # not the task's failure: its query starts again at once
+                await asyncio.to_thread(self._stop_task, run, task)
+                await self._start_task(run, task, self._task_count(run), again=True)
+                return
         self._set(run.name, task.id, FAILED, failure)
         log.error("task_failed", connector=run.name, task=task.id, error=failure.splitlines()[0])
         self._schedule_restart(run, task, now)

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from connectd.config.worker import WorkerConfig
 
-__all__ = ["QUIET_LOGGERS", "start_session"]
+__all__ = ["QUIET_LOGGERS", "is_hiccup", "start_session"]
 
 #: Spark loggers set to ERROR when the session starts.
 QUIET_LOGGERS = (
@@ -53,6 +53,23 @@ QUIET_LOGGERS = (
     "org.apache.spark.scheduler.FairSchedulableBuilder",
     "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
 )
+
+#: Spark's own failures that say nothing about the task or its data: a Python process that Spark
+#: started (a Python data source's planner, a worker) did not connect back to the JVM within
+#: Spark's fixed 10 s, which a busy machine can miss. No Spark setting lengthens that wait.
+_HICCUPS = (
+    "Python worker failed to connect back",
+    "Timed out while waiting for the Python worker to connect back",
+)
+
+
+def is_hiccup(error: BaseException | str) -> bool:
+    """Whether *error* (an exception or a query's failure trace) is one of Spark's own
+    failures that an immediate restart of the query cures (:data:`_HICCUPS`)."""
+    import traceback
+
+    text = error if isinstance(error, str) else "".join(traceback.format_exception(error))  # causes too
+    return any(hiccup in text for hiccup in _HICCUPS)
 
 
 def log4j_config(as_json: bool, level: str = "WARN", worker: str = "") -> str:

@@ -276,3 +276,60 @@ def test_connector_asks_for_new_task_configs(spark, broker, topic_name, tmp_path
             await herder.stop()
 
     asyncio.run(scenario())
+
+
+@pytest.fixture
+def counting_connector():
+    """Connector class ``CountingForTest``: one ``recording_source.CountingSourceTask`` with its config."""
+    from connectd import SourceConnector
+    from connectd.plugins import PluginInfo, get_registry, reset_plugins
+
+    class CountingConnector(SourceConnector):
+        def start(self, config):
+            self.config = dict(config)
+
+        def task_class(self):
+            from recording_source import CountingSourceTask
+
+            return CountingSourceTask
+
+        def task_configs(self, max_tasks):
+            return [self.config]
+
+    get_registry().add(PluginInfo(CountingConnector, "connector", ("CountingForTest",), "tests", "0"))
+    yield CountingConnector
+    reset_plugins()
+
+
+def test_a_spark_hiccup_restarts_the_query_at_once_and_only_repeated_ones_fail_the_task(
+        spark, broker, topic_name, tmp_path, counting_connector, wait_until_async, worker_config):
+    events = tmp_path / "events.txt"
+    name = f"hiccups-{uuid.uuid4().hex[:8]}"
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
+        await herder.start()
+        seen = []
+        try:
+            # Every run's query ends as Spark's does when its Python process is late to connect back.
+            await herder.put({"name": name, "connector.class": "CountingForTest", "topic": topic_name,
+                              "count": "10", "fail.at": "0", "events.file": str(events),
+                              "fail.message": "org.apache.spark.SparkException: Python worker failed to connect back."})
+
+            def observe() -> str:
+                state = herder.status.task(name, 0).state
+                if not seen or seen[-1] != state:
+                    seen.append(state)
+                return state
+
+            await wait_until_async(observe, "the task FAILED after its allowed hiccups", timeout=240,
+                                   until=lambda state: state == FAILED)
+            return seen, herder.status.task(name, 0)
+        finally:
+            await herder.stop()
+
+    seen, status = asyncio.run(scenario())
+    assert seen == [RUNNING, FAILED]  # restarted at once, never RESTARTING, no status record per hiccup
+    assert "Python worker failed to connect back" in status.trace
+    starts = [line for line in events.read_text().splitlines() if line.split()[1] == "start"]
+    assert len(starts) == 4  # the first run and three restarts

@@ -26,7 +26,8 @@ class CountingSourceTask(SourceTask):
     stored offset; a record whose number is a multiple of ``header.every`` carries the header ``drop``.
 
     ``retriable.polls``: the first so many polls raise :class:`~connectd.RetriableException`;
-    ``fail.at``: the poll that would return that record raises :class:`~connectd.ConnectException`.
+    ``fail.at``: the poll that would return that record raises :class:`~connectd.ConnectException`
+    (saying ``fail.message`` if given).
     """
 
     def _event(self, call: str, detail: str = "") -> None:
@@ -52,7 +53,7 @@ class CountingSourceTask(SourceTask):
         numbers = range(self.next, min(self.next + per_poll, count))
         if str(self.config.get("fail.at", "")) in {str(i) for i in numbers}:
             self._event("poll_raised")
-            raise ConnectException(f"cannot read record {self.config['fail.at']}")
+            raise ConnectException(self.config.get("fail.message", f"cannot read record {self.config['fail.at']}"))
         every = int(self.config.get("header.every", "0"))
         records = []
         for i in numbers:
