@@ -717,9 +717,13 @@ class DistributedHerder(HerderBase):
         state = self.snapshot.target_states.get(name, "STARTED")
         async with self._lock:
             run = self._connectors.get(name)
+            # An assigned connector with nothing running here (STOPPED) may have no local run.
+            fresh = run is None and name in self._assigned.connectors
+            if fresh:
+                run = self._local_run(name)
             if run is None:
                 return
-            previous, run.target = run.target, state
+            previous, run.target = "STOPPED" if fresh else run.target, state
             with bind_context(connector=name):
                 if state == "STOPPED":
                     for task in list(run.tasks):

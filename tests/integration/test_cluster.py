@@ -120,13 +120,13 @@ class Cluster:
         form. Kafka elects another leader."""
         for name in list(self.workers):
             if settle:
-                self.wait_until(self._group_events, "the group to settle", until=_settled, timeout=60)
+                self.wait_until(self.group_events, "the group to settle", until=_settled, timeout=60)
             try:
                 self.terminate(name)
             except subprocess.TimeoutExpired:
                 self.kill(name)
 
-    def _group_events(self) -> dict[str, tuple[str, int]]:
+    def group_events(self) -> dict[str, tuple[str, int]]:
         """Each running worker's last group event and the generation it names."""
         last = {}
         for name in self.workers:
@@ -333,16 +333,20 @@ def test_the_leader_leaves_writes_go_on_a_restarted_cluster_remembers_everything
     wait_until(lambda: workers.status(leader, "sink"), "sink STOPPED",
                until=_connector_in("STOPPED"), timeout=120)
 
-    # The whole cluster stops and starts again: everything comes back from the topics alone.
+    # The whole cluster stops and starts again: everything comes back from the topics alone. w1
+    # first, alone: it owns the stopped sink, and keeps owning it (nothing running) when w2 joins.
     workers.stop_all(settle=True)
-    for name in ("w1", "w2"):
-        workers.start(name)
-    workers.wait_up("w1", "w2")
+    workers.start("w1")
+    workers.wait_up("w1")
+    wait_until(lambda: workers.status("w1", "sink"), "sink STOPPED again",
+               until=_connector_in("STOPPED"), timeout=120)
+    workers.start("w2")
+    workers.wait_up("w2")
     code, listed = workers.call("w2", "GET", "/connectors?expand=info&expand=status")
     assert code == 200 and set(listed) == {"sink", "paused-sink"}
     assert listed["sink"]["info"]["config"]["tasks.max"] == "1"
-    wait_until(lambda: workers.status("w1", "sink"), "sink STOPPED again",
-               until=_connector_in("STOPPED"), timeout=120)
+    workers.wait_until(workers.group_events, "the group to settle with w2 in it",
+                       until=lambda events: _settled(events) and len(events) == 2, timeout=60)
     wait_until(lambda: workers.status("w1", "paused-sink"), "paused-sink PAUSED again",
                until=_connector_in("PAUSED"), timeout=120)
     assert workers.call("w1", "GET", "/connectors/paused-sink/tasks")[1][0]["config"]["file"] == str(out) + ".2"
