@@ -17,7 +17,10 @@ Two kinds of series:
   plane): start-ups of connectors and tasks, rebalances, and per task its
   micro-batches (duration, records), records read or written, offset
   commits (:class:`TaskMetrics`, one per running task, whose series go when
-  the task stops).
+  the task stops). What a sink task's plugin did where it runs (put()
+  calls and time, records sent, failed, skipped, retried, logged,
+  dead-lettered) comes back with each batch's result rows, and its lag per
+  partition with the batch's plan (:meth:`TaskMetrics.sink_counts`).
 
 Counting costs a few dictionary look-ups per micro-batch, never per record.
 """
@@ -26,10 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
@@ -84,6 +87,36 @@ class WorkerMetrics:
         self.sink_records = Counter(
             "connectd_sink_records_read", "Records a sink task read from Kafka and handed to its plugin.", _TASK,
             registry=registry)
+        self.sink_sent = Counter(
+            "connectd_sink_records_sent", "Records a sink task's put() got (after transforms; filtered records "
+            "not counted).", _TASK, registry=registry)
+        self.sink_puts = Counter(
+            "connectd_sink_puts", "put() calls of a sink task (an idle task's put([]) included).", _TASK,
+            registry=registry)
+        self.sink_put_seconds = Counter(
+            "connectd_sink_put_seconds", "Seconds a sink task's put() calls took, retries included: divided by "
+            "connectd_sink_puts_total, the mean time of a put().", _TASK, registry=registry)
+        self.sink_lag = Gauge(
+            "connectd_sink_record_lag", "Records of a partition past what a sink task's last batch of it "
+            "read, as its high watermark stood when the batch was planned.", [*_TASK, "topic", "partition"],
+            registry=registry)
+        self.record_failures = Counter(
+            "connectd_task_record_failures", "Records whose conversion, transformation or put failed (each "
+            "attempt's final failure; reported errant records included).", _TASK, registry=registry)
+        self.records_skipped = Counter(
+            "connectd_task_records_skipped", "Failed records skipped (errors.tolerance=all).", _TASK,
+            registry=registry)
+        self.error_retries = Counter(
+            "connectd_task_error_retries", "Retries of a failed operation on a record (retriable errors).",
+            _TASK, registry=registry)
+        self.errors_logged = Counter(
+            "connectd_task_errors_logged", "Failed records logged (errors.log.enable).", _TASK, registry=registry)
+        self.dlq_requests = Counter(
+            "connectd_task_dlq_produce_requests", "Records sent to the dead-letter queue.", _TASK,
+            registry=registry)
+        self.dlq_failures = Counter(
+            "connectd_task_dlq_produce_failures", "Records the dead-letter queue's topic did not take.", _TASK,
+            registry=registry)
         self.offset_commits = Counter(
             "connectd_task_offset_commits", "A task's offset commits, by result (success, failure).",
             [*_TASK, "result"], registry=registry)
@@ -130,6 +163,11 @@ class TaskMetrics:
         self._commit_ok = metrics.offset_commits.labels(*labels, "success")
         self._commit_failed = metrics.offset_commits.labels(*labels, "failure")
         self._commit_seconds = metrics.offset_commit_seconds.labels(*labels)
+        self._counted = {"sent": metrics.sink_sent, "puts": metrics.sink_puts, "put_seconds": metrics.sink_put_seconds,
+                         "failures": metrics.record_failures, "skipped": metrics.records_skipped,
+                         "retries": metrics.error_retries, "logged": metrics.errors_logged,
+                         "dlq_requests": metrics.dlq_requests, "dlq_failures": metrics.dlq_failures}
+        self._lagging: set[tuple[str, str]] = set()  # (topic, partition) with a lag series
 
     def batch(self, seconds: float, records: int, kind: str) -> None:
         """A micro-batch of *records* records completed in *seconds*; *kind* ``source`` or ``sink``."""
@@ -137,6 +175,15 @@ class TaskMetrics:
         self._batch_seconds.observe(seconds)
         self._batch_records.observe(records)
         (self._source_records if kind == "source" else self._sink_records).inc(records)
+
+    def sink_counts(self, counts: Mapping[str, float], lag: Mapping[tuple[str, int], int]) -> None:
+        """What a sink task's batch did (:meth:`connectd.runtime.sink_task.SinkTaskRunner.take_counts`),
+        and *lag*: ``{(topic, partition): records past the batch's end}``."""
+        for key, family in self._counted.items():  # every one exported, at 0 until it counts
+            family.labels(*self._labels).inc(counts.get(key, 0))
+        for (topic, partition), records in lag.items():
+            self._lagging.add((topic, str(partition)))
+            self._metrics.sink_lag.labels(*self._labels, topic, str(partition)).set(records)
 
     def committed(self, seconds: float, ok: bool) -> None:
         """An offset commit ended (stored in the offsets file or topic, or committed to the group)."""
@@ -147,8 +194,10 @@ class TaskMetrics:
         """The task stopped here: its series go (another worker may run it now)."""
         metrics = self._metrics
         for family in (metrics.batches, metrics.batch_seconds, metrics.batch_records, metrics.source_records,
-                       metrics.sink_records, metrics.offset_commit_seconds):
+                       metrics.sink_records, metrics.offset_commit_seconds, *self._counted.values()):
             _remove(family, self._labels)
+        for topic, partition in self._lagging:
+            _remove(metrics.sink_lag, (*self._labels, topic, partition))
         for result in ("success", "failure"):
             _remove(metrics.offset_commits, (*self._labels, result))
 

@@ -69,6 +69,11 @@ def test_a_bad_record_sends_the_batch_step_by_step_and_is_skipped_when_tolerated
     (put,) = run.task.put_calls
     assert [(r.kafka_offset, r.value) for r in put] == [(5, {"n": 5}), (7, 1)]
     assert committed == [{TopicPartition("a", 0): 8}]  # the skipped record's offset is committed too
+    counts = run.take_counts()  # for the task's metrics: what changed since the last look
+    assert counts.pop("put_seconds") > 0
+    assert counts == {"sent": 2, "puts": 1, "failures": 1, "skipped": 1}
+    run.process([("a", 0, 8, None, 0, None, b"2", None)])
+    assert run.take_counts().keys() == {"sent", "puts", "put_seconds"} and run.take_counts() == {}
 
 
 def test_chunks_put_separately_and_commit_once():

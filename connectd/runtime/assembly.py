@@ -311,19 +311,19 @@ class TaskAssembler:
                                             put_records=put_records, paused=paused, tick_ms=tick_ms,
                                             metrics=metrics)
             return
-        send = flush = None
+        send = None
         if policy.dlq_topic:
             from connectd.runtime.dead_letters import DeadLetterQueue
 
             handle.dead_letters = DeadLetterQueue(self.client("producer", connector_config), policy.dlq_topic)
-            send, flush = handle.dead_letters.send, handle.dead_letters.flush
+            send = handle.dead_letters.send
         registry = self.registry
         handle.runner = SinkTaskRunner(
             task_class(), config, assigned,
             configure_converters(self.worker.originals(), dict(connector_config),
                                  lambda n: registry.find_class("converter", n), self.worker.providers.resolve),
             TransformationChain(resolved, registry.find_class), commit,
-            ErrorHandler(policy, connector, task_id, send), flush or (lambda: None),
+            ErrorHandler(policy, connector, task_id, send), handle.dead_letters,
         )
         handle.query = start_sink_query(self.spark, connector=connector, task_id=task_id,
                                         consumer_config=consumer_option, start=start, commit=commit,

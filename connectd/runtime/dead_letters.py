@@ -42,12 +42,14 @@ class DeadLetterQueue:
         self._producer = Producer({**producer_settings, "enable.idempotence": True, "acks": "all"})
         self._failures: list[str] = []
         self._lock = threading.Lock()
-        self.produced = 0
+        #: Records Kafka did not take (for the task's metrics).
+        self.failed = 0
 
     def _delivered(self, error: Any, message: Any) -> None:
         if error is not None:
             with self._lock:
                 self._failures.append(str(error))
+                self.failed += 1
 
     def send(self, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]],
              delivered: Future[None] | None = None) -> None:
@@ -65,7 +67,6 @@ class DeadLetterQueue:
                     delivered.set_exception(ConnectorError(f"dead-letter record not delivered to {topic}: {error}"))
         self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
         self._producer.poll(0)
-        self.produced += 1
 
     def flush(self, timeout_s: float = _FLUSH_TIMEOUT_S) -> None:
         """Wait until every record sent so far is acknowledged.

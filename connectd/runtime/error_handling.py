@@ -116,6 +116,7 @@ class ErrorHandler:
         self.failures = 0
         self.skipped = 0
         self.retries = 0
+        self.logged = 0
         self.dlq_produced = 0
 
     def run(self, stage: str, executing: str, operation: Callable[[], Any],
@@ -163,6 +164,7 @@ class ErrorHandler:
             if self.policy.log_include_messages:
                 details["record"] = original.where()
             log.error("record_failed", error=f"{type(exc).__name__}: {exc}", **details)
+            self.logged += 1
         if self.policy.dlq_topic and self._send is not None:
             headers = list(original.headers)
             if self.policy.dlq_context_headers:

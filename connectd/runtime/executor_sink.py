@@ -83,7 +83,11 @@ SPEC_OPTION = "task.secret.spec"
 #: where the partition's next batch starts when the task moved it there (``context.offset``, or the
 #: first record not put of a partition paused during the batch; else null), and whether the task
 #: has it paused (``context.pause``); and how many records the batch read of it (the range's length).
-RESULT_SCHEMA = "topic string, partition int, end long, committed long, seek long, paused boolean, records long"
+#: The first row's ``stats`` (JSON, null on the others) is what the task did for its metrics:
+#: :meth:`connectd.runtime.sink_task.SinkTaskRunner.take_counts` and ``lag``, records past each
+#: range's end when the batch was planned (``{"topic:partition": n}``).
+RESULT_SCHEMA = ("topic string, partition int, end long, committed long, seek long, paused boolean, records long, "
+                 "stats string")
 
 #: An instance that has had no batch for this long is closed and stopped.
 IDLE_STOP_S = 30.0
@@ -166,17 +170,22 @@ _instances_lock = threading.Lock()
 _reaper: threading.Thread | None = None
 
 
-def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None
-        ) -> Iterator[tuple[str, int, int | None, int | None, int | None, bool, int | None]]:
+_Result = tuple[str, int, int | None, int | None, int | None, bool, int | None, str | None]
+
+
+def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None,
+        lag: dict[str, int] | None = None) -> Iterator[_Result]:
     """Put one micro-batch's *ranges* (``topic, partition, start, end``) with the task's instance here.
 
     :param paused: the partitions the task had paused after its last batch (``encode_tp``),
         as the driver knows them: an instance new here starts with them paused.
-    :returns: ``(topic, partition, end, committed, seek, paused, records)`` per range: its end, the
-        offset ``pre_commit`` allows to commit (``None`` if it named none), where the partition's
-        next batch starts if the task moved it (``None`` if not), whether it is paused now, and
-        the range's length; then the same for each partition the task moved or has paused that
-        had no range (``end`` and ``records`` ``None``).
+    :param lag: records past each range's end when the batch was planned (``encode_tp`` keys).
+    :returns: ``(topic, partition, end, committed, seek, paused, records, stats)`` per range: its
+        end, the offset ``pre_commit`` allows to commit (``None`` if it named none), where the
+        partition's next batch starts if the task moved it (``None`` if not), whether it is paused
+        now, and the range's length; then the same for each partition the task moved or has
+        paused that had no range (``end`` and ``records`` ``None``). The first row's *stats* is
+        JSON for the task's metrics (:data:`RESULT_SCHEMA`), the others' ``None``.
     """
     if not ranges:
         return
@@ -198,16 +207,19 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[st
     committed = {(tp.topic, tp.partition): offset for tp, offset in instance.captured.items()}
     seeks = {(tp.topic, tp.partition): offset for tp, offset in instance.runner.seeks.items()}
     now_paused = {(tp.topic, tp.partition) for tp in instance.runner.paused}
+    stats: str | None = json.dumps({**instance.runner.take_counts(), "lag": lag or {}})
     for topic, partition, begin, end in ranges:  # empty ranges (a tick) included
         tp = (topic, partition)
-        yield topic, partition, end, committed.get(tp), seeks.pop(tp, None), tp in now_paused, max(end - begin, 0)
+        yield (topic, partition, end, committed.get(tp), seeks.pop(tp, None), tp in now_paused, max(end - begin, 0),
+               stats)
         now_paused.discard(tp)
+        stats = None
     for (topic, partition), offset in seeks.items():
         yield (topic, partition, None, committed.get((topic, partition)), offset, (topic, partition) in now_paused,
-               None)
+               None, None)
         now_paused.discard((topic, partition))
     for topic, partition in sorted(now_paused):
-        yield topic, partition, None, committed.get((topic, partition)), None, True, None
+        yield topic, partition, None, committed.get((topic, partition)), None, True, None, None
 
 
 class SinkTaskReader(KafkaStreamReader):
@@ -224,9 +236,9 @@ class SinkTaskReader(KafkaStreamReader):
         super().__init__({**options, "rows": "ranges"})
         self.spec_json = options[SPEC_OPTION]
 
-    def read(self, partition: Any) -> Iterator[tuple[str, int, int | None, int | None, int | None, bool, int | None]]:
+    def read(self, partition: Any) -> Iterator[_Result]:
         yield from run(self.spec_json, [(str(t), int(p), int(b), int(e)) for t, p, b, e in partition.ranges],
-                       partition.paused)
+                       partition.paused, getattr(partition, "lag", {}))
 
 
 class SinkTaskDataSource(DataSource):
@@ -314,7 +326,7 @@ def _open(spec: SinkSpec) -> _Instance:
                                  lambda n: registry.find_class("converter", n), resolve),
             TransformationChain(connector_config, registry.find_class), capture,
             ErrorHandler(policy, spec.connector, spec.task_id, dead_letters.send if dead_letters else None),
-            dead_letters.flush if dead_letters else (lambda: None),
+            dead_letters,
         )
     except BaseException:
         reader.consumer.close()

@@ -111,8 +111,9 @@ ROW_SCHEMA = (
     "key binary, value binary, headers array<struct<key: string, value: binary>>"
 )
 
-#: A micro-batch's rows with ``rows=ranges``: the offsets ``[start, end)`` of each partition.
-RANGE_SCHEMA = "topic string, partition int, start long, end long"
+#: A micro-batch's rows with ``rows=ranges``: the offsets ``[start, end)`` of each partition, and how
+#: many records the partition held past ``end`` when the batch was planned (null if not known).
+RANGE_SCHEMA = "topic string, partition int, start long, end long, lag long"
 
 #: What the writer accepts: a record to produce, and where it came from.
 WRITE_SCHEMA = (
@@ -206,9 +207,12 @@ def _row(message: Any) -> tuple:
 class _Ranges(InputPartition):
     """One micro-batch's offset ranges, ``(topic, partition, start, end)``, read where they are handled."""
 
-    def __init__(self, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None) -> None:
+    def __init__(self, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None,
+                 lag: dict[str, int] | None = None) -> None:
         self.ranges = ranges
         self.paused = paused or []  #: partitions (``encode_tp``) the task has paused
+        #: per partition (``encode_tp``): records past the batch's end when it was planned
+        self.lag = lag or {}
 
 
 def batch_ends(start: dict[str, int], high: dict[str, int], max_records: int) -> dict[str, int]:
@@ -377,6 +381,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self._last_batch = time.monotonic()
         self._watermarks: HighWatermarks | None = None
         self._previous_end: dict[str, int] | None = None
+        self._high: dict[str, int] | None = None  # the high watermarks seen by the last latestOffset
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -402,6 +407,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             if self._watermarks is None:
                 self._watermarks = HighWatermarks(client_settings(self.client_option))
             high = self._watermarks.high(start)
+            self._high = dict(high)  # the partitions' lag after this batch, for partitions()
             for key in _read_paused(self.paused_file):  # the task paused them: they stay where they are
                 if key in high:
                     high[key] = start[key]
@@ -430,15 +436,19 @@ class KafkaStreamReader(DataSourceStreamReader):
             # none for a batch without records, so no Python worker starts an instance for nothing,
             # unless it is a tick: then the empty range of every partition, where it stands.
             paused = _read_paused(self.paused_file)
+            high = self._high or {}  # none for a batch planned before a restart, replayed now
+            lag = {key: max(high[key] - int(stop), 0) for key, stop in end.items() if key in high}
             if not ranges and int(end.get(_TICK, 0)) > int(start.get(_TICK, 0)):
                 return [_Ranges([(*decode_tp(key), int(stop), int(stop))
-                                 for key, stop in end.items() if not key.startswith(_META)], paused)]
-            return [_Ranges(ranges, paused)] if ranges else []
+                                 for key, stop in end.items() if not key.startswith(_META)], paused, lag)]
+            return [_Ranges(ranges, paused, lag)] if ranges else []
         return [_Ranges([r]) for r in ranges]
 
     def read(self, partition: _Ranges) -> Iterator[tuple]:
         if self.ranges_only:
-            yield from partition.ranges
+            lag = getattr(partition, "lag", {})
+            for topic, number, begin, stop in partition.ranges:
+                yield topic, number, begin, stop, lag.get(encode_tp(topic, number))
             return
         for rows in executor_range_reader(self.client_option).read(partition.ranges):
             yield from rows

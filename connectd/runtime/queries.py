@@ -363,6 +363,11 @@ def start_sink_query(
                                                              for row in results if row["paused"]})
                 if metrics is not None:
                     metrics.batch(time.monotonic() - began, sum(row["records"] or 0 for row in results), "sink")
+                    for row in results:
+                        if row["stats"] is not None:
+                            counts = json.loads(row["stats"])
+                            lag = counts.pop("lag")
+                            metrics.sink_counts(counts, {kafka_io.decode_tp(key): n for key, n in lag.items()})
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json(),
@@ -372,7 +377,8 @@ def start_sink_query(
 
             def each_batch(frame: Any, batch_id: int) -> None:
                 began = time.monotonic()
-                ranges = [tuple(row) for row in frame.collect()]
+                rows = frame.collect()
+                ranges = [(row["topic"], row["partition"], row["start"], row["end"]) for row in rows]
                 if ranges:
                     on_topics({topic for topic, _, _, _ in ranges})
                     runner.process_ranges(ranges, reader, put_records)
@@ -383,6 +389,8 @@ def start_sink_query(
                                         {kafka_io.encode_tp(tp.topic, tp.partition) for tp in runner.paused})
                     if metrics is not None:
                         metrics.batch(time.monotonic() - began, sum(end - begin for _, _, begin, end in ranges), "sink")
+                        metrics.sink_counts(runner.take_counts(), {(row["topic"], row["partition"]): row["lag"]
+                                                                   for row in rows if row["lag"] is not None})
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    options={"tick.ms": str(tick_ms)})

@@ -114,7 +114,8 @@ class SinkTaskRunner:
     :param chain: the connector's transformation chain.
     :param commit: ``commit({TopicPartition: next offset})`` stores offsets in the group.
     :param errors: the connector's error handling (default: fail on the first bad record).
-    :param flush_dlq: makes dead-letter records durable; called before offsets are committed.
+    :param dead_letters: the task's :class:`~connectd.runtime.dead_letters.DeadLetterQueue`, if it
+        has one; flushed before offsets are committed.
     """
 
     def __init__(
@@ -126,7 +127,7 @@ class SinkTaskRunner:
         chain: Any,
         commit: Callable[[Mapping[TopicPartition, int]], None],
         errors: ErrorHandler | None = None,
-        flush_dlq: Callable[[], None] = lambda: None,
+        dead_letters: Any = None,
     ) -> None:
         self.task = task
         self.partitions = partitions
@@ -146,13 +147,17 @@ class SinkTaskRunner:
         #: A batch failed or was cancelled: close() commits nothing more.
         self.failed = False
         self._positions: dict[tuple[str, int], int] = {}  # where each partition stands after the last batch
-        self._flush_dlq = flush_dlq
+        self.dead_letters = dead_letters
         self._next_offsets: dict[tuple[str, int], int] = {}  # of the batch so far
         #: After a batch: where the next batch of each partition the task moved
         #: (``context.offset``) to its batch's end or beyond, or that was not in the batch, starts.
         self.seeks: dict[TopicPartition, int] = {}
-        self.batches = 0
-        self.records = 0
+        #: Running totals for the task's metrics (:meth:`take_counts`): records sent to put(),
+        #: put() calls and the seconds they took (retries included).
+        self.sent = 0
+        self.puts = 0
+        self.put_seconds = 0.0
+        self._reported: dict[str, float] = {}
         task.context = SinkTaskContext(task_config, partitions)
         policy = self.errors.policy
         #: The rows of the put() in progress: an errant record's bytes as consumed are among them.
@@ -203,8 +208,7 @@ class SinkTaskRunner:
         self.seeks = {}
         if not ranges and positions:
             # As Kafka Connect's put() after a poll that brought nothing: the task may flush on time.
-            self._put_errors.run("TASK_PUT", type(self.task).__name__, lambda: self.task.put([]),
-                                 Original(topic=None))
+            self._timed_put([])
             self._next_offsets.update(positions)
         todo = self._rewound(ranges, ends)  # rewinds the task asked for in open() or an earlier batch
         while todo:
@@ -283,9 +287,31 @@ class SinkTaskRunner:
             origins, records = self._convert_each(rows)
         transformed = self._transform(origins, records)
         if transformed:
-            self._put_errors.run("TASK_PUT", type(self.task).__name__, lambda: self.task.put(transformed),
+            self._timed_put(transformed)
+
+    def _timed_put(self, records: list[SinkRecord]) -> None:
+        began = time.monotonic()
+        try:
+            self._put_errors.run("TASK_PUT", type(self.task).__name__, lambda: self.task.put(records),
                                  Original(topic=None))
-        self.records += len(rows)
+        finally:
+            self.puts += 1
+            self.put_seconds += time.monotonic() - began
+        self.sent += len(records)
+
+    def take_counts(self) -> dict[str, float]:
+        """What the task did since the last call, for its metrics (only what changed): records
+        ``sent`` to put(), ``puts`` and ``put_seconds``; record ``failures``, records ``skipped``,
+        ``retries``, errors ``logged``; dead-letter records sent (``dlq_requests``) and not
+        delivered (``dlq_failures``)."""
+        errors, put, dead_letters = self.errors, self._put_errors, self.dead_letters
+        now = {"sent": self.sent, "puts": self.puts, "put_seconds": self.put_seconds,
+               "failures": errors.failures + put.failures, "skipped": errors.skipped + put.skipped,
+               "retries": errors.retries + put.retries, "logged": errors.logged,
+               "dlq_requests": errors.dlq_produced, "dlq_failures": dead_letters.failed if dead_letters else 0}
+        changed = {key: value - self._reported.get(key, 0) for key, value in now.items()}
+        self._reported = now
+        return {key: value for key, value in changed.items() if value}
 
     def _without_paused(self, rows: list[Any], paused: set[TopicPartition]) -> list[Any]:
         """*rows* without those of paused partitions, which start there next (:attr:`seeks`).
@@ -322,11 +348,11 @@ class SinkTaskRunner:
         offsets = {TopicPartition(t, p): o for (t, p), o in self._next_offsets.items()}
         self._positions.update(self._next_offsets)
         self._next_offsets = {}
-        self._flush_dlq()  # errant records reported in put() included
+        if self.dead_letters is not None:  # errant records reported in put() included
+            self.dead_letters.flush()
         safe = self.task.pre_commit(offsets)
         if safe:
             self._commit(safe)
-        self.batches += 1
         return dict(safe or {})
 
     def _convert_batch(self, rows: list[tuple]) -> tuple[list[tuple], list[SinkRecord]]:
@@ -439,7 +465,8 @@ class SinkTaskRunner:
             if self._positions and not self.failed:
                 try:
                     offsets = {TopicPartition(t, p): o for (t, p), o in self._positions.items()}
-                    self._flush_dlq()
+                    if self.dead_letters is not None:
+                        self.dead_letters.flush()
                     safe = self.task.pre_commit(offsets)
                     if safe:
                         self._commit(safe)

@@ -99,6 +99,14 @@ def test_metrics_show_states_start_ups_batches_records_and_commits(broker, spark
         assert value(found, "connectd_task_batch_seconds_count", connector=connector, task="0") >= 1
     assert value(found, "connectd_source_records_written_total", connector="lines-in", task="0") == LINES
     assert value(found, "connectd_sink_records_read_total", connector="lines-out", task="0") == LINES
+    # what the sink's executor did, brought back with each batch
+    assert value(found, "connectd_sink_records_sent_total", connector="lines-out", task="0") == LINES
+    assert value(found, "connectd_sink_puts_total", connector="lines-out", task="0") >= 1
+    assert value(found, "connectd_sink_put_seconds_total", connector="lines-out", task="0") > 0
+    assert value(found, "connectd_task_record_failures_total", connector="lines-out", task="0") == 0
+    for partition in ("0", "1"):  # all read
+        assert value(found, "connectd_sink_record_lag", connector="lines-out", task="0", topic=topic_name,
+                     partition=partition) == 0
     assert value(found, "connectd_task_batch_records_sum", connector="lines-in", task="0") == LINES
     assert value(found, "connectd_sink_task_partitions", connector="lines-out", task="0") == 2
     info = [labels for (name, labels), v in found.items() if name == "connectd_connector_info" and v == 1]

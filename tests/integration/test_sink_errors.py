@@ -47,10 +47,25 @@ def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker,
             await wait_until_async(lambda: out.exists() and len(out.read_text().splitlines()) == 3, "three good lines",
                                    timeout=90)
             assert herder.status.task("tolerant", 0).state == RUNNING
+            # The task's metrics say so too, counted in the executor and brought back with its batch.
+            registry, labels = herder.metrics.registry, {"worker": "test-worker", "connector": "tolerant", "task": "0"}
+            await wait_until_async(lambda: registry.get_sample_value("connectd_sink_records_sent_total", labels),
+                                   "the batch's counts", until=lambda sent: sent == 3)
+            return {name: registry.get_sample_value(f"connectd_{name}", labels) for name in (
+                "task_record_failures_total", "task_records_skipped_total", "task_errors_logged_total",
+                "task_dlq_produce_requests_total", "task_dlq_produce_failures_total", "task_error_retries_total",
+                "sink_puts_total", "sink_put_seconds_total")} | {
+                "lag": registry.get_sample_value("connectd_sink_record_lag", {**labels, "topic": topic_name,
+                                                                             "partition": "0"})}
         finally:
             await herder.stop()
 
-    asyncio.run(scenario())
+    counted = asyncio.run(scenario())
+    assert counted["task_record_failures_total"] == counted["task_records_skipped_total"] == 1
+    assert counted["task_errors_logged_total"] == counted["task_dlq_produce_requests_total"] == 1
+    assert counted["task_dlq_produce_failures_total"] == counted["task_error_retries_total"] == 0
+    assert counted["sink_puts_total"] >= 1 and counted["sink_put_seconds_total"] > 0
+    assert counted["lag"] == 0
     assert out.read_text().splitlines() == ["{'n': 1}", "{'n': 2}", "{'n': 4}"]
     (dead,) = consume_records(dlq, 1, partitions=1, timeout=30)
     assert dead.value() == b"{not json"
