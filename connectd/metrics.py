@@ -20,7 +20,8 @@ Two kinds of series:
   the task stops). What a sink task's plugin did where it runs (put()
   calls and time, records sent, failed, skipped, retried, logged,
   dead-lettered) comes back with each batch's result rows, and its lag per
-  partition with the batch's plan (:meth:`TaskMetrics.sink_counts`).
+  partition with the batch's plan; a source task's poll() calls and errors
+  with its batch's plan (:meth:`TaskMetrics.task_counts`).
 
 Counting costs a few dictionary look-ups per micro-batch, never per record.
 """
@@ -100,6 +101,15 @@ class WorkerMetrics:
             "connectd_sink_record_lag", "Records of a partition past what a sink task's last batch of it "
             "read, as its high watermark stood when the batch was planned.", [*_TASK, "topic", "partition"],
             registry=registry)
+        self.source_polls = Counter(
+            "connectd_source_polls", "poll() calls of a source task that returned records.", _TASK,
+            registry=registry)
+        self.source_poll_seconds = Counter(
+            "connectd_source_poll_seconds", "Seconds a source task's poll() calls took (those that returned "
+            "nothing included).", _TASK, registry=registry)
+        self.source_polled = Counter(
+            "connectd_source_records_polled", "Records a source task's poll() returned (before transforms).",
+            _TASK, registry=registry)
         self.record_failures = Counter(
             "connectd_task_record_failures", "Records whose conversion, transformation or put failed (each "
             "attempt's final failure; reported errant records included).", _TASK, registry=registry)
@@ -163,10 +173,16 @@ class TaskMetrics:
         self._commit_ok = metrics.offset_commits.labels(*labels, "success")
         self._commit_failed = metrics.offset_commits.labels(*labels, "failure")
         self._commit_seconds = metrics.offset_commit_seconds.labels(*labels)
-        self._counted = {"sent": metrics.sink_sent, "puts": metrics.sink_puts, "put_seconds": metrics.sink_put_seconds,
-                         "failures": metrics.record_failures, "skipped": metrics.records_skipped,
-                         "retries": metrics.error_retries, "logged": metrics.errors_logged,
-                         "dlq_requests": metrics.dlq_requests, "dlq_failures": metrics.dlq_failures}
+        errors = {"failures": metrics.record_failures, "skipped": metrics.records_skipped,
+                  "retries": metrics.error_retries, "logged": metrics.errors_logged,
+                  "dlq_requests": metrics.dlq_requests, "dlq_failures": metrics.dlq_failures}
+        #: TaskCounts keys → families, by the kind of task that reports them
+        self._counted = {
+            "sink": {"sent": metrics.sink_sent, "puts": metrics.sink_puts, "put_seconds": metrics.sink_put_seconds,
+                     **errors},
+            "source": {"polls": metrics.source_polls, "poll_seconds": metrics.source_poll_seconds,
+                       "polled": metrics.source_polled, **errors},
+        }
         self._lagging: set[tuple[str, str]] = set()  # (topic, partition) with a lag series
 
     def batch(self, seconds: float, records: int, kind: str) -> None:
@@ -176,12 +192,13 @@ class TaskMetrics:
         self._batch_records.observe(records)
         (self._source_records if kind == "source" else self._sink_records).inc(records)
 
-    def sink_counts(self, counts: Mapping[str, float], lag: Mapping[tuple[str, int], int]) -> None:
-        """What a sink task's batch did (:meth:`connectd.runtime.sink_task.SinkTaskRunner.take_counts`),
-        and *lag*: ``{(topic, partition): records past the batch's end}``."""
-        for key, family in self._counted.items():  # every one exported, at 0 until it counts
-            family.labels(*self._labels).inc(counts.get(key, 0))
-        for (topic, partition), records in lag.items():
+    def task_counts(self, counts: Mapping[str, float], lag: Mapping[tuple[str, int], int] | None = None) -> None:
+        """What the task did where it runs, since its last batch
+        (:class:`connectd.runtime.error_handling.TaskCounts`); for a sink task, with *lag*:
+        ``{(topic, partition): records past the batch's end}``."""
+        for key, family in self._counted["source" if lag is None else "sink"].items():
+            family.labels(*self._labels).inc(counts.get(key, 0))  # every one exported, at 0 until it counts
+        for (topic, partition), records in (lag or {}).items():
             self._lagging.add((topic, str(partition)))
             self._metrics.sink_lag.labels(*self._labels, topic, str(partition)).set(records)
 
@@ -194,7 +211,8 @@ class TaskMetrics:
         """The task stopped here: its series go (another worker may run it now)."""
         metrics = self._metrics
         for family in (metrics.batches, metrics.batch_seconds, metrics.batch_records, metrics.source_records,
-                       metrics.sink_records, metrics.offset_commit_seconds, *self._counted.values()):
+                       metrics.sink_records, metrics.offset_commit_seconds, *self._counted["sink"].values(),
+                       *self._counted["source"].values()):
             _remove(family, self._labels)
         for topic, partition in self._lagging:
             _remove(metrics.sink_lag, (*self._labels, topic, partition))

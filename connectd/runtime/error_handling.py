@@ -29,7 +29,7 @@ from connectd.errors import ConnectorError
 from connectd.logging import get_logger
 from connectd.secrets import redact
 
-__all__ = ["ErrorHandler", "ErrorPolicy", "Original", "RecordFailure", "STAGES"]
+__all__ = ["STAGES", "ErrorHandler", "ErrorPolicy", "Original", "RecordFailure", "TaskCounts"]
 
 log = get_logger(__name__)
 
@@ -210,3 +210,28 @@ class ErrorHandler:
             "exception.stacktrace": redact("".join(traceback.format_exception(exc))),
         }
         return [(HEADER_PREFIX + k, str(v).encode()) for k, v in values.items() if v is not None]
+
+
+class TaskCounts:
+    """What a task did since the last look, for its metrics (:class:`connectd.metrics.TaskMetrics`),
+    from running totals kept where the task runs (an executor, the planner process)."""
+
+    def __init__(self) -> None:
+        self._reported: dict[str, float] = {}
+
+    def take(self, totals: dict[str, float], handlers: tuple[ErrorHandler | None, ...] = (),
+             dead_letters: Any = None) -> dict[str, float]:
+        """The totals that moved since the last call, by how much: *totals* and, of the task's
+        error *handlers* (added up) and *dead_letters* queue, record ``failures``, records
+        ``skipped``, ``retries``, errors ``logged``, dead-letter records sent (``dlq_requests``)
+        and not delivered (``dlq_failures``)."""
+        now = dict(totals)
+        counted = [h for h in handlers if h is not None]
+        if counted:
+            now.update(failures=sum(h.failures for h in counted), skipped=sum(h.skipped for h in counted),
+                       retries=sum(h.retries for h in counted), logged=sum(h.logged for h in counted),
+                       dlq_requests=sum(h.dlq_produced for h in counted),
+                       dlq_failures=dead_letters.failed if dead_letters is not None else 0)
+        changed = {key: value - self._reported.get(key, 0) for key, value in now.items()}
+        self._reported = now
+        return {key: value for key, value in changed.items() if value}

@@ -280,6 +280,8 @@ def start_source_query(
                     store_offsets_hook(store, batch_id, offsets, records)
             if metrics is not None:
                 metrics.batch(time.monotonic() - began, records, "source")
+                for text in stored:
+                    metrics.task_counts(json.loads(text).get("stats", {}))
             for index, text in enumerate(stored):  # commit_record and commit follow (source_task, "Acknowledgements")
                 stored_dir.mkdir(exist_ok=True)
                 temporary = stored_dir / f"{batch_id:012d}-{index}.tmp"
@@ -367,7 +369,7 @@ def start_sink_query(
                         if row["stats"] is not None:
                             counts = json.loads(row["stats"])
                             lag = counts.pop("lag")
-                            metrics.sink_counts(counts, {kafka_io.decode_tp(key): n for key, n in lag.items()})
+                            metrics.task_counts(counts, {kafka_io.decode_tp(key): n for key, n in lag.items()})
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json(),
@@ -389,7 +391,7 @@ def start_sink_query(
                                         {kafka_io.encode_tp(tp.topic, tp.partition) for tp in runner.paused})
                     if metrics is not None:
                         metrics.batch(time.monotonic() - began, sum(end - begin for _, _, begin, end in ranges), "sink")
-                        metrics.sink_counts(runner.take_counts(), {(row["topic"], row["partition"]): row["lag"]
+                        metrics.task_counts(runner.take_counts(), {(row["topic"], row["partition"]): row["lag"]
                                                                    for row in rows if row["lag"] is not None})
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",

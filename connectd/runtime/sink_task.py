@@ -46,7 +46,12 @@ from connectd.data.headers import Headers
 from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.errors import ConnectorError
 from connectd.logging import get_logger
-from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original
+from connectd.runtime.error_handling import (
+    ErrorHandler,
+    ErrorPolicy,
+    Original,
+    TaskCounts,
+)
 from connectd.runtime.kafka_io import encode_tp
 
 __all__ = ["SinkTaskRunner", "assign_partitions", "group_id", "start_offsets"]
@@ -157,7 +162,7 @@ class SinkTaskRunner:
         self.sent = 0
         self.puts = 0
         self.put_seconds = 0.0
-        self._reported: dict[str, float] = {}
+        self._counts = TaskCounts()
         task.context = SinkTaskContext(task_config, partitions)
         policy = self.errors.policy
         #: The rows of the put() in progress: an errant record's bytes as consumed are among them.
@@ -304,14 +309,8 @@ class SinkTaskRunner:
         ``sent`` to put(), ``puts`` and ``put_seconds``; record ``failures``, records ``skipped``,
         ``retries``, errors ``logged``; dead-letter records sent (``dlq_requests``) and not
         delivered (``dlq_failures``)."""
-        errors, put, dead_letters = self.errors, self._put_errors, self.dead_letters
-        now = {"sent": self.sent, "puts": self.puts, "put_seconds": self.put_seconds,
-               "failures": errors.failures + put.failures, "skipped": errors.skipped + put.skipped,
-               "retries": errors.retries + put.retries, "logged": errors.logged,
-               "dlq_requests": errors.dlq_produced, "dlq_failures": dead_letters.failed if dead_letters else 0}
-        changed = {key: value - self._reported.get(key, 0) for key, value in now.items()}
-        self._reported = now
-        return {key: value for key, value in changed.items() if value}
+        return self._counts.take({"sent": self.sent, "puts": self.puts, "put_seconds": self.put_seconds},
+                                 (self.errors, self._put_errors), self.dead_letters)
 
     def _without_paused(self, rows: list[Any], paused: set[TopicPartition]) -> list[Any]:
         """*rows* without those of paused partitions, which start there next (:attr:`seeks`).

@@ -112,6 +112,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from connectd.logging import get_logger
+from connectd.runtime.error_handling import TaskCounts
 from connectd.runtime.kafka_io import (
     executor_producer,
     produce_batches,
@@ -209,11 +210,13 @@ class _Batch(InputPartition):
     the task wants each record's metadata (``commit_record``)."""
 
     def __init__(self, streams: list[bytes], files: list[str] | None = None, seqs: list[int] | None = None,
-                 acks: bool = False) -> None:
+                 acks: bool = False, stats: dict[str, float] | None = None) -> None:
         self.streams = streams
         self.files = files or []
         self.seqs = seqs or []
         self.acks = acks
+        #: what the task did while these batches were polled, for its metrics (see take_counts)
+        self.stats = stats or {}
 
     def record_batches(self) -> Iterator[Any]:
         import pyarrow as pa
@@ -225,7 +228,8 @@ class _Batch(InputPartition):
 
 
 #: What reading a batch yields: each source partition's last offset, then the record count with
-#: what says the batch was written (``stored``: JSON, ``{"seqs": […], "acks": […] or null}``).
+#: what says the batch was written (``stored``: JSON, ``{"seqs": […], "acks": […] or null, "stats":
+#: {…}}``, the last what the task did while the batch was polled, for its metrics).
 RESULT_SCHEMA = "source_partition string, source_offset string, records long, stored string"
 
 _EMPTY_POLL_PAUSE_S = 0.005
@@ -345,11 +349,18 @@ class SourceTaskReader(DataSourceStreamReader):
         self._kept: dict[int, bytes | str] = {}  # a batch's IPC bytes, or its handoff file
         self._acks = False  # the task overrides commit_record
         self._polled: dict[int, list[Any]] = {}  # seq -> (record, topic or None) for commit_record
+        #: Running totals for the task's metrics (:meth:`take_counts`): poll() calls that returned
+        #: records, the seconds every poll() took, the records they returned.
+        self.polls = 0
+        self.poll_seconds = 0.0
+        self.polled_records = 0
+        self._counts = TaskCounts()
+        self._stats: dict[int, dict[str, float]] = {}  # seq -> take_counts() when the batch was taken
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.update(_task=None, _poller=None, _chain=None, _converters={}, _kept={}, _errors=None, _dlq=None,
-                     _admin=None, _polled={})
+                     _admin=None, _polled={}, _stats={}, _counts=TaskCounts())
         return state
 
     def initialOffset(self) -> dict[str, int]:
@@ -381,6 +392,7 @@ class SourceTaskReader(DataSourceStreamReader):
         self._seq += 1
         if self._acks:
             self._polled[self._seq] = polled
+        self._stats[self._seq] = self.take_counts()
         if self.handoff_dir is None:
             self._kept[self._seq] = _ipc(batches)
         else:
@@ -396,8 +408,12 @@ class SourceTaskReader(DataSourceStreamReader):
             kept.append(self._kept[seq])
         if not kept:
             return []
+        stats: dict[str, float] = {}
+        for seq in seqs:
+            for key, value in self._stats.pop(seq, {}).items():
+                stats[key] = stats.get(key, 0) + value
         return [_Batch([k for k in kept if isinstance(k, bytes)], [k for k in kept if isinstance(k, str)], seqs,
-                       self._acks)]
+                       self._acks, stats)]
 
     def read(self, partition: _Batch) -> Iterator[tuple[str | None, str | None, int | None, str | None]]:
         producer = executor_producer(self.spec.get("producer", "{}"), every_delivery=partition.acks)
@@ -405,7 +421,8 @@ class SourceTaskReader(DataSourceStreamReader):
         written = produce_batches(producer, partition.record_batches(), self.flush_timeout, acks)
         for source_partition, source_offset in written.source_offsets.items():
             yield source_partition, source_offset, None, None
-        yield None, None, written.records, json.dumps({"seqs": partition.seqs, "acks": acks})
+        yield None, None, written.records, json.dumps({"seqs": partition.seqs, "acks": acks,
+                                                       "stats": getattr(partition, "stats", {})})
 
     def commit(self, end: dict[str, int]) -> None:
         for seq in [s for s in self._kept if s <= int(end["seq"])]:
@@ -583,6 +600,14 @@ class SourceTaskReader(DataSourceStreamReader):
         self._acks = type(task).commit_record is not SourceTask.commit_record
         self._poller = _Poller(self._poll_once, self.max_records, self._held, self._name())
 
+    def take_counts(self) -> dict[str, float]:
+        """What the task did since the last call, for its metrics (only what changed): ``polls``
+        that returned records, ``poll_seconds`` of every poll(), records ``polled``; record
+        ``failures``, records ``skipped``, ``retries``, errors ``logged``, dead-letter records sent
+        (``dlq_requests``) and not delivered (``dlq_failures``)."""
+        return self._counts.take({"polls": self.polls, "poll_seconds": self.poll_seconds,
+                                  "polled": self.polled_records}, (self._errors,), self._dlq)
+
     def _error_handler(self, connector_config: dict[str, str]) -> Any:
         from connectd.runtime.dead_letters import DeadLetterQueue
         from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
@@ -604,9 +629,13 @@ class SourceTaskReader(DataSourceStreamReader):
         """
         from connectd.runtime.offsets import canonical
 
+        began = time.monotonic()
         records = self._task.poll()
+        self.poll_seconds += time.monotonic() - began
         if not records:
             return None
+        self.polls += 1
+        self.polled_records += len(records)
         if self._acks:
             return self._poll_tracked(records)
         # The last record of each source partition carries the batch's offset for it.

@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from recording_sink import events
 
+from connectd.metrics import WorkerMetrics
 from connectd.runtime.kafka_io import client_option
 from connectd.runtime.offsets import FileOffsetStore, TopicOffsetStore, close_producers
 from connectd.runtime.queries import start_source_query
@@ -26,14 +27,14 @@ def read_topic(consume_records, topic: str, expected: int) -> list:
 
 
 def run(spark, worker: dict[str, str], path, topic, connector_extra=None, offsets_topic=None, producer_extra=None,
-        task_class="connectd_file.tasks.FileStreamSourceTask"):
+        task_class="connectd_file.tasks.FileStreamSourceTask", metrics=None):
     connector = {"name": "lines", "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
                  **(connector_extra or {})}
     return start_source_query(
         spark, connector="lines", task_id=0, task_class=task_class,
         task_config=connector, connector_config=connector, worker_config=worker,
         producer_config={"bootstrap.servers": worker["bootstrap.servers"], **(producer_extra or {})},
-        max_records=500,
+        max_records=500, metrics=metrics,
         **({"offsets_path": worker["offset.storage.file.filename"]} if offsets_topic is None else
            {"offsets": {"kind": "topic", "topic": offsets_topic, "client": client_option(worker, "producer")}}),
     )
@@ -119,6 +120,7 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
     create_topic(broker, dlq)
     path = tmp_path / "in.txt"
     path.write_text("one\ntwo\n")
+    metrics = WorkerMetrics("w")
     query = run(spark, worker_config.settings(), path, topic_name, {
         "transforms": "x",
         "transforms.x.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
@@ -126,11 +128,21 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
         "errors.tolerance": "all",
         "errors.deadletterqueue.topic.name": dlq,
         "errors.deadletterqueue.context.headers.enable": "true",
-    })
+    }, metrics=metrics.task("lines", 0))
     try:
         dead = read_topic(consume_records, dlq, 2)
         assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
         assert query.is_active()  # tolerated: the task goes on
+        # Counted in the planner process, where poll() and the transforms run, brought back with the batch.
+        labels = {"worker": "w", "connector": "lines", "task": "0"}
+
+        def counted(name: str) -> float | None:
+            return metrics.registry.get_sample_value(f"connectd_{name}", labels)
+
+        wait_until(lambda: counted("task_dlq_produce_requests_total"), "the batch's counts", until=lambda n: n == 2)
+        assert counted("task_record_failures_total") == counted("task_records_skipped_total") == 2
+        assert counted("source_records_polled_total") == 2 and counted("source_polls_total") >= 1
+        assert counted("source_poll_seconds_total") > 0 and counted("task_dlq_produce_failures_total") == 0
     finally:
         query.stop(graceful_timeout_s=30)
     assert [m.value() for m in dead] == [b"one", b"two"]
