@@ -776,6 +776,7 @@ class HerderBase:
         if len(task.hiccups) >= _HICCUPS_ALLOWED:
             return False
         task.hiccups.append(now)
+        self.metrics.spark_hiccups.labels(self.metrics.worker_id).inc()
         text = error if isinstance(error, str) else str(error)
         log.warning("task_spark_hiccup", attempt=len(task.hiccups), error=text.strip().splitlines()[0][:300])
         return True

@@ -35,10 +35,12 @@ __all__ = [
     "bind_context",
     "check_level",
     "configure_logging",
+    "configure_spark_process",
     "get_level",
     "get_levels",
     "get_logger",
     "set_level",
+    "spark_process_env",
 ]
 
 _ROOT = "root"
@@ -113,6 +115,27 @@ def _add_timestamp(logger: Any, method_name: str, event_dict: dict[str, Any]) ->
     created = record.created if record is not None else time.time()
     stamp = datetime.fromtimestamp(created, tz=timezone.utc).isoformat(timespec="microseconds")
     event_dict["timestamp"] = stamp.replace("+00:00", "Z")
+    return event_dict
+
+
+#: Keys every line of this process carries unless the line sets them (:func:`configure_spark_process`).
+_process_context: dict[str, Any] = {}
+
+
+def _add_process_context(logger: Any, method_name: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    for key, value in _process_context.items():
+        event_dict.setdefault(key, value)
+    return event_dict
+
+
+def _connect_context(logger: Any, method_name: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    """On the console, a task's or connector's lines start as Kafka Connect's do:
+    ``[orders-sink|task-0]`` or ``[orders-sink|worker]``."""
+    connector = event_dict.pop("connector", None)
+    if connector is None:
+        return event_dict
+    task = event_dict.pop("task", None)
+    event_dict["event"] = f"[{connector}|{'worker' if task is None else f'task-{task}'}] {event_dict.get('event', '')}"
     return event_dict
 
 
@@ -257,6 +280,7 @@ def configure_logging(
 
     processors: list[Any] = [
         _add_timestamp,
+        _add_process_context,
         structlog.stdlib.ProcessorFormatter.remove_processors_meta,
     ]
     if as_json:
@@ -269,6 +293,7 @@ def configure_logging(
     else:
         processors += [
             _redact_values,
+            _connect_context,
             structlog.dev.ConsoleRenderer(
                 colors=tty and "NO_COLOR" not in os.environ,
                 # Rich tracebacks would colour text inside an exception
@@ -314,6 +339,31 @@ def configure_logging(
 
 #: What the last :func:`configure_logging` chose: JSON lines (also before it runs, as for a pipe).
 _lines_are_json = True
+
+
+#: What a worker tells the Python processes Spark starts for it (planners, executors' workers),
+#: through their environment: how to write log lines, and its id for each line.
+_ENV_JSON, _ENV_LEVEL, _ENV_WORKER = "CONNECTD_LOG_JSON", "CONNECTD_LOG_LEVEL", "CONNECTD_WORKER_ID"
+
+
+def spark_process_env(worker_id: str) -> dict[str, str]:
+    """The environment of Spark's Python processes for this worker: its lines' format (as
+    :func:`configure_logging` last chose), the root logger's level, and its id."""
+    level = _level_name(_stdlib_logging.getLogger().getEffectiveLevel())
+    return {_ENV_JSON: "true" if _lines_are_json else "false", _ENV_LEVEL: level, _ENV_WORKER: worker_id}
+
+
+def configure_spark_process(**context: Any) -> None:
+    """In a Python process Spark started (a task's planner, an executor's Python worker): write
+    lines as the worker does (:func:`spark_process_env`) to stderr, the first time; every line
+    carries the worker's id and *context* (a planner's ``connector`` and ``task``)."""
+    with _lock:
+        first = not _process_context
+        _process_context["worker"] = os.environ.get(_ENV_WORKER, "")
+        _process_context.update(context)
+    if first:
+        configure_logging(os.environ.get(_ENV_LEVEL, "INFO"),
+                          json=os.environ.get(_ENV_JSON, "true") == "true", stream=sys.stderr)
 
 
 def lines_are_json() -> bool:

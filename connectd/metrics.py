@@ -66,6 +66,10 @@ class WorkerMetrics:
         self.task_startups = Counter(
             "connectd_task_startups", "Task start-ups on this worker, by result (success, failure).",
             ["worker", "result"], registry=registry)
+        self.spark_hiccups = Counter(
+            "connectd_spark_hiccups", "Task queries restarted at once after one of Spark's own failures "
+            "(a Python process late to connect back to the JVM), not counted as the task's failure.", ["worker"],
+            registry=registry)
         self.rebalances = Counter(
             "connectd_rebalances", "Rebalances of the Connect group this worker completed.", ["worker"],
             registry=registry)
@@ -137,6 +141,7 @@ class WorkerMetrics:
             self.connector_startups.labels(worker_id, result)
             self.task_startups.labels(worker_id, result)
         self.rebalances.labels(worker_id)
+        self.spark_hiccups.labels(worker_id)
         self._herder: Any = None
         registry.register(_StateCollector(self))
 

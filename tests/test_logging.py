@@ -4,6 +4,7 @@ import asyncio
 import io
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -147,7 +148,7 @@ def test_console_mode_without_tty_is_readable_and_uncoloured():
     assert "task_failed" in out
     assert "[connectd.runtime]" in out
     assert "warning" in out
-    assert "connector=orders" in out
+    assert "[orders|worker] task_failed" in out  # Kafka Connect's connector context, first
     assert "reason='a b'" in out
     assert "\x1b[" not in out
     timestamp = out.split()[0]
@@ -249,9 +250,42 @@ def test_stdlib_logger_in_console_mode_carries_context():
         logging.getLogger("asyncio").warning("slow callback")
 
     out = stream.getvalue()
-    assert "slow callback" in out
+    assert "[orders|worker] slow callback" in out
     assert "[asyncio]" in out
-    assert "connector=orders" in out
+
+
+def test_a_tasks_console_lines_start_with_its_connector_and_task_as_kafka_connect_s_do():
+    stream = _configure(json=False)
+    with bind_context(connector="orders-sink", task=2, worker="w:8083"):
+        get_logger("connectd.runtime").info("batch_done", records=5)
+    out = stream.getvalue()
+    assert "[orders-sink|task-2] batch_done" in out and "records=5" in out and "worker=w:8083" in out
+    assert "connector=" not in out and "task=" not in out
+
+
+def test_sparks_python_processes_write_the_workers_lines_with_its_id_and_their_tasks():
+    import subprocess
+    import sys
+
+    from connectd.logging import spark_process_env
+
+    configure_logging("WARN", json=True, stream=io.StringIO())
+    env = spark_process_env("127.0.0.1:8083")
+    assert env == {"CONNECTD_LOG_JSON": "true", "CONNECTD_LOG_LEVEL": "WARN", "CONNECTD_WORKER_ID": "127.0.0.1:8083"}
+    script = """
+from connectd.logging import configure_spark_process, get_logger
+configure_spark_process(connector="lines", task=0)  # a planner: one task's process
+get_logger("connectd.runtime.source_task").warning("poll_slow")
+get_logger("connectd.runtime.source_task").info("not_shown")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
+                          env={**os.environ, **env})
+    [line] = [json.loads(text) for text in done.stderr.splitlines()]
+    assert (line["event"], line["level"], line["worker"], line["connector"], line["task"]) == (
+        "poll_slow", "warning", "127.0.0.1:8083", "lines", 0)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
+                          env={**os.environ, **env, "CONNECTD_LOG_JSON": "false"})
+    assert "[lines|task-0] poll_slow" in done.stderr and "worker=127.0.0.1:8083" in done.stderr
 
 
 def test_structlog_get_logger_goes_through_the_chain_after_configure():

@@ -71,7 +71,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 
 from connectd.connector import TopicPartition
-from connectd.logging import get_logger
+from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.kafka_io import KafkaStreamReader, decode_tp
 
 __all__ = ["FORMAT", "IDLE_STOP_S", "SPEC_OPTION", "SinkSpec", "SinkTaskDataSource", "instances_dir", "run"]
@@ -190,6 +190,7 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[st
     if not ranges:
         return
     spec = SinkSpec.from_json(spec_json)
+    configure_spark_process()
     instance = _locked_instance(spec)
     try:
         instance.captured = {}

@@ -171,7 +171,8 @@ class SinkTaskRunner:
             task.context.reporter = _Reporter(self)
         # Every call on the task comes from this one thread, as in Kafka Connect (the callers' threads
         # vary: Spark's, py4j's, an executor's reaper).
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"connectd-sink-task-{self.errors.task_id}")
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"connectd-sink-task-{self.errors.task_id}",
+                                          initializer=_bind_task, initargs=(self.errors.connector, self.errors.task_id))
         try:
             self._call(task.start, task_config)
             self._call(task.open, partitions)
@@ -475,6 +476,13 @@ class SinkTaskRunner:
             self.task.close(self.partitions)
         finally:
             self.task.stop()
+
+
+def _bind_task(connector: str, task_id: int) -> None:
+    """Every line logged on a task's own thread names its connector and task."""
+    import structlog
+
+    structlog.contextvars.bind_contextvars(connector=connector, task=task_id)
 
 
 class _Reporter(ErrantRecordReporter):

@@ -111,7 +111,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from connectd.logging import get_logger
+from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.error_handling import TaskCounts
 from connectd.runtime.kafka_io import (
     executor_producer,
@@ -270,7 +270,7 @@ class _Poller:
                 polled = self._poll()
             except BaseException as error:  # noqa: BLE001 - the task fails with it at the next batch
                 if getattr(error, "retriable", False):  # RetriableException: poll() again, as Kafka Connect does
-                    log.warning("source_task_poll_retriable_error", task=self._name, error=str(error))
+                    log.warning("source_task_poll_retriable_error", error=str(error))
                     time.sleep(_EMPTY_POLL_PAUSE_S)
                     continue
                 with self._cond:
@@ -515,13 +515,13 @@ class SourceTaskReader(DataSourceStreamReader):
             try:
                 commit_record(record, metadata)
             except Exception as error:  # noqa: BLE001 - a hint: Kafka Connect logs it and goes on too
-                log.error("source_task_commit_record_failed", task=self._name(), error=repr(error))
+                log.error("source_task_commit_record_failed", error=repr(error))
 
     def _commit_task(self) -> None:
         try:
             self._task.commit()
         except Exception as error:  # noqa: BLE001 - a hint: Kafka Connect logs it and goes on too
-            log.error("source_task_commit_failed", task=self._name(), error=repr(error))
+            log.error("source_task_commit_failed", error=repr(error))
 
     def _record_topics(self, topics: set[str]) -> None:
         """Tell the herder about topics not written to before (see the module's docstring).
@@ -567,6 +567,8 @@ class SourceTaskReader(DataSourceStreamReader):
         from connectd.transforms.chain import TransformationChain
 
         spec = self.spec
+        # This process serves this one task's query while it runs: its lines name the task.
+        configure_spark_process(connector=spec["connector"], task=int(spec["task_id"]))
         worker = WorkerConfig(spec["worker_config"], "standalone", source="worker")
         resolve = worker.providers.resolve
         connector_config = {k: resolve(v) for k, v in spec["connector_config"].items()}

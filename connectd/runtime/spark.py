@@ -130,9 +130,14 @@ def start_session(config: WorkerConfig, worker_id: str = "") -> SparkSession:
 
     from pyspark.sql import SparkSession
 
-    from connectd.logging import lines_are_json
+    from connectd.logging import lines_are_json, spark_process_env
 
     conf = config.spark_conf()
+    # Spark's Python processes write their lines as this worker does: those on this host inherit
+    # the environment (the JVM starts them), executors elsewhere get it from the conf.
+    for key, value in spark_process_env(worker_id).items():
+        os.environ[key] = value
+        conf.setdefault(f"spark.executorEnv.{key}", value)
     level = "ERROR" if logging.getLogger().getEffectiveLevel() >= logging.ERROR else "WARN"
     options = f"-Dlog4j2.configurationFile={_log4j_file(lines_are_json(), level, worker_id)}"
     conf["spark.driver.extraJavaOptions"] = f"{options} {conf.get('spark.driver.extraJavaOptions', '')}".strip()

@@ -324,6 +324,8 @@ def test_a_spark_hiccup_restarts_the_query_at_once_and_only_repeated_ones_fail_t
 
             await wait_until_async(observe, "the task FAILED after its allowed hiccups", timeout=240,
                                    until=lambda state: state == FAILED)
+            assert herder.metrics.registry.get_sample_value("connectd_spark_hiccups_total",
+                                                            {"worker": "test-worker"}) == 3
             return seen, herder.status.task(name, 0)
         finally:
             await herder.stop()
