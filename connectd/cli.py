@@ -325,6 +325,7 @@ async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_u
     """
     import signal
 
+    from connectd.logging import bind_context
     from connectd.notify import SystemdNotifier
     from connectd.worker import Worker
 
@@ -346,15 +347,16 @@ async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_u
     supervisor: asyncio.Task[None] | None = None
     try:
         async with Worker(config, registry=registry) as worker:
-            herder = await worker.start_herder()
-            for connector, origin in connectors:
-                await herder.put(connector, origin)
-            if on_up is not None:
-                on_up(worker)
-            if notifier.enabled and not stop.is_set():
-                notifier.ready(herder.local_summary())
-                supervisor = loop.create_task(_tell_systemd(notifier, herder, stop))
-            await stop.wait()
+            with bind_context(worker=worker.worker_id):  # the connectors' start-up lines too
+                herder = await worker.start_herder()
+                for connector, origin in connectors:
+                    await herder.put(connector, origin)
+                if on_up is not None:
+                    on_up(worker)
+                if notifier.enabled and not stop.is_set():
+                    notifier.ready(herder.local_summary())
+                    supervisor = loop.create_task(_tell_systemd(notifier, herder, stop))
+                await stop.wait()
     finally:
         if supervisor is not None:
             supervisor.cancel()

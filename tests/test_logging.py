@@ -738,5 +738,6 @@ def test_spark_log4j_lines_have_the_worker_s_keys_and_levels():
     assert pattern.startswith('{"timestamp": ') and '"worker": "host:8083"' in pattern
     assert "%enc{%msg}{JSON}" in pattern and "WARN=warning" in pattern and "lowerCase=true" in pattern
     assert config["rootLogger.level"] == "WARN" and config["appender.out.target"] == "SYSTEM_OUT"
+    assert config["appender.out.filter.cancel.onMatch"] == "DENY"  # a stopped query's benign warning
     console = dict(line.split(" = ", 1) for line in log4j_config(False, "ERROR").splitlines())
     assert console["appender.out.layout.pattern"].startswith("%d{") and console["rootLogger.level"] == "ERROR"

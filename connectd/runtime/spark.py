@@ -31,7 +31,8 @@ task start and bury the worker's own logs: a micro-batch took longer than
 the trigger interval (tasks run their micro-batches back to back, a 100 ms
 trigger); a job ran in a scheduler pool not in an allocation file (every
 task has its own FAIR pool, made on first use); adaptive query execution
-is off in streaming queries (they are all streaming queries).
+is off in streaming queries (they are all streaming queries); stopping a
+query between its micro-batches found no job of its group to cancel.
 """
 
 from __future__ import annotations
@@ -96,6 +97,11 @@ def log4j_config(as_json: bool, level: str = "WARN", worker: str = "") -> str:
         "appender.out.layout.type = PatternLayout",
         "appender.out.layout.alwaysWriteExceptions = false",
         f"appender.out.layout.pattern = {pattern}",
+        # Stopping a task's query between its micro-batches cancels a job group with no job.
+        "appender.out.filter.cancel.type = RegexFilter",
+        "appender.out.filter.cancel.regex = Failed to cancel job group .*Cannot find active jobs for it.*",
+        "appender.out.filter.cancel.onMatch = DENY",
+        "appender.out.filter.cancel.onMismatch = NEUTRAL",
         f"rootLogger.level = {level}",
         "rootLogger.appenderRef.out.ref = out",
     ]

@@ -97,6 +97,16 @@ def test_quickstart_moves_generated_records_to_a_file_and_stops_cleanly(tmp_path
     assert set(first) == {"registertime", "userid", "regionid", "gender"}
     offsets = json.loads((tmp_path / "connect.offsets").read_text())
     assert offsets["offsets"][0]["key"][0] == "quickstart-datagen"
+    # A clean console: the quickstart's own lines, then the worker's (JVM and Spark's Python processes
+    # included) as JSON lines naming the worker, warnings only for what went wrong; no progress bars.
+    own = ("embedded broker up", "starting a standalone worker", "worker is up", "records moved:", "broker and worker")
+    lines = [line for line in (result.stdout + result.stderr).splitlines()
+             if not line.startswith(own) and line != "WARNING: Using incubator modules: jdk.incubator.vector"]
+    events = [json.loads(line) for line in lines]  # every one a JSON line
+    assert all(event["worker"] for event in events), [e for e in events if not e.get("worker")]
+    assert [e for e in events if e["level"] not in ("info", "debug")] == []
+    assert {(e["connector"], e["task"]) for e in events if e.get("task") is not None} == {
+        ("quickstart-datagen", 0), ("quickstart-file-sink", 0)}
 
 
 def test_the_rest_api_answers_while_spark_starts_and_a_write_waits_for_the_herder(broker, topic_name, tmp_path,
