@@ -72,11 +72,12 @@ def committed_total(consumer: Any, topic: str) -> int:
 
 
 async def sink_run(herder: Any, bootstrap: str, topic: str, out: Path, tasks: int, records: int,
-                   memory: PssPeak) -> dict[str, Any]:
-    """A FileStreamSink with *tasks* tasks over *topic* until its group committed *records*."""
+                   memory: PssPeak, name: str | None = None) -> dict[str, Any]:
+    """A FileStreamSink with *tasks* tasks over *topic* until its group committed *records*;
+    *name* its name (and group's), ``bench-sink-<tasks>`` by default."""
     from confluent_kafka import Consumer
 
-    name = f"bench-sink-{tasks}"
+    name = name or f"bench-sink-{tasks}"
     group = Consumer({"bootstrap.servers": bootstrap, "group.id": f"connect-{name}"})
     memory.take()
     cpu = rp.cpu_sample()
