@@ -6,7 +6,7 @@ Each round runs a FileStreamSink connector (``tasks.max`` 4, StringConverter,
 own each time: once as the worker runs it, counting every micro-batch
 (durations, records, offset commits, the executor's put() counts, errors and
 lag brought back with each batch), once with the worker's per-task metrics
-switched off (the herder hands the queries no TaskMetrics). Rounds alternate
+switched off (the herder hands the queries metrics that count nothing). Rounds alternate
 the order, so drift on a shared machine falls on both. Throughput is
 sink_executors.py's: records/s from the group's first commit to the one that
 reaches N.
@@ -35,6 +35,15 @@ import runtime_pipeline as rp
 import sink_executors as se
 
 
+class _Off:
+    """A task's metrics that count nothing."""
+
+    def batch(self, *args: Any) -> None: ...
+    def committed(self, *args: Any) -> None: ...
+    def task_counts(self, *args: Any) -> None: ...
+    def remove(self) -> None: ...
+
+
 async def rounds(bootstrap: str, spark: Any, tmp: Path, topic: str, records: int, count: int) -> dict[str, Any]:
     herder = await rp.started_herder(bootstrap, spark, tmp)
     with_metrics = herder.metrics.task
@@ -43,7 +52,7 @@ async def rounds(bootstrap: str, spark: Any, tmp: Path, topic: str, records: int
     try:
         for index in range(count * 2):
             mode = ("on", "off")[(index + index // 2) % 2]  # on off, off on, on off, …
-            herder.metrics.task = with_metrics if mode == "on" else (lambda connector, task: None)
+            herder.metrics.task = with_metrics if mode == "on" else (lambda connector, task: _Off())
             name = f"bench-sink-4-{index}"
             print(f"round {index // 2 + 1}, metrics {mode} ...", file=sys.stderr)
             result = await se.sink_run(herder, bootstrap, topic, tmp / f"{name}.txt", 4, records, memory, name)

@@ -740,16 +740,18 @@ class HerderBase:
         hiccup while RUNNING, which changes no status."""
         with bind_context(connector=run.name, task=task.id):
             while True:
+                metrics = self.metrics.task(run.name, task.id)
                 try:
                     await self._prepare_task(run)
                     task_class = run.task_class(task.config)
                     task.handle = await asyncio.to_thread(
                         self.assembler.start, connector=run.name, connector_config=run.config, kind=run.kind,
                         task_class=task_class, task_id=task.id, task_config=task.config, tasks=tasks,
-                        paused=run.target == "PAUSED", metrics=self.metrics.task(run.name, task.id))
+                        paused=run.target == "PAUSED", metrics=metrics)
                     run.partitions = task.handle.partitions or run.partitions
                     break
                 except Exception as exc:
+                    metrics.remove()  # a task that did not start leaves no series
                     if self._hiccup(task, exc):
                         continue
                     self.metrics.started("task", False)

@@ -335,3 +335,57 @@ def test_a_spark_hiccup_restarts_the_query_at_once_and_only_repeated_ones_fail_t
     assert "Python worker failed to connect back" in status.trace
     starts = [line for line in events.read_text().splitlines() if line.split()[1] == "start"]
     assert len(starts) == 4  # the first run and three restarts
+
+
+def test_a_task_that_cannot_start_is_failed_and_leaves_no_metrics_series(spark, broker, topic_name, tmp_path,
+                                                                           worker_config):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from connectd import ConnectException, SinkConnector, SinkTask
+    from connectd.plugins import PluginInfo, get_registry, reset_plugins
+
+    class Unstartable(SinkTask):
+        pinned = True  # started in the worker process, as the task's query starts
+
+        def start(self, config):
+            raise ConnectException("cannot reach the target store")
+
+        def put(self, records):
+            pass
+
+        def stop(self):
+            pass
+
+    class UnstartableSink(SinkConnector):
+        def start(self, config):
+            self.config = dict(config)
+
+        def task_class(self):
+            return Unstartable
+
+        def task_configs(self, max_tasks):
+            return [self.config]
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(timeout=30)
+    get_registry().add(PluginInfo(UnstartableSink, "connector", ("UnstartableForTest",), "tests", "0"))
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
+        await herder.start()
+        try:
+            await herder.put({"name": "unstartable", "connector.class": "UnstartableForTest", "topics": topic_name})
+            status = herder.status.task("unstartable", 0)
+            series = [sample for family in herder.metrics.registry.collect() for sample in family.samples
+                      if sample.labels.get("connector") == "unstartable" and sample.labels.get("task") == "0"
+                      and not sample.name.startswith("connectd_task_status")]
+            return status, series
+        finally:
+            await herder.stop()
+
+    try:
+        status, series = asyncio.run(scenario())
+    finally:
+        reset_plugins()
+    assert status.state == FAILED and "cannot reach the target store" in status.trace
+    assert series == []  # no zero-valued batch, commit or record series for a task that never ran
