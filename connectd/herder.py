@@ -662,6 +662,10 @@ class HerderBase:
             self.status.put_connector(name, status)
         else:
             self.status.put_task(name, task, status)
+            run = self._connectors.get(name)
+            for task_run in run.tasks if run is not None else ():
+                if task_run.id == task and task_run.handle is not None and task_run.handle.metrics is not None:
+                    task_run.handle.metrics.state(state)  # the time it spends RUNNING or PAUSED
         log.info("status_changed", connector=name, task=task, state=state)
 
     def _context_for(self, run: _ConnectorRun) -> ConnectorContext:
@@ -761,6 +765,7 @@ class HerderBase:
                     return
             self.metrics.started("task", True)
             state = PAUSED if run.target == "PAUSED" else RUNNING
+            metrics.state(state)
             current = self.status.task(run.name, task.id)
             if not again or current is None or current.state != state:
                 self._set(run.name, task.id, state)

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 __all__ = ["CONNECTOR_STATES", "TASK_STATES", "TaskMetrics", "WorkerMetrics", "timed_commit"]
@@ -143,6 +143,7 @@ class WorkerMetrics:
         self.rebalances.labels(worker_id)
         self.spark_hiccups.labels(worker_id)
         self._herder: Any = None
+        self._tasks: dict[tuple[str, ...], TaskMetrics] = {}  # the tasks running here, for their state seconds
         registry.register(_StateCollector(self))
 
     def watch(self, herder: Any) -> None:
@@ -151,7 +152,9 @@ class WorkerMetrics:
 
     def task(self, connector: str, task: int) -> TaskMetrics:
         """The event series of one running task."""
-        return TaskMetrics(self, connector, task)
+        made = TaskMetrics(self, connector, task)
+        self._tasks[made._labels] = made
+        return made
 
     def rebalanced(self, seconds: float) -> None:
         self.rebalances.labels(self.worker_id).inc()
@@ -189,6 +192,9 @@ class TaskMetrics:
                        "polled": metrics.source_polled, **errors},
         }
         self._lagging: set[tuple[str, str]] = set()  # (topic, partition) with a lag series
+        self._state: str | None = None
+        self._since = time.monotonic()
+        self._state_seconds: dict[str, float] = {}
 
     def batch(self, seconds: float, records: int, kind: str) -> None:
         """A micro-batch of *records* records completed in *seconds*; *kind* ``source`` or ``sink``."""
@@ -207,6 +213,20 @@ class TaskMetrics:
             self._lagging.add((topic, str(partition)))
             self._metrics.sink_lag.labels(*self._labels, topic, str(partition)).set(records)
 
+    def state(self, state: str) -> None:
+        """The task is in *state* from now on (``RUNNING``, ``PAUSED``, …)."""
+        now = time.monotonic()
+        if self._state is not None:
+            self._state_seconds[self._state] = self._state_seconds.get(self._state, 0.0) + now - self._since
+        self._state, self._since = state, now
+
+    def state_seconds(self) -> dict[str, float]:
+        """Seconds the task spent in each state here so far, the current one included."""
+        seconds = dict(self._state_seconds)
+        if self._state is not None:
+            seconds[self._state] = seconds.get(self._state, 0.0) + time.monotonic() - self._since
+        return seconds
+
     def committed(self, seconds: float, ok: bool) -> None:
         """An offset commit ended (stored in the offsets file or topic, or committed to the group)."""
         (self._commit_ok if ok else self._commit_failed).inc()
@@ -215,6 +235,8 @@ class TaskMetrics:
     def remove(self) -> None:
         """The task stopped here: its series go (another worker may run it now)."""
         metrics = self._metrics
+        if metrics._tasks.get(self._labels) is self:
+            del metrics._tasks[self._labels]
         for family in (metrics.batches, metrics.batch_seconds, metrics.batch_records, metrics.source_records,
                        metrics.sink_records, metrics.offset_commit_seconds, *self._counted["sink"].values(),
                        *self._counted["source"].values()):
@@ -255,6 +277,14 @@ class _StateCollector(Collector):
     def collect(self) -> Iterator[Any]:
         herder = self._metrics._herder
         worker = self._metrics.worker_id
+        state_seconds = CounterMetricFamily(
+            "connectd_task_state_seconds", "Seconds a task spent in each state on this worker since it started "
+            "here: rate() of RUNNING's is Kafka Connect's running-ratio, of PAUSED's its pause-ratio.",
+            labels=["worker", "connector", "task", "state"])
+        for labels, task_metrics in list(self._metrics._tasks.items()):
+            for state, seconds in task_metrics.state_seconds().items():
+                state_seconds.add_metric([*labels, state], seconds)
+        yield state_seconds
         if herder is None:
             return
         view = herder.local_view()

@@ -71,3 +71,24 @@ def test_task_series_count_batches_and_commits_and_go_with_the_task():
     assert found[("connectd_rebalance_seconds_sum", (("worker", "w"),))] == 1.5
     task.remove()
     assert not [key for key in scrape(metrics) if ("connector", "in") in key[1]]
+
+
+def test_a_tasks_seconds_in_each_state_give_kafka_connects_running_and_pause_ratios(monkeypatch):
+    import connectd.metrics
+
+    clock = [100.0]
+    monkeypatch.setattr(connectd.metrics.time, "monotonic", lambda: clock[0])
+    metrics = WorkerMetrics("w")
+    task = metrics.task("in", 0)
+    task.state("RUNNING")
+    clock[0] += 30
+    task.state("PAUSED")
+    clock[0] += 10
+    task.state("RUNNING")
+    clock[0] += 5  # running still: counted up to the scrape
+    found = scrape(metrics)
+    labels = (("connector", "in"), ("state", "RUNNING"), ("task", "0"), ("worker", "w"))
+    assert found[("connectd_task_state_seconds_total", labels)] == 35
+    assert found[("connectd_task_state_seconds_total", (labels[0], ("state", "PAUSED"), *labels[2:]))] == 10
+    task.remove()
+    assert not [key for key in scrape(metrics) if ("connector", "in") in key[1]]

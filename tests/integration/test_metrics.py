@@ -104,6 +104,9 @@ def test_metrics_show_states_start_ups_batches_records_and_commits(broker, spark
     assert value(found, "connectd_sink_puts_total", connector="lines-out", task="0") >= 1
     assert value(found, "connectd_sink_put_seconds_total", connector="lines-out", task="0") > 0
     assert value(found, "connectd_task_record_failures_total", connector="lines-out", task="0") == 0
+    # time in each state, whose rate() is Kafka Connect's running-ratio
+    assert value(found, "connectd_task_state_seconds_total", connector="lines-in", task="0", state="RUNNING") > 0
+    assert value(found, "connectd_task_state_seconds_total", connector="lines-in", task="0", state="PAUSED") is None
     assert value(found, "connectd_source_records_polled_total", connector="lines-in", task="0") == LINES
     assert value(found, "connectd_source_polls_total", connector="lines-in", task="0") >= 1
     assert value(found, "connectd_task_record_failures_total", connector="lines-in", task="0") == 0
