@@ -114,6 +114,9 @@ class WorkerMetrics:
         self.source_polled = Counter(
             "connectd_source_records_polled", "Records a source task's poll() returned (before transforms).",
             _TASK, registry=registry)
+        self.source_active = Gauge(
+            "connectd_source_records_active", "Records a source task polled and has not yet written, as its last "
+            "micro-batch was taken (that batch's and those not yet committed).", _TASK, registry=registry)
         self.record_failures = Counter(
             "connectd_task_record_failures", "Records whose conversion, transformation or put failed (each "
             "attempt's final failure; reported errant records included).", _TASK, registry=registry)
@@ -209,6 +212,8 @@ class TaskMetrics:
         ``{(topic, partition): records past the batch's end}``."""
         for key, family in self._counted["source" if lag is None else "sink"].items():
             family.labels(*self._labels).inc(counts.get(key, 0))  # every one exported, at 0 until it counts
+        if "active" in counts:
+            self._metrics.source_active.labels(*self._labels).set(counts["active"])
         for (topic, partition), records in (lag or {}).items():
             self._lagging.add((topic, str(partition)))
             self._metrics.sink_lag.labels(*self._labels, topic, str(partition)).set(records)
@@ -238,7 +243,8 @@ class TaskMetrics:
         if metrics._tasks.get(self._labels) is self:
             del metrics._tasks[self._labels]
         for family in (metrics.batches, metrics.batch_seconds, metrics.batch_records, metrics.source_records,
-                       metrics.sink_records, metrics.offset_commit_seconds, *self._counted["sink"].values(),
+                       metrics.sink_records, metrics.offset_commit_seconds, metrics.source_active,
+                       *self._counted["sink"].values(),
                        *self._counted["source"].values()):
             _remove(family, self._labels)
         for topic, partition in self._lagging:

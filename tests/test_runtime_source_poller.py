@@ -149,12 +149,14 @@ def test_a_handoff_file_goes_once_spark_committed_its_batch(tmp_path):
     reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}}), "handoff.dir": str(tmp_path)})
     batch = write_arrow_batch([("t", None, None, b"a", None, None, None, None)])
     reader._kept = {1: _ipc_file([batch], str(tmp_path / "1.arrow")), 2: _ipc_file([batch], str(tmp_path / "2.arrow"))}
-    reader._stats = {1: {"polls": 1, "polled": 3}, 2: {"polls": 2, "failures": 1}}  # take_counts() per batch
+    # take_counts() per batch, and the records not yet written as each was taken
+    reader._stats = {1: {"polls": 1, "polled": 3, "active": 3}, 2: {"polls": 2, "failures": 1, "active": 5}}
+    reader._unwritten = {1: 3, 2: 2}
     (partition,) = reader.partitions({"seq": 0}, {"seq": 2})
     assert partition.files == [str(tmp_path / "1.arrow"), str(tmp_path / "2.arrow")] and partition.streams == []
-    assert partition.stats == {"polls": 3, "polled": 3, "failures": 1} and reader._stats == {}
+    assert partition.stats == {"polls": 3, "polled": 3, "failures": 1, "active": 5} and reader._stats == {}
     reader.commit({"seq": 1})
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["2.arrow"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2.arrow"] and reader._unwritten == {2: 2}
 
 
 class Acknowledged:

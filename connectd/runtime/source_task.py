@@ -356,11 +356,12 @@ class SourceTaskReader(DataSourceStreamReader):
         self.polled_records = 0
         self._counts = TaskCounts()
         self._stats: dict[int, dict[str, float]] = {}  # seq -> take_counts() when the batch was taken
+        self._unwritten: dict[int, int] = {}  # seq -> records of a batch taken, until Spark commits it
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.update(_task=None, _poller=None, _chain=None, _converters={}, _kept={}, _errors=None, _dlq=None,
-                     _admin=None, _polled={}, _stats={}, _counts=TaskCounts())
+                     _admin=None, _polled={}, _stats={}, _counts=TaskCounts(), _unwritten={})
         return state
 
     def initialOffset(self) -> dict[str, int]:
@@ -392,7 +393,10 @@ class SourceTaskReader(DataSourceStreamReader):
         self._seq += 1
         if self._acks:
             self._polled[self._seq] = polled
-        self._stats[self._seq] = self.take_counts()
+        self._unwritten[self._seq] = sum(batch.num_rows for batch in batches) - len(offsets)
+        # Records polled and not yet written (Kafka Connect's source-record-active-count) as the batch
+        # is taken: those of the batches not yet committed, this one's included.
+        self._stats[self._seq] = {**self.take_counts(), "active": sum(self._unwritten.values())}
         if self.handoff_dir is None:
             self._kept[self._seq] = _ipc(batches)
         else:
@@ -411,7 +415,7 @@ class SourceTaskReader(DataSourceStreamReader):
         stats: dict[str, float] = {}
         for seq in seqs:
             for key, value in self._stats.pop(seq, {}).items():
-                stats[key] = stats.get(key, 0) + value
+                stats[key] = value if key == "active" else stats.get(key, 0) + value  # a level, not a count
         return [_Batch([k for k in kept if isinstance(k, bytes)], [k for k in kept if isinstance(k, str)], seqs,
                        self._acks, stats)]
 
@@ -425,6 +429,8 @@ class SourceTaskReader(DataSourceStreamReader):
                                                        "stats": getattr(partition, "stats", {})})
 
     def commit(self, end: dict[str, int]) -> None:
+        for seq in [s for s in self._unwritten if s <= int(end["seq"])]:
+            del self._unwritten[seq]
         for seq in [s for s in self._kept if s <= int(end["seq"])]:
             kept = self._kept.pop(seq)
             if isinstance(kept, str):

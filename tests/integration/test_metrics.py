@@ -109,6 +109,7 @@ def test_metrics_show_states_start_ups_batches_records_and_commits(broker, spark
     assert value(found, "connectd_task_state_seconds_total", connector="lines-in", task="0", state="PAUSED") is None
     assert value(found, "connectd_source_records_polled_total", connector="lines-in", task="0") == LINES
     assert value(found, "connectd_source_polls_total", connector="lines-in", task="0") >= 1
+    assert 0 < value(found, "connectd_source_records_active", connector="lines-in", task="0") <= LINES
     assert value(found, "connectd_task_record_failures_total", connector="lines-in", task="0") == 0
     for partition in ("0", "1"):  # all read
         assert value(found, "connectd_sink_record_lag", connector="lines-out", task="0", topic=topic_name,
