@@ -34,7 +34,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+)
 from prometheus_client.registry import Collector
 
 __all__ = ["CONNECTOR_STATES", "TASK_STATES", "TaskMetrics", "WorkerMetrics", "timed_commit"]
