@@ -500,6 +500,8 @@ class DistributedHerder(HerderBase):
                     for name, run in self._connectors.items()}
         await asyncio.gather(*(stop(self._connectors[name], task) for name, tasks in stopping.items()
                                for task in tasks))
+        self._assigned = WorkerLoad.of(set(self._assigned.connectors) - set(revoked.connectors),
+                                       set(self._assigned.tasks) - revoked_tasks)
         for name, run in list(self._connectors.items()):
             run.tasks = [t for t in run.tasks if t not in stopping.get(name, [])]
             if name in revoked.connectors and run.instance is not None:
@@ -507,8 +509,6 @@ class DistributedHerder(HerderBase):
                 run.instance = None
                 self.status.put_connector_safe(name, Status(UNASSIGNED, self.worker_id, None, self._generation()))
             self._forget_if_idle(name)
-        self._assigned = WorkerLoad.of(set(self._assigned.connectors) - set(revoked.connectors),
-                                       set(self._assigned.tasks) - revoked_tasks)
 
     async def _start_assigned(self, assignment: ConnectAssignment, generation: int) -> None:
         """Start what *assignment* gave us, once the config topic is read up to its offset; work
@@ -551,8 +551,10 @@ class DistributedHerder(HerderBase):
         return run
 
     def _forget_if_idle(self, name: str) -> None:
+        """Drop the local run of a connector with nothing here: no instance, no task, and not
+        assigned here (a STOPPED connector assigned here keeps its run, for its next target state)."""
         run = self._connectors.get(name)
-        if run is not None and run.instance is None and not run.tasks:
+        if run is not None and run.instance is None and not run.tasks and name not in self._assigned.connectors:
             del self._connectors[name]
 
     async def _start_owned_connector(self, name: str) -> None:
@@ -717,13 +719,9 @@ class DistributedHerder(HerderBase):
         state = self.snapshot.target_states.get(name, "STARTED")
         async with self._lock:
             run = self._connectors.get(name)
-            # An assigned connector with nothing running here (STOPPED) may have no local run.
-            fresh = run is None and name in self._assigned.connectors
-            if fresh:
-                run = self._local_run(name)
             if run is None:
                 return
-            previous, run.target = "STOPPED" if fresh else run.target, state
+            previous, run.target = run.target, state
             with bind_context(connector=name):
                 if state == "STOPPED":
                     for task in list(run.tasks):

@@ -429,9 +429,8 @@ class SourceTaskReader(DataSourceStreamReader):
                                                        "stats": getattr(partition, "stats", {})})
 
     def commit(self, end: dict[str, int]) -> None:
-        for seq in [s for s in self._unwritten if s <= int(end["seq"])]:
-            del self._unwritten[seq]
         for seq in [s for s in self._kept if s <= int(end["seq"])]:
+            self._unwritten.pop(seq, None)
             kept = self._kept.pop(seq)
             if isinstance(kept, str):
                 with contextlib.suppress(FileNotFoundError):
