@@ -496,6 +496,17 @@ class ConfigDef:
         """Parsed defaults of every key that has one."""
         return {k.name: k.default_value() for k in self if not k.required}
 
+    def parse(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Every declared key of *values* parsed, defaults for the rest: what a task reads its settings with.
+
+        :raises ConfigError: naming every key that is missing or wrong, not only the first.
+        """
+        problems = [problem for problem in self.validate(values) if problem.is_error]
+        if problems:
+            raise ConfigError(problems)
+        return {key.name: key.parse(values[key.name]) if values.get(key.name) is not None else key.default_value()
+                for key in self}
+
     def validate(
         self,
         values: Mapping[str, Any],

@@ -686,3 +686,17 @@ def test_suggestion_only_for_close_names() -> None:
 def test_importance_enum_values() -> None:
     assert [i.value for i in Importance] == ["HIGH", "MEDIUM", "LOW"]
     assert Type("PASSWORD") is Type.PASSWORD
+
+
+def test_parse_fills_defaults_and_names_every_bad_key():
+    definition = ConfigDef([
+        ConfigKey("size", Type.INT, "How many.", default=3, validator=Range.at_least(1)),
+        ConfigKey("name", Type.STRING, "Who."),
+        ConfigKey("secret", Type.PASSWORD, "Shh.", default=None),
+    ])
+    parsed = definition.parse({"name": "x", "secret": "s3"})
+    assert parsed["size"] == 3 and parsed["name"] == "x" and parsed["secret"].value() == "s3"
+    with pytest.raises(ConfigError) as raised:
+        definition.parse({"size": "0"})
+    assert [(p.key, p.message.split(" (")[0]) for p in raised.value.problems] == [
+        ("size", "expected a value in [1,...]"), ("name", "is required")]

@@ -13,9 +13,8 @@ import random
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
 
-from connectd import ConfigError, Schema, SourceRecord, SourceTask
+from connectd import Schema, SourceRecord, SourceTask
 
 from connectd_datagen.connector import DatagenConnector
 from connectd_datagen.quickstarts import QUICKSTARTS, Quickstart
@@ -33,17 +32,6 @@ _MAX_WAIT_MS = 1000.0
 # than sent in one burst, as Confluent's datagen (which sleeps between
 # records) never bursts either.
 _MAX_LAG_MS = 1000.0
-
-
-def _settings(config: Mapping[str, str]) -> dict[str, Any]:
-    """The connector's settings parsed, defaults filled in; :class:`ConfigError` naming the bad keys."""
-    problems = [p for p in DatagenConnector.config_def.validate(config) if p.is_error]
-    if problems:
-        raise ConfigError(problems)
-    return {
-        key.name: key.parse(config[key.name]) if config.get(key.name) is not None else key.default_value()
-        for key in DatagenConnector.config_def
-    }
 
 
 def _generator(seed: int | None, task_id: int, start: int) -> random.Random:
@@ -67,7 +55,7 @@ class DatagenTask(SourceTask):
     """
 
     def start(self, config: Mapping[str, str]) -> None:
-        settings = _settings(config)
+        settings = DatagenConnector.config_def.parse(config)
         self.topic: str = settings["kafka.topic"]
         self.quickstart: Quickstart = QUICKSTARTS[settings["quickstart"].lower()]
         self.max_interval_ms: int = settings["max.interval"]
