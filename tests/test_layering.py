@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_DIRS = [ROOT / "plugins" / "connectd-file", ROOT / "plugins" / "connectd-datagen"]
+PLUGIN_DIRS = [ROOT / "plugins" / name for name in ("connectd-file", "connectd-datagen", "connectd-jdbc")]
 
 
 def test_import_contracts_are_kept() -> None:

@@ -1,0 +1,302 @@
+"""What differs between PostgreSQL and MariaDB/MySQL: connecting, quoting, column types, DDL and writes.
+
+Writes, per run of records of one table and shape (:mod:`connectd_jdbc.task`):
+
+============ ============================================ ==================================================
+insert.mode  PostgreSQL (psycopg 3)                        MariaDB/MySQL (PyMySQL)
+============ ============================================ ==================================================
+insert       ``COPY t (…) FROM STDIN``                     multi-row ``INSERT INTO t (…) VALUES (…), (…)``
+upsert       ``INSERT … ON CONFLICT (pk) DO UPDATE``       ``INSERT … ON DUPLICATE KEY UPDATE``
+update       ``UPDATE t SET … WHERE pk = …``               the same
+delete       ``DELETE FROM t WHERE pk = …``                the same
+============ ============================================ ==================================================
+
+Each in statements of at most ``batch.size`` rows (executemany is pipelined by
+psycopg and folded into multi-row statements by PyMySQL), inside the put()'s
+one transaction.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from connectd import Date, Decimal, SchemaType, Time, Timestamp
+
+from connectd_jdbc.config import MYSQL, POSTGRESQL, Connection, Settings
+from connectd_jdbc.rows import Column
+
+__all__ = ["Dialect", "dialect_for"]
+
+
+def _chunks(rows: Sequence[Any], size: int):
+    for start in range(0, len(rows), size):
+        yield rows[start:start + size]
+
+
+class Dialect:
+    """A database's SQL and driver; subclasses fill in the differences."""
+
+    #: Exceptions of the driver: every database error, and those worth trying again.
+    errors: tuple[type[BaseException], ...] = ()
+    _types: ClassVar[dict[Any, str]] = {}
+    _quote_char = '"'
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.quoting = settings.quote_identifiers
+
+    # -- connecting -------------------------------------------------------------------------------
+
+    def connect(self) -> Any:
+        """A new connection, not in autocommit; ``connection.attempts`` tries, the last error raised."""
+        attempts = self.settings.connection_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._connect(self.settings.connection)
+            except self.errors:
+                if attempt == attempts:
+                    raise
+                time.sleep(self.settings.connection_backoff_s)
+        raise AssertionError("unreachable")
+
+    def _connect(self, connection: Connection) -> Any:
+        raise NotImplementedError
+
+    def is_transient(self, error: BaseException) -> bool:
+        """Whether *error* may go away by itself: a lost connection, a deadlock, a lock wait."""
+        raise NotImplementedError
+
+    # -- names ------------------------------------------------------------------------------------
+
+    def quote(self, name: str) -> str:
+        if not self.quoting:
+            return name
+        q = self._quote_char
+        return q + name.replace(q, q + q) + q
+
+    def table(self, name: str) -> str:
+        """*name* (``table`` or ``schema.table``) as SQL."""
+        return ".".join(self.quote(part) for part in name.split("."))
+
+    def fold(self, name: str) -> str:
+        """*name* as the database compares it to the names it holds."""
+        return name
+
+    # -- tables -----------------------------------------------------------------------------------
+
+    def columns(self, cursor: Any, table: str) -> set[str] | None:
+        """The (folded) column names of *table*, or ``None`` when it does not exist."""
+        schema, _, bare = table.rpartition(".")
+        cursor.execute(self._columns_sql, (schema or None, self.fold(bare)))
+        found = {self.fold(row[0]) for row in cursor.fetchall()}
+        return found or None
+
+    _columns_sql = ""
+
+    def column_type(self, column: Column, key: bool) -> str:
+        schema = column.schema
+        if schema.name == Decimal.LOGICAL_NAME:
+            return self._decimal_type(int(schema.parameters.get("scale", "0")))
+        found = self._types.get(schema.name) or self._types.get(schema.type)
+        if found is None:
+            raise ValueError(f"column {column.name!r}: no SQL type for a {schema.type.value}")
+        if key and (schema.type, key) in self._types:
+            return self._types[(schema.type, key)]
+        return found
+
+    def _decimal_type(self, scale: int) -> str:
+        return "DECIMAL"
+
+    def column_definition(self, column: Column, key: bool) -> str:
+        definition = f"{self.quote(column.name)} {self.column_type(column, key)}"
+        if not column.optional or key:
+            definition += " NOT NULL"
+        literal = self._literal(column.schema.default_value)
+        if literal is not None:
+            definition += f" DEFAULT {literal}"
+        return definition
+
+    def create_table(self, table: str, key_columns: Sequence[Column], value_columns: Sequence[Column]) -> str:
+        parts = [self.column_definition(c, True) for c in key_columns]
+        parts += [self.column_definition(c, False) for c in value_columns]
+        if key_columns:
+            parts.append(f"PRIMARY KEY({', '.join(self.quote(c.name) for c in key_columns)})")
+        return f"CREATE TABLE IF NOT EXISTS {self.table(table)} ({', '.join(parts)})"
+
+    def add_column(self, table: str, column: Column) -> str:
+        return f"ALTER TABLE {self.table(table)} ADD COLUMN {self.column_definition(column, False)}"
+
+    def _literal(self, value: Any) -> str | None:
+        if value is None or isinstance(value, (bytes, bytearray)):
+            return None
+        if isinstance(value, bool):
+            return self._boolean(value)
+        if isinstance(value, (int, float, decimal.Decimal)):
+            return str(value)
+        if isinstance(value, (datetime.date, datetime.time)):
+            value = value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else value.isoformat()
+        return "'" + str(value).replace("'", "''") + "'"
+
+    def _boolean(self, value: bool) -> str:
+        return "TRUE" if value else "FALSE"
+
+    # -- writes -----------------------------------------------------------------------------------
+
+    def insert(self, cursor: Any, table: str, columns: Sequence[Column], rows: list[tuple[Any, ...]]) -> None:
+        names = ", ".join(self.quote(c.name) for c in columns)
+        marks = ", ".join(["%s"] * len(columns))
+        self._executemany(cursor, f"INSERT INTO {self.table(table)} ({names}) VALUES ({marks})", rows)
+
+    def upsert(self, cursor: Any, table: str, key_columns: Sequence[Column], value_columns: Sequence[Column],
+               rows: list[tuple[Any, ...]]) -> None:
+        raise NotImplementedError
+
+    def update(self, cursor: Any, table: str, key_columns: Sequence[Column], value_columns: Sequence[Column],
+               rows: list[tuple[Any, ...]]) -> None:
+        """*rows* are key values then other values; sent as other values then key values."""
+        if not value_columns:
+            return  # nothing to set: an update of the key alone changes nothing
+        sets = ", ".join(f"{self.quote(c.name)} = %s" for c in value_columns)
+        keys = " AND ".join(f"{self.quote(c.name)} = %s" for c in key_columns)
+        width = len(key_columns)
+        self._executemany(cursor, f"UPDATE {self.table(table)} SET {sets} WHERE {keys}",
+                          [row[width:] + row[:width] for row in rows])
+
+    def delete(self, cursor: Any, table: str, key_columns: Sequence[Column], rows: list[tuple[Any, ...]]) -> None:
+        keys = " AND ".join(f"{self.quote(c.name)} = %s" for c in key_columns)
+        self._executemany(cursor, f"DELETE FROM {self.table(table)} WHERE {keys}", rows)
+
+    def _executemany(self, cursor: Any, statement: str, rows: list[tuple[Any, ...]]) -> None:
+        for chunk in _chunks(rows, self.settings.batch_size):
+            cursor.executemany(statement, chunk)
+
+
+class PostgreSql(Dialect):
+    _types: ClassVar[dict[Any, str]] = {
+        SchemaType.INT8: "SMALLINT", SchemaType.INT16: "SMALLINT", SchemaType.INT32: "INT",
+        SchemaType.INT64: "BIGINT", SchemaType.FLOAT32: "REAL", SchemaType.FLOAT64: "DOUBLE PRECISION",
+        SchemaType.BOOLEAN: "BOOLEAN", SchemaType.STRING: "TEXT", SchemaType.BYTES: "BYTEA",
+        Date.LOGICAL_NAME: "DATE", Time.LOGICAL_NAME: "TIME", Timestamp.LOGICAL_NAME: "TIMESTAMP",
+    }
+    _columns_sql = ("SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = COALESCE(%s, current_schema()) AND table_name = %s")
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        import psycopg
+
+        self._psycopg = psycopg
+        self.errors = (psycopg.Error,)
+
+    def _connect(self, connection: Connection) -> Any:
+        arguments = {"host": connection.host, "port": connection.port, "dbname": connection.database,
+                     **connection.options}
+        if connection.user:
+            arguments["user"] = connection.user
+        if connection.password is not None:
+            arguments["password"] = connection.password.value()
+        return self._psycopg.connect(autocommit=False, **arguments)
+
+    def is_transient(self, error: BaseException) -> bool:
+        return isinstance(error, (self._psycopg.OperationalError, self._psycopg.InterfaceError))
+
+    def fold(self, name: str) -> str:
+        return name if self.quoting else name.lower()
+
+    def add_column(self, table: str, column: Column) -> str:
+        # IF NOT EXISTS: two tasks may evolve the same table at once.
+        return f"ALTER TABLE {self.table(table)} ADD COLUMN IF NOT EXISTS {self.column_definition(column, False)}"
+
+    def insert(self, cursor: Any, table: str, columns: Sequence[Column], rows: list[tuple[Any, ...]]) -> None:
+        names = ", ".join(self.quote(c.name) for c in columns)
+        for chunk in _chunks(rows, self.settings.batch_size):
+            with cursor.copy(f"COPY {self.table(table)} ({names}) FROM STDIN") as copy:
+                for row in chunk:
+                    copy.write_row(row)
+
+    def upsert(self, cursor: Any, table: str, key_columns: Sequence[Column], value_columns: Sequence[Column],
+               rows: list[tuple[Any, ...]]) -> None:
+        columns = [*key_columns, *value_columns]
+        names = ", ".join(self.quote(c.name) for c in columns)
+        marks = ", ".join(["%s"] * len(columns))
+        keys = ", ".join(self.quote(c.name) for c in key_columns)
+        if value_columns:
+            sets = ", ".join(f"{self.quote(c.name)} = EXCLUDED.{self.quote(c.name)}" for c in value_columns)
+            action = f"DO UPDATE SET {sets}"
+        else:
+            action = "DO NOTHING"
+        self._executemany(cursor, f"INSERT INTO {self.table(table)} ({names}) VALUES ({marks}) "
+                                  f"ON CONFLICT ({keys}) {action}", rows)
+
+
+class MySql(Dialect):
+    """MariaDB and MySQL."""
+
+    _quote_char = "`"
+    _types: ClassVar[dict[Any, str]] = {
+        SchemaType.INT8: "TINYINT", SchemaType.INT16: "SMALLINT", SchemaType.INT32: "INT",
+        SchemaType.INT64: "BIGINT", SchemaType.FLOAT32: "FLOAT", SchemaType.FLOAT64: "DOUBLE",
+        SchemaType.BOOLEAN: "TINYINT", SchemaType.STRING: "LONGTEXT", SchemaType.BYTES: "LONGBLOB",
+        # a key column needs a bounded length
+        (SchemaType.STRING, True): "VARCHAR(256)", (SchemaType.BYTES, True): "VARBINARY(1024)",
+        Date.LOGICAL_NAME: "DATE", Time.LOGICAL_NAME: "TIME(3)", Timestamp.LOGICAL_NAME: "DATETIME(3)",
+    }
+    _columns_sql = ("SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = COALESCE(%s, DATABASE()) AND table_name = %s")
+    # Client errors (2000–2999: connection lost or refused) and server errors that pass:
+    # too many connections, shutdown, lock wait timeout, deadlock, connection killed.
+    _TRANSIENT = frozenset({1040, 1053, 1205, 1213, 1927})
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        import pymysql
+
+        self._pymysql = pymysql
+        self.errors = (pymysql.err.Error,)
+
+    def _connect(self, connection: Connection) -> Any:
+        return self._pymysql.connect(
+            host=connection.host, port=connection.port, database=connection.database,
+            user=connection.user or "", password=connection.password.value() if connection.password else "",
+            autocommit=False, charset="utf8mb4")
+
+    def is_transient(self, error: BaseException) -> bool:
+        pymysql = self._pymysql
+        if isinstance(error, pymysql.err.InterfaceError):
+            return True
+        code = error.args[0] if isinstance(error, pymysql.err.OperationalError) and error.args else None
+        return isinstance(code, int) and (2000 <= code < 3000 or code in self._TRANSIENT)
+
+    def fold(self, name: str) -> str:
+        return name.lower()  # column names compare without case
+
+    def columns(self, cursor: Any, table: str) -> set[str] | None:
+        schema, _, bare = table.rpartition(".")
+        cursor.execute(self._columns_sql, (schema or None, bare))  # table names keep their case
+        found = {row[0].lower() for row in cursor.fetchall()}
+        return found or None
+
+    def _decimal_type(self, scale: int) -> str:
+        return f"DECIMAL(65, {min(scale, 30)})"
+
+    def _boolean(self, value: bool) -> str:
+        return "1" if value else "0"
+
+    def upsert(self, cursor: Any, table: str, key_columns: Sequence[Column], value_columns: Sequence[Column],
+               rows: list[tuple[Any, ...]]) -> None:
+        columns = [*key_columns, *value_columns]
+        names = ", ".join(self.quote(c.name) for c in columns)
+        marks = ", ".join(["%s"] * len(columns))
+        updated = value_columns or key_columns[:1]  # with no other column, a no-op keeps the row
+        sets = ", ".join(f"{self.quote(c.name)} = VALUES({self.quote(c.name)})" for c in updated)
+        self._executemany(cursor, f"INSERT INTO {self.table(table)} ({names}) VALUES ({marks}) "
+                                  f"ON DUPLICATE KEY UPDATE {sets}", rows)
+
+
+def dialect_for(settings: Settings) -> Dialect:
+    return {POSTGRESQL: PostgreSql, MYSQL: MySql}[settings.connection.dialect](settings)
+

@@ -1,0 +1,199 @@
+"""Records into rows: which columns a record fills, per ``pk.mode``, and the values it fills them with.
+
+A :class:`Shape` is worked out once per (key schema, value schema) and used
+for every record that has them:
+
+============ ======================================= ==========================================
+pk.mode      primary key columns                      other columns
+============ ======================================= ==========================================
+none         none                                     the value's fields
+kafka        topic, partition, offset (``pk.fields``) the value's fields
+record_key   the key struct's fields (``pk.fields``   the value's fields
+             or all), or one named column for a
+             primitive key
+record_value the value's fields in ``pk.fields``      the value's other fields
+             (or all)
+============ ======================================= ==========================================
+
+``fields.whitelist`` narrows the other columns. A record whose value is not a
+struct with a schema, or whose key does not fit ``pk.mode``, raises
+:class:`RecordError` saying which record and why; the task reports it (the
+errant record reporter) or fails.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from connectd import Date, Decimal, Schema, SchemaType, SinkRecord, Struct, Time, Timestamp
+
+from connectd_jdbc.config import Settings
+
+__all__ = ["Column", "RecordError", "Shape", "Shapes", "where"]
+
+_LOGICAL = {Decimal.LOGICAL_NAME, Date.LOGICAL_NAME, Time.LOGICAL_NAME, Timestamp.LOGICAL_NAME}
+_KAFKA_SCHEMAS = (Schema.STRING, Schema.INT32, Schema.INT64)
+
+
+class RecordError(Exception):
+    """A record this connector cannot turn into a row; the message says which and why."""
+
+
+def where(record: SinkRecord) -> str:
+    """``topic-partition@offset`` of *record*, for messages."""
+    return f"{record.topic}-{record.kafka_partition}@{record.kafka_offset}"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column a record fills: its name and the Connect schema its values have."""
+
+    name: str
+    schema: Schema
+
+    @property
+    def optional(self) -> bool:
+        return self.schema.optional
+
+    @property
+    def has_default(self) -> bool:
+        return self.schema.default_value is not None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How records with one pair of schemas become rows: key columns, other columns, and extractors."""
+
+    key_columns: tuple[Column, ...]
+    value_columns: tuple[Column, ...]
+    key: Callable[[SinkRecord], tuple[Any, ...]]
+    values: Callable[[SinkRecord], tuple[Any, ...]]
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        return self.key_columns + self.value_columns
+
+
+class Shapes:
+    """The :class:`Shape` of each record, worked out once per schema pair."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._zone = settings.db_timezone
+        self._cache: dict[tuple[Any, ...], Shape] = {}
+
+    def of(self, record: SinkRecord) -> Shape:
+        """The shape of *record*; a tombstone's has no value columns. :class:`RecordError` if it has none."""
+        tombstone = record.value is None
+        if not tombstone and not (isinstance(record.value, Struct) and record.value_schema is not None
+                                  and record.value_schema.type is SchemaType.STRUCT):
+            raise RecordError(
+                f"record {where(record)}: the value is {_described(record.value, record.value_schema)}; the JDBC "
+                "sink writes struct values with a schema (JsonConverter with schemas.enable=true, or a schema "
+                "registry's converter)")
+        if tombstone and not self._settings.delete_enabled:
+            raise RecordError(f"record {where(record)} has a null value (a tombstone) and delete.enabled=false: "
+                              "set delete.enabled=true (with pk.mode=record_key) to delete rows, or drop "
+                              "tombstones with a transform")
+        cache_key = (tombstone, record.key_schema, record.value_schema)
+        shape = self._cache.get(cache_key)
+        if shape is None:
+            shape = self._cache[cache_key] = self._shape(record, tombstone)
+        return shape
+
+    def _shape(self, record: SinkRecord, tombstone: bool) -> Shape:
+        settings = self._settings
+        mode, pk_fields = settings.pk_mode, settings.pk_fields
+        value_schema = None if tombstone else record.value_schema
+        value_names = [field.name for field in value_schema.fields] if value_schema is not None else []
+        key_columns: list[Column] = []
+        key: Callable[[SinkRecord], tuple[Any, ...]] = lambda _record: ()
+        if mode == "kafka":
+            key_columns = [Column(name, schema) for name, schema in zip(pk_fields, _KAFKA_SCHEMAS, strict=True)]
+            key = lambda r: (r.topic, r.kafka_partition, r.kafka_offset)
+        elif mode == "record_key":
+            key_columns, key = self._record_key(record)
+        elif mode == "record_value" and value_schema is not None:
+            names = list(pk_fields) or value_names
+            missing = [name for name in names if name not in value_names]
+            if missing:
+                raise RecordError(f"record {where(record)}: pk.fields names {', '.join(missing)}, not fields of "
+                                  f"the value (it has {', '.join(value_names)})")
+            key_columns = [self._column(value_schema, name, record) for name in names]
+            key = self._extractor(value_schema, names, lambda r: r.value)
+        key_names = {column.name for column in key_columns}  # a value field of a key column's name is the key
+        value_columns: list[Column] = []
+        values: Callable[[SinkRecord], tuple[Any, ...]] = lambda _record: ()
+        if value_schema is not None:
+            whitelist = settings.fields_whitelist
+            names = [name for name in value_names if name not in key_names and (not whitelist or name in whitelist)]
+            value_columns = [self._column(value_schema, name, record) for name in names]
+            values = self._extractor(value_schema, names, lambda r: r.value)
+        return Shape(tuple(key_columns), tuple(value_columns), key, values)
+
+    def _record_key(self, record: SinkRecord) -> tuple[list[Column], Callable[[SinkRecord], tuple[Any, ...]]]:
+        schema, pk_fields = record.key_schema, self._settings.pk_fields
+        if record.key is None or schema is None:
+            raise RecordError(f"record {where(record)}: pk.mode=record_key needs a key with a schema; this record "
+                              f"has {'no key' if record.key is None else 'a key without a schema'}")
+        if schema.type is SchemaType.STRUCT:
+            key_names = [field.name for field in schema.fields]
+            names = list(pk_fields) or key_names
+            missing = [name for name in names if name not in key_names]
+            if missing:
+                raise RecordError(f"record {where(record)}: pk.fields names {', '.join(missing)}, not fields of "
+                                  f"the key (it has {', '.join(key_names)})")
+            return ([self._column(schema, name, record) for name in names],
+                    self._extractor(schema, names, lambda r: r.key))
+        if schema.type.is_primitive:
+            if len(pk_fields) != 1:
+                raise RecordError(f"record {where(record)}: its key is a {schema.type.value}; pk.fields must name "
+                                  "the one column it goes to")
+            convert = self._converter(schema)
+            return [Column(pk_fields[0], schema)], lambda r: (convert(r.key),)
+        raise RecordError(f"record {where(record)}: a {schema.type.value} key cannot be a primary key")
+
+    def _column(self, struct_schema: Schema, name: str, record: SinkRecord) -> Column:
+        schema = struct_schema.field(name).schema
+        if not schema.type.is_primitive and schema.name not in _LOGICAL:
+            raise RecordError(f"record {where(record)}: field {name!r} is a {schema.type.value}; the JDBC sink "
+                              "writes primitive and logical (Decimal, Date, Time, Timestamp) fields only")
+        return Column(name, schema)
+
+    def _extractor(self, struct_schema: Schema, names: list[str],
+                   part: Callable[[SinkRecord], Struct]) -> Callable[[SinkRecord], tuple[Any, ...]]:
+        positions = {field.name: index for index, field in enumerate(struct_schema.fields)}
+        picks = [(positions[name], self._converter(struct_schema.field(name).schema)) for name in names]
+
+        def extract(record: SinkRecord) -> tuple[Any, ...]:
+            values = part(record).field_values()
+            return tuple(convert(values[index]) for index, convert in picks)
+        return extract
+
+    def _converter(self, schema: Schema) -> Callable[[Any], Any]:
+        if schema.name != Timestamp.LOGICAL_NAME:
+            return _same
+        zone = self._zone
+
+        def to_zone(value: Any) -> Any:
+            # Connect's Timestamp is an instant (naive means UTC); columns without a time zone
+            # get the wall-clock time of db.timezone.
+            if value is None:
+                return None
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=datetime.UTC)
+            return value.astimezone(zone).replace(tzinfo=None)
+        return to_zone
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _described(value: Any, schema: Schema | None) -> str:
+    if schema is None:
+        return f"a {type(value).__name__} without a schema"
+    return f"a {schema.type.value}"

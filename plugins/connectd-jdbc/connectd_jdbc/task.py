@@ -1,0 +1,268 @@
+"""The JDBC sink task: each put() is one transaction, committed before put() returns.
+
+connectd commits a batch's Kafka offsets only after ``pre_commit()``, which
+follows ``put()``: so the offsets never pass rows not committed to the
+database, and a crash replays from the last committed batch (at least once;
+``insert.mode=upsert`` makes a replay idempotent).
+
+put(records):
+
+1. each record becomes a row of its table (:mod:`connectd_jdbc.rows`); a record
+   that cannot (no struct value, a tombstone without ``delete.enabled``, a key
+   that does not fit ``pk.mode``) goes to the errant record reporter, or fails
+   the task when there is none;
+2. consecutive records of one table, operation and shape make a run; within a
+   keyed run (upsert, update, delete) the last record of a key wins, which is
+   what writing them one after another would leave;
+3. tables are created (``auto.create``) or given missing columns
+   (``auto.evolve``), each DDL statement committed on its own;
+4. every run is written (:mod:`connectd_jdbc.dialects`) and the transaction
+   committed.
+
+Failures:
+
+- a lost connection, a deadlock or a lock timeout: the transaction is rolled
+  back, the connection dropped, and put() raises ``RetriableException`` after
+  ``context.timeout(retry.backoff.ms)``: connectd calls put() again with the
+  same records, up to ``max.retries`` times in a row, then the task fails;
+- any other database error (a constraint, a value the column refuses): with an
+  errant record reporter (``errors.tolerance=all`` with a dead-letter topic or
+  ``errors.log.enable``), the records are written again one per transaction
+  and each one the database refuses is reported, the others kept; without one,
+  the task fails naming the records and the database's message;
+- a missing table without ``auto.create``, a missing column without
+  ``auto.evolve``, DDL the database refuses: the task fails.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from connectd import ConnectException, RetriableException, SinkRecord, SinkTask
+
+from connectd_jdbc.config import settings
+from connectd_jdbc.dialects import dialect_for
+from connectd_jdbc.rows import RecordError, Shape, Shapes, where
+
+__all__ = ["JdbcSinkTask"]
+
+log = logging.getLogger(__name__)
+
+
+class _Run:
+    """Consecutive records of one table, operation and shape, with their rows."""
+
+    def __init__(self, table: str, operation: str, shape: Shape) -> None:
+        self.table, self.operation, self.shape = table, operation, shape
+        self._keyed = operation != "insert"
+        self._width = len(shape.key_columns)
+        self._rows: dict[Any, tuple[SinkRecord, tuple[Any, ...]]] = {}
+
+    def add(self, record: SinkRecord, row: tuple[Any, ...]) -> None:
+        slot: Any = row[:self._width] if self._keyed else len(self._rows)
+        self._rows.pop(slot, None)  # the last record of a key wins, in its own place
+        self._rows[slot] = (record, row)
+
+    def items(self) -> list[tuple[SinkRecord, tuple[Any, ...]]]:
+        return list(self._rows.values())
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        return [row for _record, row in self._rows.values()]
+
+
+class JdbcSinkTask(SinkTask):
+    """Writes records to PostgreSQL or MariaDB/MySQL tables; see the module's docstring."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self._settings = settings(config)
+        self._dialect = dialect_for(self._settings)
+        self._shapes = Shapes(self._settings)
+        self._connection: Any = None
+        self._columns: dict[str, set[str]] = {}  # table → its (folded) column names, as last read
+        self._retries_left = self._settings.max_retries
+        self._reporter = self.context.errant_record_reporter()
+
+    def put(self, records: list[SinkRecord]) -> None:
+        if not records:
+            return
+        runs = self._runs(records)
+        errors = self._dialect.errors
+        try:
+            try:
+                self._write(runs)
+            except errors as error:
+                if self._dialect.is_transient(error):
+                    raise
+                self._rollback()
+                if self._reporter is None:
+                    raise ConnectException(
+                        f"writing records {where(records[0])} to {where(records[-1])} failed: {error}".strip()
+                    ) from error
+                self._one_by_one(runs)
+        except errors as error:  # transient: try the same records again
+            self._close()
+            if self._retries_left == 0:
+                raise ConnectException(f"writing records failed {self._settings.max_retries + 1} times in a row, "
+                                       f"the last time: {error}".strip()) from error
+            self._retries_left -= 1
+            log.warning("jdbc_write_retried: %s (retries left: %d)", str(error).strip(), self._retries_left)
+            self.context.timeout(self._settings.retry_backoff_ms)
+            raise RetriableException(f"database unavailable: {error}".strip()) from error
+        self._retries_left = self._settings.max_retries
+
+    def stop(self) -> None:
+        self._close()
+
+    # -- records into runs ------------------------------------------------------------------------
+
+    def _runs(self, records: list[SinkRecord]) -> list[_Run]:
+        runs: list[_Run] = []
+        current: _Run | None = None
+        table_format = self._settings.table_name_format
+        for record in records:
+            try:
+                shape = self._shapes.of(record)
+                row = shape.key(record) + shape.values(record)
+            except RecordError as error:
+                self._report(record, error)
+                continue
+            table = table_format.replace("${topic}", record.topic)
+            operation = "delete" if record.value is None else self._settings.insert_mode
+            if current is None or current.table != table or current.operation != operation \
+                    or current.shape is not shape:
+                current = _Run(table, operation, shape)
+                runs.append(current)
+            current.add(record, row)
+        return runs
+
+    def _report(self, record: SinkRecord, error: Exception) -> None:
+        if self._reporter is None:
+            raise ConnectException(str(error)) from error
+        self._reporter.report(record, error)
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        if self._connection is None:
+            self._connection = self._dialect.connect()
+        return self._connection
+
+    def _write(self, runs: list[_Run]) -> None:
+        connection = self._connect()
+        for run in runs:
+            self._prepare(connection, run)
+        with connection.cursor() as cursor:
+            for run in runs:
+                self._write_run(cursor, run, run.rows())
+        connection.commit()
+
+    def _write_run(self, cursor: Any, run: _Run, rows: list[tuple[Any, ...]]) -> None:
+        dialect, shape = self._dialect, run.shape
+        if run.operation == "insert":
+            dialect.insert(cursor, run.table, shape.columns, rows)
+        elif run.operation == "upsert":
+            dialect.upsert(cursor, run.table, shape.key_columns, shape.value_columns, rows)
+        elif run.operation == "update":
+            dialect.update(cursor, run.table, shape.key_columns, shape.value_columns, rows)
+        else:
+            dialect.delete(cursor, run.table, shape.key_columns, rows)
+
+    def _one_by_one(self, runs: list[_Run]) -> None:
+        """Each record in a transaction of its own; those the database refuses are reported."""
+        connection = self._connect()
+        for run in runs:
+            for record, row in run.items():
+                try:
+                    with connection.cursor() as cursor:
+                        self._write_run(cursor, run, [row])
+                    connection.commit()
+                except self._dialect.errors as error:
+                    if self._dialect.is_transient(error):
+                        raise
+                    self._rollback()
+                    self._report(record, error)
+
+    def _prepare(self, connection: Any, run: _Run) -> None:
+        """Make *run*'s table and columns exist (auto.create, auto.evolve), or fail saying why."""
+        if run.operation == "delete":
+            return  # deletes need only the key columns, which the table has if it has rows to delete
+        table, settings, dialect = run.table, self._settings, self._dialect
+        known = self._columns.get(table)
+        if known is None or self._missing(known, run.shape):
+            known = self._read_columns(connection, table)
+        if known is None:
+            if not settings.auto_create:
+                raise ConnectException(f"table {table} does not exist and auto.create=false: create it, or set "
+                                       "auto.create=true to create it from the records' schema")
+            refused = self._ddl(connection, dialect.create_table(table, run.shape.key_columns, run.shape.value_columns))
+            known = self._read_columns(connection, table)
+            if known is None:
+                raise ConnectException(f"table {table} could not be created: {refused}")
+            log.info("jdbc_table_created: %s", table)
+        missing = self._missing(known, run.shape)
+        if missing and not settings.auto_evolve:
+            raise ConnectException(f"table {table} has no column {', '.join(c.name for c in missing)}, which records "
+                                   "have: add it, or set auto.evolve=true to add such columns")
+        refusals = []
+        for column in missing:
+            if not column.optional and not column.has_default:
+                raise ConnectException(f"cannot add column {column.name} to table {table}: the field is required "
+                                       "and has no default, and existing rows would have no value for it")
+            refused = self._ddl(connection, dialect.add_column(table, column))
+            if refused is None:
+                log.info("jdbc_column_added: %s.%s", table, column.name)
+            else:
+                refusals.append(refused)
+        if missing:
+            known = self._read_columns(connection, table) or set()
+            still = self._missing(known, run.shape)
+            if still:
+                raise ConnectException(f"column {', '.join(c.name for c in still)} could not be added to table "
+                                       f"{table}: {'; '.join(refusals)}")
+        self._columns[table] = known
+
+    def _missing(self, known: set[str], shape: Shape) -> list[Any]:
+        fold = self._dialect.fold
+        return [column for column in shape.columns if fold(column.name) not in known]
+
+    def _read_columns(self, connection: Any, table: str) -> set[str] | None:
+        with connection.cursor() as cursor:
+            found = self._dialect.columns(cursor, table)
+        connection.commit()  # end the read's transaction
+        return found
+
+    def _ddl(self, connection: Any, statement: str) -> str | None:
+        """Run *statement* in a transaction of its own; what the database said if it refused.
+
+        A refusal is not yet a failure: another task may have made the same change at the
+        same moment, and the caller reads the table again to decide.
+        """
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(statement)
+            connection.commit()
+        except self._dialect.errors as error:
+            if self._dialect.is_transient(error):
+                raise
+            self._rollback()
+            return f"{statement}: {str(error).strip()}"
+        return None
+
+    def _rollback(self) -> None:
+        if self._connection is None:
+            return
+        try:
+            self._connection.rollback()
+        except self._dialect.errors:
+            self._close()
+
+    def _close(self) -> None:
+        connection, self._connection = self._connection, None
+        self._columns.clear()  # a new connection reads the tables again
+        if connection is not None:
+            try:
+                connection.close()
+            except self._dialect.errors:
+                log.debug("jdbc_close_failed", exc_info=True)

@@ -1,0 +1,287 @@
+"""The JDBC sink task against the machine's real PostgreSQL and MariaDB: modes, keys, DDL, transactions, errors."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Any
+
+import pytest
+from connectd_jdbc.connector import JdbcSinkConnector
+from connectd_jdbc.task import JdbcSinkTask
+
+from connectd import (
+    ConfigError,
+    ConnectException,
+    Date,
+    Decimal,
+    ErrantRecordReporter,
+    RetriableException,
+    Schema,
+    SchemaBuilder,
+    SinkRecord,
+    SinkTaskContext,
+    Struct,
+    Time,
+    Timestamp,
+    TopicPartition,
+)
+from connectd.broker import free_port
+
+PERSON = SchemaBuilder.struct().name("person").field("id", Schema.INT32).field("name", Schema.OPTIONAL_STRING).build()
+PERSON_KEY = SchemaBuilder.struct().field("id", Schema.INT32).build()
+
+
+class Reporter(ErrantRecordReporter):
+    """Keeps what was reported (the runtime's reporter sends it to the dead-letter topic)."""
+
+    def __init__(self) -> None:
+        self.reported: list[tuple[SinkRecord, BaseException]] = []
+
+    def report(self, record, error):
+        self.reported.append((record, error))
+
+
+def task_for(database, reporter: ErrantRecordReporter | None = None, **config: str) -> JdbcSinkTask:
+    settings = {"connection.url": database.url, "connection.user": database.user, **config}
+    task = JdbcSinkTask()
+    task.context = SinkTaskContext(settings, [TopicPartition("t", 0)])
+    task.context.reporter = reporter
+    task.start(settings)
+    return task
+
+
+def record(topic: str, value: Any, offset: int, *, key: Any = None, key_schema: Schema | None = None,
+           value_schema: Schema | None = PERSON) -> SinkRecord:
+    return SinkRecord(topic=topic, kafka_partition=0, key_schema=key_schema, key=key,
+                      value_schema=value_schema if value is not None else None, value=value,
+                      kafka_offset=offset, timestamp=None)
+
+
+def person(id_: int, name: str | None) -> Struct:
+    return Struct(PERSON, {"id": id_, "name": name})
+
+
+def people(topic: str, *pairs: tuple[int, str | None], start: int = 0) -> list[SinkRecord]:
+    return [record(topic, person(i, n), start + offset) for offset, (i, n) in enumerate(pairs)]
+
+
+def keyed(topic: str, id_: int, name: str | None, offset: int) -> SinkRecord:
+    return record(topic, person(id_, name) if name is not None else None, offset,
+                  key=Struct(PERSON_KEY, {"id": id_}), key_schema=PERSON_KEY)
+
+
+def test_insert_creates_the_table_from_the_schema(database, table):
+    task = task_for(database, **{"auto.create": "true"})
+    task.put(people(table, (1, "ada"), (2, None), (1, "ada again")))
+    task.stop()
+    assert database.columns(table) == ["id", "name"]
+    assert database.rows(table, "id, name") == [(1, "ada"), (1, "ada again"), (2, None)]
+
+
+def test_logical_types_and_every_primitive_round_trip(database, table):
+    schema = (SchemaBuilder.struct()
+              .field("i8", Schema.INT8).field("i16", Schema.INT16).field("i64", Schema.INT64)
+              .field("f32", Schema.FLOAT32).field("f64", Schema.FLOAT64).field("flag", Schema.BOOLEAN)
+              .field("raw", Schema.BYTES).field("price", Decimal.schema(2)).field("day", Date.SCHEMA)
+              .field("at", Time.SCHEMA).field("ts", Timestamp.SCHEMA).build())
+    value = Struct(schema, {
+        "i8": -5, "i16": 300, "i64": 2**40, "f32": 1.5, "f64": 2.25, "flag": True, "raw": b"\x00\xff",
+        "price": decimal.Decimal("12.34"), "day": datetime.date(2026, 11, 25), "at": datetime.time(13, 14, 15, 16000),
+        "ts": datetime.datetime(2026, 11, 25, 10, 0, 0, 123000, tzinfo=datetime.UTC)})
+    task = task_for(database, **{"auto.create": "true"})
+    task.put([record(table, value, 0, value_schema=schema)])
+    task.stop()
+    (row,) = database.rows(table)
+    assert row[:5] == (-5, 300, 2**40, 1.5, 2.25)
+    assert bool(row[5]) is True and bytes(row[6]) == b"\x00\xff" and row[7] == decimal.Decimal("12.34")
+    assert row[8] == datetime.date(2026, 11, 25)
+    at = row[9] if isinstance(row[9], datetime.time) else (datetime.datetime.min + row[9]).time()  # MariaDB: timedelta
+    assert at == datetime.time(13, 14, 15, 16000)
+    assert row[10] == datetime.datetime(2026, 11, 25, 10, 0, 0, 123000)  # UTC wall-clock time
+
+
+def test_timestamps_are_written_in_db_timezone(database, table):
+    schema = SchemaBuilder.struct().field("ts", Timestamp.SCHEMA).build()
+    instant = datetime.datetime(2026, 7, 1, 12, 0, tzinfo=datetime.UTC)
+    task = task_for(database, **{"auto.create": "true", "db.timezone": "Europe/Paris"})
+    task.put([record(table, Struct(schema, {"ts": instant}), 0, value_schema=schema)])
+    task.stop()
+    assert database.rows(table) == [(datetime.datetime(2026, 7, 1, 14, 0),)]  # CEST, UTC+2
+
+
+def test_upsert_by_value_fields_keeps_the_last_record_of_a_key(database, table):
+    task = task_for(database, **{"auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_value",
+                                 "pk.fields": "id"})
+    task.put(people(table, (1, "a"), (2, "b"), (1, "a2")))  # the same key twice in one statement
+    task.put(people(table, (2, "b2"), (3, "c"), start=3))
+    task.stop()
+    assert database.rows(table) == [(1, "a2"), (2, "b2"), (3, "c")]
+
+
+def test_update_changes_existing_rows_and_inserts_none(database, table):
+    task_for(database, **{"auto.create": "true"}).put(people(table, (1, "a"), (2, "b")))
+    task = task_for(database, **{"insert.mode": "update", "pk.mode": "record_value", "pk.fields": "id"})
+    task.put(people(table, (2, "b2"), (9, "nobody"), start=2))
+    task.stop()
+    assert database.rows(table) == [(1, "a"), (2, "b2")]
+
+
+def test_record_key_struct_and_tombstones_delete(database, table):
+    task = task_for(database, **{"auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_key",
+                                 "delete.enabled": "true"})
+    task.put([keyed(table, 1, "a", 0), keyed(table, 2, "b", 1), keyed(table, 1, None, 2), keyed(table, 3, "c", 3)])
+    task.put([keyed(table, 3, None, 4), keyed(table, 3, "c again", 5)])  # delete, then the key comes back
+    task.stop()
+    assert database.rows(table) == [(2, "b"), (3, "c again")]
+
+
+def test_primitive_record_key_goes_to_the_named_column(database, table):
+    value_schema = SchemaBuilder.struct().field("name", Schema.STRING).build()
+    task = task_for(database, **{"auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_key",
+                                 "pk.fields": "user_id"})
+    task.put([record(table, Struct(value_schema, {"name": n}), offset, key=k, key_schema=Schema.STRING,
+                     value_schema=value_schema) for offset, (k, n) in enumerate([("u1", "a"), ("u2", "b"),
+                                                                                  ("u1", "c")])])
+    task.stop()
+    assert database.columns(table) == ["user_id", "name"]
+    assert database.rows(table) == [("u1", "c"), ("u2", "b")]
+
+
+def test_kafka_coordinates_as_the_key_make_replays_idempotent(database, table):
+    task = task_for(database, **{"auto.create": "true", "insert.mode": "upsert", "pk.mode": "kafka"})
+    batch = people(table, (1, "a"), (2, "b"))
+    task.put(batch)
+    task.put(batch)  # replayed after a crash: the same rows
+    task.stop()
+    assert database.columns(table) == ["__connect_topic", "__connect_partition", "__connect_offset", "id", "name"]
+    assert database.rows(table, "__connect_offset") == [(table, 0, 0, 1, "a"), (table, 0, 1, 2, "b")]
+
+
+def test_fields_whitelist_writes_only_those_fields(database, table):
+    task = task_for(database, **{"auto.create": "true", "fields.whitelist": "id"})
+    task.put(people(table, (1, "secret")))
+    task.stop()
+    assert database.columns(table) == ["id"] and database.rows(table) == [(1,)]
+
+
+def test_auto_evolve_adds_optional_columns_and_refuses_required_ones(database, table):
+    task = task_for(database, **{"auto.create": "true", "auto.evolve": "true"})
+    task.put(people(table, (1, "a")))
+    wider = SchemaBuilder.struct().field("id", Schema.INT32).field("name", Schema.OPTIONAL_STRING) \
+        .field("email", Schema.OPTIONAL_STRING).field("level", SchemaBuilder.int32().default_value(7).build()).build()
+    task.put([record(table, Struct(wider, {"id": 2, "name": "b", "email": "b@x", "level": 1}), 1, value_schema=wider)])
+    assert database.columns(table) == ["id", "name", "email", "level"]
+    assert database.rows(table) == [(1, "a", None, 7), (2, "b", "b@x", 1)]
+    required = SchemaBuilder.struct().field("id", Schema.INT32).field("must", Schema.STRING).build()
+    with pytest.raises(ConnectException, match="cannot add column must .* required and has no default"):
+        task.put([record(table, Struct(required, {"id": 3, "must": "x"}), 2, value_schema=required)])
+    task.stop()
+
+
+def test_missing_table_or_column_without_auto_ddl_fails_saying_what_to_set(database, table):
+    task = task_for(database)
+    with pytest.raises(ConnectException, match=f"table {table} does not exist and auto.create=false"):
+        task.put(people(table, (1, "a")))
+    database.query(f"CREATE TABLE {database.quote(table)} (id INT)")
+    with pytest.raises(ConnectException, match=f"table {table} has no column name.*auto.evolve=true"):
+        task.put(people(table, (1, "a")))
+    task.stop()
+
+
+def test_a_put_is_one_transaction(database, table):
+    database.query(f"CREATE TABLE {database.quote(table)} (id INT PRIMARY KEY, name VARCHAR(20))")
+    task = task_for(database)
+    with pytest.raises(ConnectException, match=f"records {table}-0@0 to {table}-0@2 failed"):
+        task.put(people(table, (1, "a"), (1, "duplicate"), (2, "b")))
+    assert database.rows(table) == []  # nothing of the failed put, not even the rows before the bad one
+    task.put(people(table, (3, "c"), start=3))  # the task's connection is usable again
+    task.stop()
+    assert database.rows(table) == [(3, "c")]
+
+
+def test_with_a_reporter_refused_records_are_reported_and_the_others_written(database, table):
+    database.query(f"CREATE TABLE {database.quote(table)} (id INT PRIMARY KEY, name VARCHAR(20))")
+    reporter = Reporter()
+    task = task_for(database, reporter)
+    batch = people(table, (1, "a"), (1, "duplicate"), (2, "b"))
+    task.put(batch)
+    task.stop()
+    assert database.rows(table) == [(1, "a"), (2, "b")]
+    assert [r.kafka_offset for r, _ in reporter.reported] == [1]
+
+
+def test_records_that_are_no_rows_are_reported_or_fail_the_task(database, table):
+    schemaless = record(table, {"id": 1}, 0, value_schema=None)
+    tombstone = record(table, None, 1)
+    reporter = Reporter()
+    task = task_for(database, reporter, **{"auto.create": "true"})
+    task.put([schemaless, tombstone, *people(table, (3, "c"), start=2)])
+    task.stop()
+    assert database.rows(table) == [(3, "c")]
+    messages = [str(error) for _, error in reporter.reported]
+    assert "the value is a dict without a schema" in messages[0] and "schemas.enable=true" in messages[0]
+    assert "null value (a tombstone) and delete.enabled=false" in messages[1]
+    with pytest.raises(ConnectException, match=f"record {table}-0@0: the value is a dict without a schema"):
+        task_for(database, **{"auto.create": "true"}).put([schemaless])
+
+
+def test_unreachable_database_is_retried_then_fails(database):
+    url = database.url.replace(":5432/", f":{free_port()}/").replace(":3306/", f":{free_port()}/")
+    settings = {"connection.url": url, "connection.user": database.user, "connection.password": "pw-9f2e",
+                "connection.attempts": "2", "connection.backoff.ms": "1", "max.retries": "2",
+                "retry.backoff.ms": "250"}
+    task = JdbcSinkTask()
+    task.context = SinkTaskContext(settings, [TopicPartition("t", 0)])
+    task.start(settings)
+    batch = people("t", (1, "a"))
+    for _ in range(2):
+        with pytest.raises(RetriableException) as retried:
+            task.put(batch)
+        assert task.context.retry_timeout_ms == 250 and "pw-9f2e" not in str(retried.value)
+    with pytest.raises(ConnectException, match="failed 3 times in a row") as failed:
+        task.put(batch)
+    assert not isinstance(failed.value, RetriableException) and "pw-9f2e" not in str(failed.value)
+
+
+def test_quote_never_and_a_schema_qualified_table(postgresql):
+    database = postgresql
+    database.query("CREATE SCHEMA IF NOT EXISTS jdbc_test")
+    task = task_for(database, **{"auto.create": "true", "quote.sql.identifiers": "never",
+                                 "table.name.format": "jdbc_test.Kafka_${topic}"})
+    task.put(people("Orders", (1, "a")))
+    task.stop()
+    try:
+        assert database.query("SELECT id, name FROM jdbc_test.kafka_orders") == [(1, "a")]  # folded to lower case
+    finally:
+        database.query("DROP TABLE IF EXISTS jdbc_test.kafka_orders")
+
+
+@pytest.mark.parametrize(("config", "key", "message"), [
+    ({"delete.enabled": "true"}, "delete.enabled", "expected pk.mode=record_key"),
+    ({"insert.mode": "upsert"}, "insert.mode", "expected a pk.mode other than none"),
+    ({"pk.fields": "id"}, "pk.fields", "pk.mode=none has none"),
+    ({"pk.mode": "kafka", "pk.fields": "a,b"}, "pk.fields", "expected three names"),
+    ({"connection.url": "postgresql://h/db"}, "connection.url", "expected a JDBC URL starting with jdbc:"),
+    ({"connection.url": "jdbc:oracle:thin:@h:1521:x"}, "connection.url", "not jdbc:oracle:"),
+    ({"connection.url": "jdbc:mysql://h/db?useSSL=true"}, "connection.url", "not supported: useSSL"),
+    ({"connection.url": "jdbc:postgresql://h"}, "connection.url", "expected a host and a database"),
+])
+def test_settings_that_do_not_fit_together_are_refused(config, key, message):
+    settings = {"connection.url": "jdbc:postgresql://127.0.0.1/test", **config}
+    problems = JdbcSinkConnector().validate(settings)
+    assert [(p.key, message in p.message) for p in problems] == [(key, True)]
+    with pytest.raises(ConfigError, match=message):
+        task = JdbcSinkTask()
+        task.context = SinkTaskContext(settings)
+        task.start(settings)
+
+
+def test_password_in_the_url_is_kept_secret():
+    from connectd_jdbc.config import settings
+
+    parsed = settings({"connection.url": "jdbc:postgresql://db.example:6432/app?user=app&password=s3cr3t&sslmode=require"})
+    connection = parsed.connection
+    assert (connection.host, connection.port, connection.database, connection.user) == ("db.example", 6432, "app", "app")
+    assert connection.password.value() == "s3cr3t" and "s3cr3t" not in repr(parsed)
+    assert connection.options == {"sslmode": "require"}
