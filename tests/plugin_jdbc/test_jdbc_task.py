@@ -285,3 +285,14 @@ def test_password_in_the_url_is_kept_secret():
     assert (connection.host, connection.port, connection.database, connection.user) == ("db.example", 6432, "app", "app")
     assert connection.password.value() == "s3cr3t" and "s3cr3t" not in repr(parsed)
     assert connection.options == {"sslmode": "require"}
+
+
+def test_the_example_config_in_etc_is_valid():
+    import json
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "etc" / "connectors" / "jdbc-sink-postgresql.json"
+    config = json.loads(example.read_text())["config"]
+    own = {key: value for key, value in config.items() if key in JdbcSinkConnector.config_def}
+    assert [p for p in JdbcSinkConnector.config_def.validate(own) if p.is_error] == []
+    assert JdbcSinkConnector().validate(own) == []

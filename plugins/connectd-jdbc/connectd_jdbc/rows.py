@@ -24,6 +24,7 @@ errant record reporter) or fails.
 from __future__ import annotations
 
 import datetime
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -166,25 +167,38 @@ class Shapes:
     def _extractor(self, struct_schema: Schema, names: list[str],
                    part: Callable[[SinkRecord], Struct]) -> Callable[[SinkRecord], tuple[Any, ...]]:
         positions = {field.name: index for index, field in enumerate(struct_schema.fields)}
-        picks = [(positions[name], self._converter(struct_schema.field(name).schema)) for name in names]
+        pick = operator.itemgetter(*(positions[name] for name in names))
+        single = len(names) == 1
+        converters = [(at, self._converter(struct_schema.field(name).schema)) for at, name in enumerate(names)]
+        converters = [(at, convert) for at, convert in converters if convert is not _same]
 
         def extract(record: SinkRecord) -> tuple[Any, ...]:
-            values = part(record).field_values()
-            return tuple(convert(values[index]) for index, convert in picks)
+            picked = pick(part(record).field_values())
+            if single:
+                picked = (picked,)
+            if not converters:
+                return picked
+            row = list(picked)
+            for at, convert in converters:
+                row[at] = convert(row[at])
+            return tuple(row)
         return extract
 
     def _converter(self, schema: Schema) -> Callable[[Any], Any]:
         if schema.name != Timestamp.LOGICAL_NAME:
             return _same
         zone = self._zone
+        utc = zone.key == "UTC"
 
         def to_zone(value: Any) -> Any:
             # Connect's Timestamp is an instant (naive means UTC); columns without a time zone
             # get the wall-clock time of db.timezone.
-            if value is None:
-                return None
+            if value is None or (utc and value.tzinfo is None):
+                return value
             if value.tzinfo is None:
                 value = value.replace(tzinfo=datetime.UTC)
+            elif utc and value.tzinfo is datetime.UTC:
+                return value.replace(tzinfo=None)
             return value.astimezone(zone).replace(tzinfo=None)
         return to_zone
 

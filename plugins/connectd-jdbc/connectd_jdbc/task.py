@@ -58,18 +58,24 @@ class _Run:
         self.table, self.operation, self.shape = table, operation, shape
         self._keyed = operation != "insert"
         self._width = len(shape.key_columns)
-        self._rows: dict[Any, tuple[SinkRecord, tuple[Any, ...]]] = {}
+        self._records: list[SinkRecord] = []
+        self._rows: list[tuple[Any, ...]] = []
+        self._by_key: dict[tuple[Any, ...], tuple[SinkRecord, tuple[Any, ...]]] = {}
 
     def add(self, record: SinkRecord, row: tuple[Any, ...]) -> None:
-        slot: Any = row[:self._width] if self._keyed else len(self._rows)
-        self._rows.pop(slot, None)  # the last record of a key wins, in its own place
-        self._rows[slot] = (record, row)
+        if self._keyed:
+            key = row[:self._width]
+            self._by_key.pop(key, None)  # the last record of a key wins, in its own place
+            self._by_key[key] = (record, row)
+        else:
+            self._records.append(record)
+            self._rows.append(row)
 
     def items(self) -> list[tuple[SinkRecord, tuple[Any, ...]]]:
-        return list(self._rows.values())
+        return list(self._by_key.values()) if self._keyed else list(zip(self._records, self._rows, strict=True))
 
     def rows(self) -> list[tuple[Any, ...]]:
-        return [row for _record, row in self._rows.values()]
+        return [row for _record, row in self._by_key.values()] if self._keyed else self._rows
 
 
 class JdbcSinkTask(SinkTask):
@@ -81,6 +87,7 @@ class JdbcSinkTask(SinkTask):
         self._shapes = Shapes(self._settings)
         self._connection: Any = None
         self._columns: dict[str, set[str]] = {}  # table → its (folded) column names, as last read
+        self._tables: dict[str, str] = {}  # topic → its table
         self._retries_left = self._settings.max_retries
         self._reporter = self.context.errant_record_reporter()
 
@@ -120,7 +127,7 @@ class JdbcSinkTask(SinkTask):
     def _runs(self, records: list[SinkRecord]) -> list[_Run]:
         runs: list[_Run] = []
         current: _Run | None = None
-        table_format = self._settings.table_name_format
+        table_format, tables = self._settings.table_name_format, self._tables
         for record in records:
             try:
                 shape = self._shapes.of(record)
@@ -128,7 +135,9 @@ class JdbcSinkTask(SinkTask):
             except RecordError as error:
                 self._report(record, error)
                 continue
-            table = table_format.replace("${topic}", record.topic)
+            table = tables.get(record.topic)
+            if table is None:
+                table = tables[record.topic] = table_format.replace("${topic}", record.topic)
             operation = "delete" if record.value is None else self._settings.insert_mode
             if current is None or current.table != table or current.operation != operation \
                     or current.shape is not shape:
