@@ -226,6 +226,11 @@ class ConnectdProcesses:
         finally:
             _stop_group(process, timeout=5.0)
 
+    def kill(self, process: subprocess.Popen, timeout: float = 60.0) -> int:
+        """SIGKILL the command's whole group, Spark's JVM with it: a crash, nothing in flight finished."""
+        os.killpg(process.pid, signal.SIGKILL)
+        return process.wait(timeout)
+
     def output(self, log: str = "connectd.log") -> str:
         path = self.directory / log
         return path.read_text(errors="replace") if path.exists() else ""

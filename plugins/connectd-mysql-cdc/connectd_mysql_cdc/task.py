@@ -1,0 +1,329 @@
+"""The CDC source task: a consistent snapshot of the tables, then the binlog from the snapshot's position.
+
+States (one task per server; ``poll()`` moves between them):
+
+- **snapshot** — chosen at start by ``snapshot.mode`` when there are no stored
+  offsets (or, with ``when_needed``, when the stored binlog file is gone from
+  the server; or when the stored offset is of a snapshot that never finished).
+  One transaction ``WITH CONSISTENT SNAPSHOT`` reads every captured table; its
+  binlog position comes from the same instant (MariaDB:
+  ``binlog_snapshot_file/position``, no lock; MySQL: under ``FLUSH TABLES
+  WITH READ LOCK``, released at once). Each row is an ``op: r`` event whose
+  offset says ``snapshot: true`` (a snapshot interrupted is read again from
+  the start); the last one's offset is the binlog position alone, and its
+  ``source.snapshot`` is ``last``.
+- **streaming** — row events of captured tables become ``c``, ``u``, ``d``
+  events (a delete followed by a tombstone; an update that changes the
+  primary key becomes a delete, its tombstone and a create).
+
+Offsets, one source partition ``{"server": <topic.prefix>}``, Debezium's
+fields: ``file`` and ``pos`` are where the event's transaction starts,
+``event`` how many row events of it come before the event, ``row`` how many
+of the event's rows are done (this one included). A task resuming from them
+reads the binlog from ``file``/``pos`` and skips exactly that many events
+and rows, so every change after the last stored one is emitted, once, in
+order (a change whose batch was not yet stored comes again: at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from connectd import ConnectException, SourceRecord, SourceTask
+
+from connectd_mysql_cdc.config import Settings, settings
+from connectd_mysql_cdc.schemas import ColumnSpec, TableSchema, TableSchemas, now_ms, source_struct
+
+__all__ = ["MySqlSourceTask"]
+
+log = logging.getLogger(__name__)
+
+
+def _connect(config: Settings, **extra: Any) -> Any:
+    import pymysql
+
+    return pymysql.connect(**config.connection(), charset="utf8mb4", autocommit=False, **extra)
+
+
+def _binlog_status(cursor: Any) -> tuple[str, int]:
+    """The server's current binlog file and position."""
+    import pymysql
+
+    try:
+        cursor.execute("SHOW BINARY LOG STATUS")  # MySQL 8.4 and newer
+    except pymysql.err.ProgrammingError:
+        cursor.execute("SHOW MASTER STATUS")
+    row = cursor.fetchone()
+    if not row:
+        raise ConnectException("the server writes no binlog: start it with log_bin, binlog_format=ROW, "
+                               "binlog_row_image=FULL and binlog_row_metadata=FULL")
+    return row[0], int(row[1])
+
+
+def _binlog_files(config: Settings) -> list[str]:
+    connection = _connect(config)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW BINARY LOGS")
+            return [row[0] for row in cursor.fetchall()]
+    finally:
+        connection.close()
+
+
+class _Snapshot:
+    """One consistent read of every captured table, as ``op: r`` records, then where the binlog goes on."""
+
+    def __init__(self, config: Settings, schemas: TableSchemas) -> None:
+        import pymysql.cursors
+
+        self._config = config
+        self._connection = _connect(config, cursorclass=pymysql.cursors.SSCursor)
+        with self._connection.cursor() as cursor:
+            cursor.execute("SET SESSION time_zone = '+00:00'")
+            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cursor.execute("SELECT VERSION()")
+            mariadb = "mariadb" in cursor.fetchone()[0].lower()
+            if mariadb:
+                cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+                status = dict(cursor.fetchall())
+                self.position = (status["Binlog_snapshot_file"], int(status["Binlog_snapshot_position"]))
+            else:
+                cursor.execute("FLUSH TABLES WITH READ LOCK")
+                try:
+                    cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                    self.position = _binlog_status(cursor)
+                finally:
+                    cursor.execute("UNLOCK TABLES")
+            cursor.execute(
+                "SELECT c.table_schema, c.table_name, c.column_name, c.data_type, c.column_type, "
+                "c.numeric_precision, c.numeric_scale, c.column_key FROM information_schema.columns c "
+                "JOIN information_schema.tables t ON t.table_schema = c.table_schema AND "
+                "t.table_name = c.table_name WHERE t.table_type = 'BASE TABLE' "
+                "ORDER BY c.table_schema, c.table_name, c.ordinal_position")
+            tables: dict[tuple[str, str], list[ColumnSpec]] = {}
+            for database, table, *column in cursor.fetchall():
+                if config.captures(database, table):
+                    tables.setdefault((database, table), []).append(ColumnSpec.from_information_schema(*column))
+        self.tables = [schemas.get(database, table, columns) for (database, table), columns in tables.items()]
+        log.info("mysql_snapshot_started: %d tables at %s:%d", len(self.tables), *self.position)
+
+    def rows(self) -> Iterator[tuple[TableSchema, dict[str, Any]]]:
+        for table in self.tables:
+            names = [field.name for field in table.value_schema.fields]
+            with self._connection.cursor() as cursor:
+                cursor.execute(f"SELECT * FROM `{table.database.replace('`', '``')}`."
+                               f"`{table.table.replace('`', '``')}`")
+                columns = [description[0] for description in cursor.description]
+                if columns != names:
+                    raise ConnectException(f"{table.database}.{table.table} changed during the snapshot")
+                while batch := cursor.fetchmany(self._config.fetch_size):
+                    for row in batch:
+                        yield table, dict(zip(columns, row, strict=True))
+
+    def close(self) -> None:
+        try:
+            self._connection.rollback()
+        finally:
+            self._connection.close()
+
+
+class _Stream:
+    """The binlog from a position, as change records; tracks the offsets described in the module docstring."""
+
+    def __init__(self, config: Settings, schemas: TableSchemas, file: str, pos: int, skip_events: int = 0,
+                 skip_rows: int = 0) -> None:
+        from pymysqlreplication import BinLogStreamReader
+        from pymysqlreplication.event import (
+            GtidEvent,
+            HeartbeatLogEvent,
+            MariadbGtidEvent,
+            QueryEvent,
+            RotateEvent,
+            XidEvent,
+        )
+        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+        self._kinds = {"write": WriteRowsEvent, "update": UpdateRowsEvent, "delete": DeleteRowsEvent,
+                       "rotate": RotateEvent, "query": QueryEvent, "xid": XidEvent,
+                       "gtid": (GtidEvent, MariadbGtidEvent), "heartbeat": HeartbeatLogEvent}
+        self._config, self._schemas = config, schemas
+        connection = config.connection()
+        self._reader = BinLogStreamReader(
+            connection_settings=connection, server_id=config.server_id, resume_stream=True, blocking=True,
+            log_file=file, log_pos=pos, slave_heartbeat=config.poll_interval_s, enable_logging=False,
+            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, RotateEvent, QueryEvent, XidEvent,
+                         GtidEvent, MariadbGtidEvent, HeartbeatLogEvent])
+        self.file, self.pos = file, pos  # where the transaction under way started
+        self._events = 0  # row events of it seen so far
+        self._skip_events, self._skip_rows = skip_events, skip_rows
+        self._gtid: str | None = None
+        log.info("mysql_binlog_reading: %s:%d (skipping %d events, %d rows)", file, pos, skip_events, skip_rows)
+
+    def records(self, limit: int, wait_s: float) -> list[SourceRecord]:
+        """Up to *limit* records; returns sooner when the binlog is idle (a heartbeat) or after *wait_s*."""
+        kinds, out = self._kinds, []
+        deadline = time.monotonic() + wait_s
+        while len(out) < limit and time.monotonic() < deadline:
+            event = self._reader.fetchone()
+            if event is None or isinstance(event, kinds["heartbeat"]):
+                break
+            if isinstance(event, kinds["rotate"]):
+                if self._events == 0:
+                    self.file, self.pos = event.next_binlog, event.position
+            elif isinstance(event, kinds["gtid"]):
+                self._gtid = str(event.gtid)
+            elif isinstance(event, kinds["xid"]) or (isinstance(event, kinds["query"])
+                                                     and event.query.strip().upper() != "BEGIN"):
+                # A commit, or a statement that is its own transaction (DDL): the next one starts here.
+                self.file, self.pos = self._reader.log_file, self._reader.log_pos
+                self._events, self._skip_events, self._skip_rows = 0, 0, 0
+            elif isinstance(event, (kinds["write"], kinds["update"], kinds["delete"])):
+                index = self._events
+                self._events += 1
+                if index < self._skip_events:
+                    continue
+                skip_rows = self._skip_rows if index == self._skip_events else 0
+                if self._config.captures(event.schema, event.table):
+                    out += self._changes(event, index, skip_rows)
+        return out
+
+    def _changes(self, event: Any, index: int, skip_rows: int) -> list[SourceRecord]:
+        table = self._schemas.get(event.schema, event.table, [ColumnSpec.from_binlog(c) for c in event.columns])
+        packet = event.packet
+        start = packet.log_pos - packet.event_size
+        out = []
+        for number, row in enumerate(event.rows):
+            if number < skip_rows:
+                continue
+            offset = {"file": self.file, "pos": self.pos, "event": index, "row": number + 1,
+                      "server_id": packet.server_id, "ts_sec": event.timestamp, "transaction_id": None,
+                      "gtid": self._gtid}
+            source = source_struct(self._config, database=table.database, table=table.table,
+                                   ts_ms=event.timestamp * 1000, snapshot="false", server_id=packet.server_id,
+                                   gtid=self._gtid, file=self._reader.log_file, pos=start, row=number)
+            if isinstance(event, self._kinds["write"]):
+                out += _change(self._config, table, "c", None, table.value(row["values"]), source, offset)
+            elif isinstance(event, self._kinds["delete"]):
+                out += _change(self._config, table, "d", table.value(row["values"]), None, source, offset)
+            else:
+                before, after = table.value(row["before_values"]), table.value(row["after_values"])
+                if table.key(before) == table.key(after):
+                    out += _change(self._config, table, "u", before, after, source, offset)
+                else:  # the primary key changed: the old row goes, a new one comes (as Debezium does)
+                    out += _change(self._config, table, "d", before, None, source, offset)
+                    out += _change(self._config, table, "c", None, after, source, offset)
+        return out
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+def _change(config: Settings, table: TableSchema, op: str, before: Any, after: Any, source: Any,
+            offset: Mapping[str, Any]) -> list[SourceRecord]:
+    from connectd import Struct
+
+    key = table.key(after if after is not None else before)
+    value = Struct(table.envelope, {"before": before, "after": after, "source": source, "op": op,
+                                    "ts_ms": now_ms()})
+    partition = {"server": config.prefix}
+    records = [SourceRecord(topic=table.topic, kafka_partition=None, key_schema=table.key_schema, key=key,
+                            value_schema=table.envelope, value=value, timestamp=None,
+                            source_partition=partition, source_offset=dict(offset))]
+    if op == "d" and config.tombstones:
+        records.append(SourceRecord(topic=table.topic, kafka_partition=None, key_schema=table.key_schema, key=key,
+                                    value_schema=None, value=None, timestamp=None, source_partition=partition,
+                                    source_offset=dict(offset)))
+    return records
+
+
+class MySqlSourceTask(SourceTask):
+    """Snapshot, then binlog; see the module's docstring."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self._config = settings(config)
+        self._schemas = TableSchemas(self._config)
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._snapshot: _Snapshot | None = None
+        self._rows: Iterator[tuple[TableSchema, dict[str, Any]]] | None = None
+        self._pending: tuple[TableSchema, dict[str, Any]] | None = None
+        self._stream: _Stream | None = None
+        partition = {"server": self._config.prefix}
+        stored = self.context.offset_storage_reader.offset(partition)
+        mode = self._config.snapshot_mode
+        resumable = bool(stored) and not stored.get("snapshot")
+        if resumable and mode == "when_needed" and stored["file"] not in _binlog_files(self._config):
+            log.warning("mysql_binlog_gone: %s is no longer on the server: a new snapshot", stored["file"])
+            resumable = False
+        if resumable:
+            self._stream = _Stream(self._config, self._schemas, stored["file"], int(stored["pos"]),
+                                   int(stored.get("event", 0)), int(stored.get("row", 0)))
+        elif mode in ("initial", "when_needed"):
+            self._snapshot = _Snapshot(self._config, self._schemas)
+            self._rows = self._snapshot.rows()
+        elif mode == "never":
+            self._stream = _Stream(self._config, self._schemas, _binlog_files(self._config)[0], 4)
+        else:  # no_data: from now on
+            connection = _connect(self._config)
+            try:
+                with connection.cursor() as cursor:
+                    file, pos = _binlog_status(cursor)
+            finally:
+                connection.close()
+            self._stream = _Stream(self._config, self._schemas, file, pos)
+
+    def poll(self) -> list[SourceRecord] | None:
+        with self._lock:
+            if self._stopping.is_set():
+                return None
+            if self._rows is not None:
+                return self._snapshot_records()
+            assert self._stream is not None
+            try:
+                return self._stream.records(self._config.max_batch, self._config.poll_interval_s * 2) or None
+            except Exception:
+                if self._stopping.is_set():
+                    return None
+                raise
+
+    def _snapshot_records(self) -> list[SourceRecord]:
+        assert self._snapshot is not None and self._rows is not None
+        file, pos = self._snapshot.position
+        out: list[SourceRecord] = []
+        for row in self._rows:
+            if self._pending is not None:
+                out += self._read_event(*self._pending, last=False)
+            self._pending = row
+            if len(out) >= self._config.max_batch:
+                return out
+        if self._pending is not None:  # the snapshot's last row: its offset says the snapshot is done
+            out += self._read_event(*self._pending, last=True)
+        self._snapshot.close()
+        self._snapshot = self._rows = self._pending = None
+        log.info("mysql_snapshot_done: binlog from %s:%d", file, pos)
+        self._stream = _Stream(self._config, self._schemas, file, pos)
+        return out
+
+    def _read_event(self, table: TableSchema, row: dict[str, Any], *, last: bool) -> list[SourceRecord]:
+        assert self._snapshot is not None
+        file, pos = self._snapshot.position
+        offset: dict[str, Any] = {"file": file, "pos": pos, "event": 0, "row": 0}
+        if not last:
+            offset["snapshot"] = True
+        source = source_struct(self._config, database=table.database, table=table.table, ts_ms=now_ms(),
+                               snapshot="last" if last else "true", server_id=0, gtid=None, file=file, pos=pos,
+                               row=0)
+        return _change(self._config, table, "r", None, table.value(row), source, offset)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:  # poll() returns within poll.interval.ms
+            if self._stream is not None:
+                self._stream.close()
+            if self._snapshot is not None:
+                self._snapshot.close()
