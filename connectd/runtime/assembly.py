@@ -239,7 +239,7 @@ class TaskAssembler:
         from connectd.runtime.converters import configure_converters
         from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
         from connectd.runtime.executor_sink import SinkSpec
-        from connectd.runtime.kafka_io import RangeReader, consumer_settings
+        from connectd.runtime.kafka_io import RangeReader, consumer_settings, encode_tp
         from connectd.runtime.queries import start_sink_query, start_spark_sink_query
         from connectd.runtime.sink_task import (
             SinkTaskRunner,
@@ -274,6 +274,10 @@ class TaskAssembler:
             instance.context = SinkTaskContext(config, assigned)
             instance.start(config)
             handle.spark_task = instance
+            # A task that keeps its own offsets (a table it commits them to) says where to start.
+            for tp, offset in instance.context.rewinds.items():
+                if tp in assigned:
+                    start[encode_tp(tp.topic, tp.partition)] = offset
 
             def commit_batch(offsets: Mapping[TopicPartition, int]) -> None:
                 # Called with the partitions the batch read: its topics are the ones consumed.

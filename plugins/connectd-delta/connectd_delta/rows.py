@@ -1,0 +1,181 @@
+"""Kafka records (an Arrow table: topic, partition, offset, timestamp, value) into the rows of a Delta table.
+
+Runs in Spark executors. ``value.format``:
+
+- ``json``: each value a JSON object, its fields the columns. With
+  JsonConverter's envelope (``{"schema": …, "payload": …}``) the Connect schema
+  gives the types; without, pyarrow infers them. A value that is JSON but not
+  an object becomes a ``value`` column holding its JSON text.
+- ``string``: one ``value`` column, the value as UTF-8 text.
+- ``bytes``: one ``value`` column, the bytes.
+
+Connect types in Delta terms (from the envelope's schema):
+
+=================================== ======================================
+Connect                             Delta (Arrow)
+=================================== ======================================
+int8, int16, int32, int64           byte, short, integer, long
+float32, float64, boolean, string   float, double, boolean, string
+bytes                               binary
+Decimal (scale s)                   decimal(precision or 38, s)
+Date                                date
+Time                                string (HH:MM:SS.fff: Delta has no time type)
+Timestamp                           timestamp (UTC, microseconds)
+struct, array                       struct, array
+map                                 string (its JSON text)
+=================================== ======================================
+
+Records with a null value (tombstones) are skipped: an append-only table has
+nothing to delete by key. A value that cannot be read fails the batch,
+naming the record.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import json
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["KAFKA_COLUMNS", "RecordError", "records_table"]
+
+KAFKA_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp")
+_EPOCH = datetime.date(1970, 1, 1)
+_EPOCH_TIME = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_PRIMITIVES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+               "float32": pa.float32(), "float64": pa.float64(), "boolean": pa.bool_(), "string": pa.string(),
+               "bytes": pa.binary()}
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_DATE = "org.apache.kafka.connect.data.Date"
+_TIME = "org.apache.kafka.connect.data.Time"
+_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
+
+
+class RecordError(ValueError):
+    """A record whose value cannot become a row."""
+
+
+def _arrow_type(schema: dict[str, Any]) -> pa.DataType:
+    name, kind = schema.get("name"), schema.get("type")
+    if name == _DECIMAL:
+        parameters = schema.get("parameters") or {}
+        return pa.decimal128(int(parameters.get("connect.decimal.precision", 38)), int(parameters.get("scale", 0)))
+    if name == _DATE:
+        return pa.date32()
+    if name == _TIME:
+        return pa.string()
+    if name == _TIMESTAMP:
+        return pa.timestamp("us", tz="UTC")
+    if kind in _PRIMITIVES:
+        return _PRIMITIVES[kind]
+    if kind == "struct":
+        return pa.struct([pa.field(f["field"], _arrow_type(f), nullable=True) for f in schema.get("fields", [])])
+    if kind == "array":
+        return pa.list_(_arrow_type(schema["items"]))
+    if kind == "map":
+        return pa.string()
+    raise RecordError(f"unknown Connect type {kind!r}")
+
+
+def _convert(schema: dict[str, Any], value: Any) -> Any:
+    """A payload value (as JsonConverter writes it) as the Python value of its Arrow type."""
+    if value is None:
+        return None
+    name, kind = schema.get("name"), schema.get("type")
+    if name == _DECIMAL:
+        scale = int((schema.get("parameters") or {}).get("scale", 0))
+        if isinstance(value, str):
+            unscaled = int.from_bytes(base64.b64decode(value), "big", signed=True)
+            return decimal.Decimal(unscaled).scaleb(-scale)
+        return decimal.Decimal(str(value))
+    if name == _DATE:
+        return _EPOCH + datetime.timedelta(days=value)
+    if name == _TIME:
+        return (datetime.datetime.min + datetime.timedelta(milliseconds=value)).time().isoformat(timespec="milliseconds")
+    if name == _TIMESTAMP:
+        return _EPOCH_TIME + datetime.timedelta(milliseconds=value)
+    if kind == "bytes":
+        return base64.b64decode(value)
+    if kind == "struct":
+        return {f["field"]: _convert(f, value.get(f["field"])) for f in schema.get("fields", [])}
+    if kind == "array":
+        return [_convert(schema["items"], item) for item in value]
+    if kind == "map":
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return value
+
+
+class _Group:
+    """Rows of one value schema, with their Kafka coordinates."""
+
+    def __init__(self, schema: pa.Schema | None) -> None:
+        self.schema = schema
+        self.rows: list[Any] = []
+        self.kafka: list[tuple[str, int, int, int | None]] = []
+
+
+def records_table(records: pa.Table, value_format: str, kafka_columns: bool) -> pa.Table:
+    """*records* (topic, partition, offset, timestamp, value) as rows; tombstones skipped."""
+    topics, partitions = records.column("topic").to_pylist(), records.column("partition").to_pylist()
+    offsets, timestamps = records.column("offset").to_pylist(), records.column("timestamp").to_pylist()
+    values = records.column("value").to_pylist()
+    groups: dict[Any, _Group] = {}
+    schemas: dict[str, tuple[dict[str, Any], pa.Schema]] = {}
+    for topic, partition, offset, timestamp, value in zip(topics, partitions, offsets, timestamps, values,
+                                                          strict=True):
+        if value is None:
+            continue
+        try:
+            key, row, schema = _row(bytes(value), value_format, schemas)
+        except (ValueError, TypeError, KeyError, decimal.InvalidOperation) as error:
+            raise RecordError(f"record {topic}-{partition}@{offset}: {error}") from error
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(schema)
+        group.rows.append(row)
+        group.kafka.append((topic, partition, offset, timestamp))
+    tables = []
+    for group in groups.values():
+        if group.schema is None:  # schemaless JSON objects: the union of their fields, types inferred
+            table = pa.Table.from_struct_array(pa.array(group.rows))
+        else:
+            table = pa.Table.from_pylist(group.rows, schema=group.schema)
+        if kafka_columns:
+            coordinates = list(zip(*group.kafka, strict=True))
+            table = (table.append_column(KAFKA_COLUMNS[0], pa.array(coordinates[0], pa.string()))
+                     .append_column(KAFKA_COLUMNS[1], pa.array(coordinates[1], pa.int32()))
+                     .append_column(KAFKA_COLUMNS[2], pa.array(coordinates[2], pa.int64()))
+                     .append_column(KAFKA_COLUMNS[3], pa.array(coordinates[3], pa.int64())))
+        tables.append(table)
+    if not tables:
+        return pa.table({})
+    return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+
+
+def _row(value: bytes, value_format: str,
+         schemas: dict[str, tuple[dict[str, Any], pa.Schema]]) -> tuple[Any, Any, pa.Schema | None]:
+    """(group key, row dict, Arrow schema or None to infer) of one value."""
+    if value_format == "string":
+        return "string", {"value": value.decode("utf-8")}, pa.schema([("value", pa.string())])
+    if value_format == "bytes":
+        return "bytes", {"value": value}, pa.schema([("value", pa.binary())])
+    parsed = json.loads(value)
+    if isinstance(parsed, dict) and set(parsed) == {"schema", "payload"} and isinstance(parsed["schema"], dict):
+        schema_json = parsed["schema"]
+        text = json.dumps(schema_json, sort_keys=True)
+        known = schemas.get(text)
+        if known is None:
+            if schema_json.get("type") != "struct":
+                raise RecordError(f"the schema is a {schema_json.get('type')}, not a struct")
+            known = schemas[text] = (schema_json, pa.schema(list(_arrow_type(schema_json))))
+        schema_json, arrow = known
+        payload = parsed["payload"]
+        if payload is None:
+            raise RecordError("the payload is null")
+        return text, _convert(schema_json, payload), arrow
+    if isinstance(parsed, dict):
+        return "inferred", parsed, None
+    return "json", {"value": json.dumps(parsed)}, pa.schema([("value", pa.string())])

@@ -1,0 +1,263 @@
+"""The Delta sink task: executors write Parquet files, the worker commits them with the batch's offsets.
+
+Per micro-batch (``write_batch``):
+
+1. the worker reads, for each of the task's partitions, the offset its table
+   already holds: the version of the Delta *application transaction*
+   ``connectd-<connector>-<topic>-<partition>`` (the next offset to write);
+2. each Spark task (one Kafka partition of the batch, on an executor) drops
+   the records below that offset (written by an earlier run of this batch),
+   turns the rest into rows (:mod:`connectd_delta.rows`), casts the columns
+   the table has to its types, writes them as Parquet files into the table's
+   directory (one per Hive-style partition of ``partition.by``), and returns
+   only the files' names and sizes and the partition's last offset;
+3. the worker adds the table's missing columns (a metadata commit), then
+   commits every file of the batch **and** each partition's new application
+   transaction version in one Delta transaction.
+
+So a batch is in the table entirely, with its offsets, or not at all: a
+crash before the commit leaves files no commit names (Delta ignores them;
+``VACUUM`` removes them), and the batch is read again; a crash after it but
+before connectd commits the group's offsets replays the batch, whose records
+step 2 then drops. At start the task moves its partitions to the offsets the
+table holds (``context.offset``), so records already in the table are not
+even read again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from connectd import ConnectException, SparkSinkTask, TopicPartition
+
+from connectd_delta.config import Settings, settings
+
+__all__ = ["DeltaSinkTask", "write_partition"]
+
+log = logging.getLogger(__name__)
+
+
+def app_id(connector: str, topic: str, partition: int) -> str:
+    """The Delta application transaction that holds *topic*/*partition*'s next offset for *connector*."""
+    return f"connectd-{connector}-{topic}-{partition}"
+
+
+def _partition_path(names: tuple[str, ...], values: tuple[Any, ...]) -> tuple[str, dict[str, str | None]]:
+    from urllib.parse import quote
+
+    parts, partition_values = [], {}
+    for name, value in zip(names, values, strict=True):
+        text = None if value is None else str(value)
+        partition_values[name] = text
+        parts.append(f"{name}={quote(text, safe='') if text is not None else '__HIVE_DEFAULT_PARTITION__'}")
+    return "/".join(parts), partition_values
+
+
+def write_partition(rows: Iterator[Any], plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Spark's ``mapPartitions`` function: one Spark partition's records into Parquet files; see the module doc.
+
+    Yields one dict per file written and one per Kafka partition seen (its last offset).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    from connectd_delta.rows import records_table
+
+    columns: tuple[list[Any], ...] = ([], [], [], [], [])
+    for row in rows:
+        for column, value in zip(columns, row, strict=True):
+            column.append(value)
+    if not columns[0]:
+        return
+    records = pa.table({"topic": pa.array(columns[0], pa.string()), "partition": pa.array(columns[1], pa.int32()),
+                        "offset": pa.array(columns[2], pa.int64()), "timestamp": pa.array(columns[3], pa.int64()),
+                        "value": pa.array([bytes(v) if v is not None else None for v in columns[4]], pa.binary())})
+    out: list[dict[str, Any]] = []
+    stored: dict[str, int] = plan["stored"]
+    keys = pc.binary_join_element_wise(records.column("topic"), pc.cast(records.column("partition"), pa.string()),
+                                       "\x00")
+    minimum = pa.array([stored.get(key, 0) for key in keys.to_pylist()], pa.int64())
+    for key in set(keys.to_pylist()):
+        topic, partition = key.split("\x00")
+        mask = pc.equal(keys, key)
+        last = pc.max(pc.filter(records.column("offset"), mask)).as_py()
+        out.append({"kind": "offset", "topic": topic, "partition": int(partition), "last": last})
+    fresh = records.filter(pc.greater_equal(records.column("offset"), minimum))
+    if fresh.num_rows:
+        by_table: dict[str, Any] = {}
+        if "${topic}" in plan["table_uri"]:
+            for topic in set(fresh.column("topic").to_pylist()):
+                by_table[plan["table_uri"].replace("${topic}", topic)] = fresh.filter(
+                    pc.equal(fresh.column("topic"), topic))
+        else:
+            by_table[plan["table_uri"]] = fresh
+        for uri, part in by_table.items():
+            converted = records_table(part, plan["value_format"], plan["kafka_columns"])
+            if converted.num_rows == 0:
+                continue  # only tombstones
+            out += _write_files(_cast_to_table(converted, plan["schemas"].get(uri)), uri, plan, pafs, pq, pc)
+    yield from out
+
+
+def _cast_to_table(rows: Any, schema_bytes: bytes | None) -> Any:
+    """Columns the table already has, cast to its types (an int32 field into a long column)."""
+    import pyarrow as pa
+
+    if schema_bytes is None:
+        return rows
+    table_schema = pa.ipc.read_schema(pa.py_buffer(schema_bytes))
+    for index, field in enumerate(rows.schema):
+        wanted = table_schema.field(field.name).type if field.name in table_schema.names else None
+        if wanted is not None and wanted != field.type:
+            rows = rows.set_column(index, pa.field(field.name, wanted), rows.column(index).cast(wanted))
+    return rows
+
+
+def _write_files(rows: Any, uri: str, plan: dict[str, Any], pafs: Any, pq: Any, pc: Any) -> list[dict[str, Any]]:
+    filesystem, root = pafs.FileSystem.from_uri(uri if "://" in uri else os.path.abspath(uri))
+    names = tuple(plan["partition_by"])
+    missing = [name for name in names if name not in rows.schema.names]
+    if missing:
+        raise ConnectException(f"partition.by names {', '.join(missing)}, which the records do not have")
+    if names:
+        combos = rows.select(list(names)).group_by(list(names)).aggregate([]).to_pylist()
+    else:
+        combos = [{}]
+    out = []
+    for combo in combos:
+        part = rows
+        for name in names:
+            value = combo[name]
+            part = part.filter(pc.is_null(part.column(name)) if value is None else pc.equal(part.column(name), value))
+        directory, partition_values = _partition_path(names, tuple(combo[name] for name in names))
+        data = part.drop_columns(list(names)) if names else part
+        relative = f"{directory}/" if directory else ""
+        relative += f"part-{plan['batch_id']:08d}-{uuid.uuid4().hex}.parquet"
+        full = f"{root.rstrip('/')}/{relative}"
+        filesystem.create_dir(full.rsplit("/", 1)[0], recursive=True)
+        pq.write_table(data, full, filesystem=filesystem)
+        info = filesystem.get_file_info(full)
+        out.append({"kind": "file", "table": uri, "path": relative, "size": info.size, "rows": data.num_rows,
+                    "partition_values": json.dumps(partition_values), "mtime": int(time.time() * 1000),
+                    "schema": part.schema.serialize().to_pybytes()})
+    return out
+
+
+class DeltaSinkTask(SparkSinkTask):
+    """Exactly-once appends to Delta tables; see the module's docstring."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        super().start(config)
+        self._settings: Settings = settings(config)
+        if not self._settings.connector:
+            raise ConnectException("the Delta sink needs the connector's name in its config")
+        self._tables: dict[str, Any] = {}
+        for tp, offset in self._stored(self.context.assignment()).items():
+            self.context.offset(tp, offset)  # the table knows how far it got: start there
+        log.info("delta_sink_started: %s", self._settings.table_uri)
+
+    def _table(self, uri: str) -> Any:
+        """The table at *uri* brought up to date, or ``None`` if there is none yet."""
+        from deltalake import DeltaTable
+
+        table = self._tables.get(uri)
+        if table is not None:
+            table.update_incremental()
+            return table
+        if not DeltaTable.is_deltatable(uri, storage_options=self._settings.storage_options or None):
+            return None
+        table = self._tables[uri] = DeltaTable(uri, storage_options=self._settings.storage_options or None)
+        return table
+
+    def _stored(self, partitions: Any) -> dict[TopicPartition, int]:
+        """The next offset each of *partitions* has in its table (those it has)."""
+        found = {}
+        for tp in partitions:
+            table = self._table(self._settings.table_for(tp.topic))
+            version = table.transaction_version(app_id(self._settings.connector, tp.topic, tp.partition)) \
+                if table is not None else None
+            if version is not None:
+                found[tp] = version
+        return found
+
+    def write_batch(self, batch: Any, batch_id: int) -> None:
+        import functools
+
+        import pyarrow as pa
+
+        stored = self._stored(self.context.assignment())
+        uris = {self._settings.table_for(tp.topic) for tp in self.context.assignment()}
+        schemas = {}
+        for uri in uris:
+            table = self._table(uri)
+            if table is not None:
+                schemas[uri] = pa.schema(table.schema().to_arrow()).serialize().to_pybytes()
+        plan = {"stored": {f"{tp.topic}\x00{tp.partition}": offset for tp, offset in stored.items()},
+                "table_uri": self._settings.table_uri, "value_format": self._settings.value_format,
+                "kafka_columns": self._settings.kafka_columns, "partition_by": list(self._settings.partition_by),
+                "batch_id": batch_id, "schemas": schemas}
+        results = (batch.select("topic", "partition", "offset", "timestamp", "value").rdd
+                   .mapPartitions(functools.partial(write_partition, plan=plan)).collect())
+        files: dict[str, list[Any]] = {}
+        versions: dict[str, dict[TopicPartition, int]] = {}
+        for row in results:
+            if row["kind"] == "file":
+                files.setdefault(row["table"], []).append(row)
+            else:
+                tp = TopicPartition(row["topic"], row["partition"])
+                next_offset = max(row["last"] + 1, stored.get(tp, 0))
+                versions.setdefault(self._settings.table_for(tp.topic), {})[tp] = next_offset
+        for uri in sorted(set(files) | set(versions)):
+            self._commit(uri, files.get(uri, []), versions.get(uri, {}))
+
+    def _commit(self, uri: str, files: list[Any], versions: Mapping[TopicPartition, int]) -> None:
+        import pyarrow as pa
+        from deltalake import Schema
+        from deltalake.transaction import (
+            AddAction,
+            CommitProperties,
+            Transaction,
+            create_table_with_add_actions,
+        )
+
+        connector = self._settings.connector
+        transactions = [Transaction(app_id(connector, tp.topic, tp.partition), version)
+                        for tp, version in sorted(versions.items())]
+        adds = [AddAction(row["path"], row["size"], json.loads(row["partition_values"]), row["mtime"], True,
+                          json.dumps({"numRecords": row["rows"]})) for row in files]
+        written = [pa.ipc.read_schema(pa.py_buffer(row["schema"])) for row in files]
+        commit = CommitProperties(app_transactions=transactions)
+        table = self._table(uri)
+        if table is None:
+            if not files:
+                return  # nothing to create a table from (tombstones only): the batch is read again next time
+            schema = pa.unify_schemas(written, promote_options="permissive")
+            schema = pa.schema([field.with_nullable(True) for field in schema])
+            create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",
+                                          partition_by=list(self._settings.partition_by) or None,
+                                          storage_options=self._settings.storage_options or None,
+                                          commit_properties=commit)
+            log.info("delta_table_created: %s (%d files)", uri, len(adds))
+            return
+        current = pa.schema(table.schema().to_arrow())
+        new = [field.with_nullable(True) for schema in written for field in schema
+               if field.name not in current.names]
+        if new:
+            unique = list({field.name: field for field in new}.values())
+            table.alter.add_columns(list(Schema.from_arrow(pa.schema(unique)).fields))
+            table.update_incremental()
+            log.info("delta_columns_added: %s: %s", uri, ", ".join(field.name for field in unique))
+        table.create_write_transaction(adds, "append", table.schema(),
+                                       partition_by=list(self._settings.partition_by) or None,
+                                       commit_properties=commit)
+
+    def stop(self) -> None:
+        self._tables.clear()

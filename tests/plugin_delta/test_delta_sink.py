@@ -1,0 +1,145 @@
+"""The Delta sink: rows from records, exactly-once batches on real Spark, and a SIGKILLed worker."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from connectd_delta.rows import RecordError, records_table
+from connectd_delta.task import DeltaSinkTask, app_id
+
+from connectd import ConfigError, SinkTaskContext, TopicPartition
+
+SCHEMA = {"type": "struct", "name": "order", "optional": False, "fields": [
+    {"field": "id", "type": "int32", "optional": False},
+    {"field": "country", "type": "string", "optional": True},
+    {"field": "price", "type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+     "version": 1, "parameters": {"scale": "2"}},
+    {"field": "at", "type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp", "version": 1},
+]}
+
+
+def order(id_: int, country: str = "fr", cents: int = 150, **extra) -> bytes:
+    schema = SCHEMA
+    payload = {"id": id_, "country": country, "at": 1_795_600_000_000 + id_,
+               "price": base64.b64encode(cents.to_bytes(4, "big", signed=True)).decode()}
+    if extra:
+        schema = {**SCHEMA, "fields": [*SCHEMA["fields"], *({"field": k, "type": "string", "optional": True}
+                                                              for k in extra)]}
+        payload.update(extra)
+    return json.dumps({"schema": schema, "payload": payload}).encode()
+
+
+def kafka_table(values: list[bytes | None], topic: str = "orders", partition: int = 0, first: int = 0) -> pa.Table:
+    count = len(values)
+    return pa.table({"topic": [topic] * count, "partition": pa.array([partition] * count, pa.int32()),
+                     "offset": pa.array(range(first, first + count), pa.int64()),
+                     "timestamp": pa.array([1000] * count, pa.int64()), "value": pa.array(values, pa.binary())})
+
+
+def test_rows_take_their_types_from_the_connect_schema():
+    rows = records_table(kafka_table([order(1), None, order(2, cents=-5)]), "json", kafka_columns=True)
+    assert rows.schema.field("price").type == pa.decimal128(38, 2)
+    assert rows.schema.field("at").type == pa.timestamp("us", tz="UTC")
+    assert [(r["id"], str(r["price"]), r["_kafka_offset"]) for r in rows.to_pylist()] == [(1, "1.50", 0), (2, "-0.05", 2)]
+
+
+def test_schemaless_json_strings_and_bytes():
+    rows = records_table(kafka_table([b'{"a": 1}', b'{"b": "x"}', b"[1, 2]"]), "json", kafka_columns=False)
+    assert rows.to_pylist() == [{"a": 1, "b": None, "value": None}, {"a": None, "b": "x", "value": None},
+                                {"a": None, "b": None, "value": "[1, 2]"}]
+    assert records_table(kafka_table([b"hi"]), "string", False).to_pylist() == [{"value": "hi"}]
+    assert records_table(kafka_table([b"\xff"]), "bytes", False).to_pylist() == [{"value": b"\xff"}]
+    with pytest.raises(RecordError, match="record orders-0@1: "):
+        records_table(kafka_table([b"{}", b"{not json"]), "json", False)
+
+
+def frame(spark, table: pa.Table):
+    """*table* as the DataFrame a Spark-level sink's batch is (the columns the Delta sink reads)."""
+    return spark.createDataFrame([tuple(r.values()) for r in table.to_pylist()],
+                                 "topic string, partition int, offset long, timestamp long, value binary")
+
+
+def task_for(tmp_path: Path, partitions: list[TopicPartition], **config: str) -> DeltaSinkTask:
+    settings = {"name": "orders-to-delta", "table.uri": str(tmp_path / "orders"), **config}
+    task = DeltaSinkTask()
+    task.context = SinkTaskContext(settings, partitions)
+    task.start(settings)
+    return task
+
+
+def read(uri: Path) -> list[dict]:
+    from deltalake import DeltaTable
+
+    return sorted(DeltaTable(str(uri)).to_pyarrow_table().to_pylist(), key=lambda r: r["_kafka_offset"])
+
+
+@pytest.mark.integration
+def test_a_replayed_batch_is_skipped_and_a_new_task_starts_where_the_table_is(spark, tmp_path):
+    from deltalake import DeltaTable
+
+    tp = TopicPartition("orders", 0)
+    task = task_for(tmp_path, [tp], **{"partition.by": "country"})
+    first = kafka_table([order(i, country="fr" if i % 2 else "de") for i in range(5)])
+    task.write_batch(frame(spark, first), 0)
+    task.write_batch(frame(spark, first), 0)  # the same batch again: after a crash
+    wider = kafka_table([order(i, note=f"n{i}") for i in range(3, 8)], first=3)  # overlaps, and a new field
+    task.write_batch(frame(spark, wider), 1)
+    task.stop()
+    rows = read(tmp_path / "orders")
+    assert [r["_kafka_offset"] for r in rows] == list(range(8))  # each record once
+    assert [r["note"] for r in rows] == [None] * 5 + ["n5", "n6", "n7"]
+    table = DeltaTable(str(tmp_path / "orders"))
+    assert table.metadata().partition_columns == ["country"]
+    assert table.transaction_version(app_id("orders-to-delta", "orders", 0)) == 8
+    again = task_for(tmp_path, [tp, TopicPartition("orders", 1)])
+    assert again.context.rewinds == {tp: 8}  # where the table got to; partition 1 has nothing stored
+    again.stop()
+
+
+def test_settings_are_checked(tmp_path):
+    with pytest.raises(ConfigError, match="value.format"):
+        task_for(tmp_path, [], **{"value.format": "avro"})
+
+
+@pytest.mark.integration
+def test_sigkill_mid_stream_leaves_every_record_exactly_once(broker, topic_name, tmp_path, wait_until, worker_config,
+                                                             connectd_processes):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from deltalake import DeltaTable
+
+    count = 60_000
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic_name, order(i), partition=i % 2)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    uri = tmp_path / "table"
+    # Small batches, so that the kill lands between commits.
+    worker = worker_config.file(**{"sink.batch.max.records": "2000"})
+    (tmp_path / "delta.json").write_text(json.dumps({"name": "to-delta", "config": {
+        "connector.class": "DeltaSink", "topics": topic_name, "tasks.max": "2", "table.uri": str(uri)}}))
+
+    def rows() -> int:
+        try:
+            return DeltaTable(str(uri)).count()
+        except Exception:  # noqa: BLE001 - no table yet
+            return 0
+
+    process = connectd_processes.start("standalone", worker, tmp_path / "delta.json")
+    wait_until(rows, "the first batches in the table", until=lambda n: n >= 4000, timeout=180)
+    assert rows() < count, "too fast to kill mid-stream; raise the record count"
+    connectd_processes.kill(process)
+    process = connectd_processes.start("standalone", worker, tmp_path / "delta.json")
+    wait_until(rows, "every record in the table", until=lambda n: n >= count, timeout=300)
+    assert connectd_processes.terminate(process) == 0
+    table = DeltaTable(str(uri)).to_pyarrow_table(columns=["id", "_kafka_partition", "_kafka_offset"])
+    assert table.num_rows == count
+    assert sorted(table.column("id").to_pylist()) == list(range(count))  # each record exactly once
