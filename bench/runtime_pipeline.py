@@ -604,8 +604,9 @@ async def wait_for(what: str, done: Any, timeout: float, herder: Any, name: str,
         await asyncio.sleep(0.05)
 
 
-async def started_herder(bootstrap: str, spark: Any, tmp: Path) -> Any:
-    """A standalone herder in this process (StringConverter keys and values, offsets in *tmp*), started."""
+async def started_herder(bootstrap: str, spark: Any, tmp: Path, **settings: str) -> Any:
+    """A standalone herder in this process (StringConverter keys and values, offsets in *tmp*), started;
+    *settings* are more worker settings (``**{"sink.batch.max.records": "20000"}``)."""
     from connectd.config.worker import WorkerConfig
     from connectd.herder import StandaloneHerder
 
@@ -614,6 +615,7 @@ async def started_herder(bootstrap: str, spark: Any, tmp: Path) -> Any:
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         "value.converter": "org.apache.kafka.connect.storage.StringConverter",
         "offset.storage.file.filename": str(tmp / "offsets.json"),
+        **settings,
     }, "standalone", source="bench")
     herder = StandaloneHerder(worker, "bench-worker", spark)
     await herder.start()

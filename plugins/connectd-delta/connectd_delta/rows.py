@@ -80,6 +80,21 @@ def _arrow_type(schema: dict[str, Any]) -> pa.DataType:
     raise RecordError(f"unknown Connect type {kind!r}")
 
 
+def _converter(schema: dict[str, Any]) -> Any:
+    """A function of a struct payload to its row, made once per schema: fields that need no conversion
+    (numbers, strings, booleans) are taken as they are."""
+    fields = [(f["field"], None if f.get("type") in _AS_IS and not f.get("name") else f)
+              for f in schema.get("fields", [])]
+
+    def convert(payload: dict[str, Any]) -> dict[str, Any]:
+        return {name: payload.get(name) if field is None else _convert(field, payload.get(name))
+                for name, field in fields}
+    return convert
+
+
+_AS_IS = frozenset({"int8", "int16", "int32", "int64", "float32", "float64", "boolean", "string"})
+
+
 def _convert(schema: dict[str, Any], value: Any) -> Any:
     """A payload value (as JsonConverter writes it) as the Python value of its Arrow type."""
     if value is None:
@@ -123,7 +138,7 @@ def records_table(records: pa.Table, value_format: str, kafka_columns: bool) -> 
     offsets, timestamps = records.column("offset").to_pylist(), records.column("timestamp").to_pylist()
     values = records.column("value").to_pylist()
     groups: dict[Any, _Group] = {}
-    schemas: dict[str, tuple[dict[str, Any], pa.Schema]] = {}
+    schemas: list[tuple[dict[str, Any], pa.Schema, Any]] = []
     for topic, partition, offset, timestamp, value in zip(topics, partitions, offsets, timestamps, values,
                                                           strict=True):
         if value is None:
@@ -156,7 +171,7 @@ def records_table(records: pa.Table, value_format: str, kafka_columns: bool) -> 
 
 
 def _row(value: bytes, value_format: str,
-         schemas: dict[str, tuple[dict[str, Any], pa.Schema]]) -> tuple[Any, Any, pa.Schema | None]:
+         schemas: list[tuple[dict[str, Any], pa.Schema, Any]]) -> tuple[Any, Any, pa.Schema | None]:
     """(group key, row dict, Arrow schema or None to infer) of one value."""
     if value_format == "string":
         return "string", {"value": value.decode("utf-8")}, pa.schema([("value", pa.string())])
@@ -165,17 +180,20 @@ def _row(value: bytes, value_format: str,
     parsed = json.loads(value)
     if isinstance(parsed, dict) and set(parsed) == {"schema", "payload"} and isinstance(parsed["schema"], dict):
         schema_json = parsed["schema"]
-        text = json.dumps(schema_json, sort_keys=True)
-        known = schemas.get(text)
-        if known is None:
+        # Records of a batch mostly share one schema: compare with those seen (equal dicts), newest first.
+        for index in range(len(schemas) - 1, -1, -1):
+            if schemas[index][0] == schema_json:
+                break
+        else:
             if schema_json.get("type") != "struct":
                 raise RecordError(f"the schema is a {schema_json.get('type')}, not a struct")
-            known = schemas[text] = (schema_json, pa.schema(list(_arrow_type(schema_json))))
-        schema_json, arrow = known
+            schemas.append((schema_json, pa.schema(list(_arrow_type(schema_json))), _converter(schema_json)))
+            index = len(schemas) - 1
+        _, arrow, convert = schemas[index]
         payload = parsed["payload"]
         if payload is None:
             raise RecordError("the payload is null")
-        return text, _convert(schema_json, payload), arrow
+        return index, convert(payload), arrow
     if isinstance(parsed, dict):
         return "inferred", parsed, None
     return "json", {"value": json.dumps(parsed)}, pa.schema([("value", pa.string())])
