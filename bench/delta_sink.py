@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import runtime_pipeline as rp
-from sink_executors import PARTITIONS, committed_total
+from sink_executors import PARTITIONS, until_committed
 
 SCHEMA = {"type": "struct", "name": "order", "optional": False, "fields": [
     {"field": "id", "type": "int64", "optional": False},
@@ -73,24 +73,7 @@ async def run(herder: Any, bootstrap: str, topic: str, name: str, config: dict[s
     try:
         began = time.monotonic()
         await herder.put({"name": name, "topics": topic, "tasks.max": "2", **config})
-        first = first_count = last = None
-        done = 0
-        while done < count:
-            if time.monotonic() > began + 900:
-                raise TimeoutError(f"{name}: {done} of {count} committed")
-            for task in (0, 1):
-                status = herder.status.task(name, task)
-                if status is not None and status.state == "FAILED":
-                    raise RuntimeError(f"{name}-{task} failed:\n{status.trace}")
-            done = await asyncio.to_thread(committed_total, group, topic)
-            now = time.monotonic()
-            if done and first is None:
-                first, first_count = now, done
-            if done:
-                last = now
-            await asyncio.sleep(0.2)
-        result = {**rp.steady_rates(done, first_count or 0, first, last, nbytes),
-                  "put_to_first_commit_s": round((first or began) - began, 1)}
+        result = await until_committed(herder, group, topic, name, 2, count, began, nbytes)
         await herder.delete(name)
         return result
     finally:
@@ -123,8 +106,6 @@ def main() -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     from connectd.broker import EmbeddedBroker
-    from connectd.config.worker import WorkerConfig
-    from connectd.runtime.spark import start_session
 
     summary: dict[str, Any] = {"records": args.records, "machine": rp.machine_info(), "loadavg_start": rp.loadavg(),
                                "date": time.strftime("%Y-%m-%d")}
@@ -133,14 +114,8 @@ def main() -> int:
         rp.create_topic(bootstrap, topic, PARTITIONS)
         nbytes = fill(bootstrap, topic, args.records)
         summary["bytes_per_record"] = round(nbytes / args.records)
-        spark = start_session(WorkerConfig({
-            "bootstrap.servers": bootstrap, "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "offset.storage.file.filename": str(tmp / "offsets.json"), "spark.master": "local[2]",
-            "spark.local.dir": str(tmp / "spark-local"), "spark.ui.showConsoleProgress": "false",
-        }, "standalone", source="bench"))
+        spark = rp.bench_spark(bootstrap, tmp)
         try:
-            spark.sparkContext.setLogLevel("ERROR")
             summary.update(asyncio.run(runs(bootstrap, spark, tmp, topic, args.records, nbytes)))
         finally:
             spark.stop()

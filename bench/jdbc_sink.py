@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import runtime_pipeline as rp
-from sink_executors import committed_total
+from sink_executors import until_committed
 
 PG = {"url": "jdbc:postgresql://127.0.0.1:5432/test", "user": "postgres"}
 MARIADB = {"url": "jdbc:mariadb://127.0.0.1:3306/test", "user": "root"}
@@ -168,23 +168,7 @@ async def end_to_end(bootstrap: str, spark: Any, tmp: Path, topic: str, table: s
                           "connection.url": PG["url"], "connection.user": PG["user"], "table.name.format": table,
                           "auto.create": "true",
                           "value.converter": "org.apache.kafka.connect.json.JsonConverter"})
-        first = first_count = last = None
-        done = 0
-        while done < count:
-            if time.monotonic() > began + 600:
-                raise TimeoutError(f"{done} of {count} committed")
-            status = herder.status.task(name, 0)
-            if status is not None and status.state == "FAILED":
-                raise RuntimeError(status.trace)
-            done = await asyncio.to_thread(committed_total, group, topic)
-            now = time.monotonic()
-            if done and first is None:
-                first, first_count = now, done
-            if done:
-                last = now
-            await asyncio.sleep(0.2)
-        return {**rp.steady_rates(done, first_count or 0, first, last, 0),
-                "put_to_first_commit_s": round((first or began) - began, 1)}
+        return await until_committed(herder, group, topic, name, 1, count, began, 0, partitions=1)
     finally:
         group.close()
         await herder.stop()
@@ -213,22 +197,14 @@ def main() -> int:
             print(kind, json.dumps(summary[kind]), file=sys.stderr)
 
         from connectd.broker import EmbeddedBroker
-        from connectd.config.worker import WorkerConfig
-        from connectd.runtime.spark import start_session
 
         with tempfile.TemporaryDirectory(prefix="connectd-bench-") as tmp_name, \
                 EmbeddedBroker(host="127.0.0.1") as broker:
             tmp, bootstrap, topic = Path(tmp_name), broker.bootstrap_servers, "bench-jdbc"
             rp.create_topic(bootstrap, topic, 1)
             fill_topic(bootstrap, topic, values)
-            spark = start_session(WorkerConfig({
-                "bootstrap.servers": bootstrap, "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-                "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-                "offset.storage.file.filename": str(tmp / "offsets.json"), "spark.master": "local[2]",
-                "spark.local.dir": str(tmp / "spark-local"), "spark.ui.showConsoleProgress": "false",
-            }, "standalone", source="bench"))
+            spark = rp.bench_spark(bootstrap, tmp)
             try:
-                spark.sparkContext.setLogLevel("ERROR")
                 table = f"bench_e2e_{suffix}"
                 tables.append(("postgresql", table))
                 e2e = asyncio.run(end_to_end(bootstrap, spark, tmp, topic, table, count))

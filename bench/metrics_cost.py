@@ -73,8 +73,6 @@ def main() -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     from connectd.broker import EmbeddedBroker
-    from connectd.config.worker import WorkerConfig
-    from connectd.runtime.spark import start_session
 
     summary: dict[str, Any] = {"records": args.records, "rounds": args.rounds, "machine": rp.machine_info(),
                                "loadavg_start": rp.loadavg(), "date": time.strftime("%Y-%m-%d")}
@@ -82,12 +80,8 @@ def main() -> int:
         tmp, bootstrap, topic = Path(tmp_name), broker.bootstrap_servers, "bench-metrics"
         rp.create_topic(bootstrap, topic, se.PARTITIONS)
         rp.raw_produce(bootstrap, topic, args.records)
-        spark = start_session(WorkerConfig({
-            "bootstrap.servers": bootstrap, "offset.storage.file.filename": str(tmp / "offsets.json"),
-            "spark.master": "local[2]",
-        }, "standalone", source="bench"))
+        spark = rp.bench_spark(bootstrap, tmp)
         try:
-            spark.sparkContext.setLogLevel("ERROR")
             summary["sink_tasks_4"] = asyncio.run(rounds(bootstrap, spark, tmp, topic, args.records, args.rounds))
         finally:
             spark.stop()

@@ -604,6 +604,28 @@ async def wait_for(what: str, done: Any, timeout: float, herder: Any, name: str,
         await asyncio.sleep(0.05)
 
 
+def bench_spark(bootstrap: str, tmp: Path, master: str = "local[2]", **conf: str) -> Any:
+    """The worker's SparkSession as the benchmarks start it: StringConverter keys and values, offsets
+    and Spark's scratch in *tmp*, no console progress, Spark's own log at ERROR; *conf* adds settings
+    (``**{"spark.sql.shuffle.partitions": "2"}``)."""
+    from connectd.config.worker import WorkerConfig
+    from connectd.runtime.spark import start_session
+
+    spark = start_session(WorkerConfig({
+        "bootstrap.servers": bootstrap,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp / "offsets.json"),
+        "spark.master": master,
+        "spark.sql.warehouse.dir": str(tmp / "warehouse"),
+        "spark.local.dir": str(tmp / "spark-local"),
+        "spark.ui.showConsoleProgress": "false",
+        **conf,
+    }, "standalone", source="bench"))
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 async def started_herder(bootstrap: str, spark: Any, tmp: Path, **settings: str) -> Any:
     """A standalone herder in this process (StringConverter keys and values, offsets in *tmp*), started;
     *settings* are more worker settings (``**{"sink.batch.max.records": "20000"}``)."""
@@ -908,8 +930,6 @@ def main() -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     from connectd.broker import EmbeddedBroker
-    from connectd.config.worker import WorkerConfig
-    from connectd.runtime.spark import start_session
 
     wall = time.monotonic()
     summary: dict[str, Any] = {"records": records, "machine": machine_info(), "loadavg_start": loadavg()}
@@ -929,22 +949,11 @@ def main() -> int:
 
             print("starting Spark ...", file=sys.stderr)
             t0 = time.monotonic()
-            spark = start_session(WorkerConfig({
-                "bootstrap.servers": bootstrap,
-                "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-                "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-                "offset.storage.file.filename": str(tmp / "offsets.json"),
-                "spark.master": "local[2]",
-                "spark.sql.shuffle.partitions": "2",
-                "spark.sql.warehouse.dir": str(tmp / "warehouse"),
-                "spark.local.dir": str(tmp / "spark-local"),
-                "spark.sql.streaming.numRecentProgressUpdates": "1000",
-                "spark.ui.showConsoleProgress": "false",
-            }, "standalone", source="bench"))
+            spark = bench_spark(bootstrap, tmp, **{"spark.sql.shuffle.partitions": "2",
+                                                   "spark.sql.streaming.numRecentProgressUpdates": "1000"})
             summary["spark_start_s"] = round(time.monotonic() - t0, 1)
             memory = None
             try:
-                spark.sparkContext.setLogLevel("ERROR")
                 print("connectd runs ...", file=sys.stderr)
                 memory = MemoryPeak(broker.pid)
                 memory.start()

@@ -64,11 +64,37 @@ class PssPeak(rp.MemoryPeak):
             self._peaks[kind] = max(self._peaks.get(kind, 0), size)
 
 
-def committed_total(consumer: Any, topic: str) -> int:
+def committed_total(consumer: Any, topic: str, partitions: int = PARTITIONS) -> int:
     from confluent_kafka import TopicPartition
 
-    found = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
+    found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
     return sum(max(tp.offset, 0) for tp in found)
+
+
+async def until_committed(herder: Any, group: Any, topic: str, name: str, tasks: int, records: int, began: float,
+                          nbytes: int, partitions: int = PARTITIONS) -> dict[str, Any]:
+    """Poll *group*'s committed offsets of *topic* every 0.2 s until they total *records*; the rates from
+    the first commit seen to the last (:func:`runtime_pipeline.steady_rates`) and the time from *began*
+    to the first commit. Raises if one of the connector's *tasks* fails."""
+    first = first_count = last = None
+    done = 0
+    deadline = time.monotonic() + max(300, records / 1000)
+    while done < records:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{name}: {done} of {records} committed")
+        for task in range(tasks):
+            status = herder.status.task(name, task)
+            if status is not None and status.state == "FAILED":
+                raise RuntimeError(f"{name}-{task} failed:\n{status.trace}")
+        done = await asyncio.to_thread(committed_total, group, topic, partitions)
+        now = time.monotonic()
+        if done and first is None:
+            first, first_count = now, done
+        if done:
+            last = now
+        await asyncio.sleep(0.2)
+    return {**rp.steady_rates(done, first_count or 0, first, last, nbytes),
+            "put_to_first_commit_s": round((first or began) - began, 1)}
 
 
 async def sink_run(herder: Any, bootstrap: str, topic: str, out: Path, tasks: int, records: int,
@@ -84,27 +110,9 @@ async def sink_run(herder: Any, bootstrap: str, topic: str, out: Path, tasks: in
     t_put = time.monotonic()
     await herder.put({"name": name, "connector.class": "FileStreamSink", "topics": topic, "file": str(out),
                       "tasks.max": str(tasks), "value.converter": "org.apache.kafka.connect.storage.StringConverter"})
-    first = first_count = last = None
-    done = 0
-    deadline = time.monotonic() + max(300, records / 1000)
-    while done < records:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{name}: {done} of {records} committed")
-        for task in range(tasks):
-            status = herder.status.task(name, task)
-            if status is not None and status.state == "FAILED":
-                raise RuntimeError(f"{name}-{task} failed:\n{status.trace}")
-        done = await asyncio.to_thread(committed_total, group, topic)
-        now = time.monotonic()
-        if done and first is None:
-            first, first_count = now, done
-        if done:
-            last = now
-        await asyncio.sleep(0.2)
     result = {
         "tasks": tasks,
-        **rp.steady_rates(done, first_count or 0, first, last, done * rp.RECORD_BYTES),
-        "put_to_first_commit_s": round((first or t_put) - t_put, 1),
+        **await until_committed(herder, group, topic, name, tasks, records, t_put, records * rp.RECORD_BYTES),
         "cpu_from_put": rp.cpu_since(cpu),
         "memory_mib": memory.take(),
         "spark": [await asyncio.to_thread(rp.progress_summary, q) for q in herder.task_queries(name)],
@@ -149,8 +157,6 @@ def main() -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     from connectd.broker import EmbeddedBroker
-    from connectd.config.worker import WorkerConfig
-    from connectd.runtime.spark import start_session
 
     summary: dict[str, Any] = {"records": args.records, "master": args.master, "conf": args.conf, "machine": rp.machine_info(),
                                "loadavg_start": rp.loadavg(), "date": time.strftime("%Y-%m-%d")}
@@ -162,19 +168,11 @@ def main() -> int:
         summary["raw"]["consume"], raw_ends = rp.raw_consume(bootstrap, topic, args.records)
         print(json.dumps(summary["raw"]), file=sys.stderr)
         t0 = time.monotonic()
-        spark = start_session(WorkerConfig({
-            "bootstrap.servers": bootstrap, "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "offset.storage.file.filename": str(tmp / "offsets.json"), "spark.master": args.master,
-            "spark.sql.warehouse.dir": str(tmp / "warehouse"), "spark.local.dir": str(tmp / "spark-local"),
-            "spark.ui.showConsoleProgress": "false",
-            **dict(item.split("=", 1) for item in args.conf),
-        }, "standalone", source="bench"))
+        spark = rp.bench_spark(bootstrap, tmp, args.master, **dict(item.split("=", 1) for item in args.conf))
         summary["spark_start_s"] = round(time.monotonic() - t0, 1)
         memory = PssPeak(broker.pid)
         memory.start()
         try:
-            spark.sparkContext.setLogLevel("ERROR")
             summary["connectd"] = asyncio.run(runs(bootstrap, spark, tmp, topic, args.records, raw_ends,
                                                    args.latency_rate, args.latency_seconds, memory))
         finally:

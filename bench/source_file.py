@@ -85,8 +85,6 @@ def main() -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     from connectd.broker import EmbeddedBroker
-    from connectd.config.worker import WorkerConfig
-    from connectd.runtime.spark import start_session
 
     summary: dict[str, Any] = {"records": args.records, "master": args.master, "conf": args.conf,
                                "machine": rp.machine_info(), "loadavg_start": rp.loadavg(),
@@ -101,18 +99,11 @@ def main() -> int:
         path = tmp / "in.txt"
         write_lines(path, args.records)
         t0 = time.monotonic()
-        settings = {
-            "bootstrap.servers": bootstrap, "offset.storage.file.filename": str(tmp / "offsets.json"),
-            "spark.master": args.master, "spark.sql.warehouse.dir": str(tmp / "warehouse"),
-            "spark.local.dir": str(tmp / "spark-local"), "spark.ui.showConsoleProgress": "false",
-            **dict(item.split("=", 1) for item in args.conf),
-        }
-        spark = start_session(WorkerConfig(settings, "standalone", source="bench"))
+        spark = rp.bench_spark(bootstrap, tmp, args.master, **dict(item.split("=", 1) for item in args.conf))
         summary["spark_start_s"] = round(time.monotonic() - t0, 1)
         memory = rp.MemoryPeak(broker.pid)
         memory.start()
         try:
-            spark.sparkContext.setLogLevel("ERROR")
             summary["connectd"] = asyncio.run(runs(bootstrap, spark, tmp, "bench-file", path, args.records, memory))
         finally:
             memory.halt.set()

@@ -247,14 +247,19 @@ class DeltaSinkTask(SparkSinkTask):
                                           commit_properties=commit)
             log.info("delta_table_created: %s (%d files)", uri, len(adds))
             return
-        current = pa.schema(table.schema().to_arrow())
-        new = [field.with_nullable(True) for schema in written for field in schema
-               if field.name not in current.names]
-        if new:
-            unique = list({field.name: field for field in new}.values())
-            table.alter.add_columns(list(Schema.from_arrow(pa.schema(unique)).fields))
+        for attempt in range(3):
+            current = pa.schema(table.schema().to_arrow())
+            new = list({field.name: field.with_nullable(True) for schema in written for field in schema
+                        if field.name not in current.names}.values())
+            if not new:
+                break
+            try:
+                table.alter.add_columns(list(Schema.from_arrow(pa.schema(new)).fields))
+                log.info("delta_columns_added: %s: %s", uri, ", ".join(field.name for field in new))
+            except Exception:  # another task may have changed the schema first: read it again
+                if attempt == 2:
+                    raise
             table.update_incremental()
-            log.info("delta_columns_added: %s: %s", uri, ", ".join(field.name for field in unique))
         table.create_write_transaction(adds, "append", table.schema(),
                                        partition_by=list(self._settings.partition_by) or None,
                                        commit_properties=commit)

@@ -66,6 +66,10 @@ class Dialect:
     def _connect(self, connection: Connection) -> Any:
         raise NotImplementedError
 
+    def atomic_insert(self, operation: str, rows: int) -> bool:
+        """Whether writing *rows* rows by *operation* is one statement, atomic without a transaction."""
+        return False
+
     def is_transient(self, error: BaseException) -> bool:
         """Whether *error* may go away by itself: a lost connection, a deadlock, a lock wait."""
         raise NotImplementedError
@@ -203,6 +207,9 @@ class PostgreSql(Dialect):
 
     def is_transient(self, error: BaseException) -> bool:
         return isinstance(error, (self._psycopg.OperationalError, self._psycopg.InterfaceError))
+
+    def atomic_insert(self, operation: str, rows: int) -> bool:
+        return operation == "insert" and rows <= self.settings.batch_size  # one COPY
 
     def fold(self, name: str) -> str:
         return name if self.quoting else name.lower()

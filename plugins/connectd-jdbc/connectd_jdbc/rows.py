@@ -72,6 +72,8 @@ class Shape:
     value_columns: tuple[Column, ...]
     key: Callable[[SinkRecord], tuple[Any, ...]]
     values: Callable[[SinkRecord], tuple[Any, ...]]
+    #: key values then the other values, as one tuple
+    row: Callable[[SinkRecord], tuple[Any, ...]]
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -85,9 +87,14 @@ class Shapes:
         self._settings = settings
         self._zone = settings.db_timezone
         self._cache: dict[tuple[Any, ...], Shape] = {}
+        self._last: tuple[Any, Any, Shape] | None = None  # (key schema, value schema, shape) of the last record
 
     def of(self, record: SinkRecord) -> Shape:
         """The shape of *record*; a tombstone's has no value columns. :class:`RecordError` if it has none."""
+        last = self._last
+        if last is not None and record.value_schema is last[1] and record.key_schema is last[0] \
+                and record.value.__class__ is Struct:
+            return last[2]  # the records of a batch mostly share their schemas: no lookup
         tombstone = record.value is None
         if not tombstone and not (isinstance(record.value, Struct) and record.value_schema is not None
                                   and record.value_schema.type is SchemaType.STRUCT):
@@ -103,6 +110,8 @@ class Shapes:
         shape = self._cache.get(cache_key)
         if shape is None:
             shape = self._cache[cache_key] = self._shape(record, tombstone)
+        if not tombstone:
+            self._last = (record.key_schema, record.value_schema, shape)
         return shape
 
     def _shape(self, record: SinkRecord, tombstone: bool) -> Shape:
@@ -133,7 +142,14 @@ class Shapes:
             names = [name for name in value_names if name not in key_names and (not whitelist or name in whitelist)]
             value_columns = [self._column(value_schema, name, record) for name in names]
             values = self._extractor(value_schema, names, lambda r: r.value)
-        return Shape(tuple(key_columns), tuple(value_columns), key, values)
+        if not key_columns:
+            row = values
+        elif not value_columns:
+            row = key
+        else:
+            def row(record: SinkRecord) -> tuple[Any, ...]:
+                return key(record) + values(record)
+        return Shape(tuple(key_columns), tuple(value_columns), key, values, row)
 
     def _record_key(self, record: SinkRecord) -> tuple[list[Column], Callable[[SinkRecord], tuple[Any, ...]]]:
         schema, pk_fields = record.key_schema, self._settings.pk_fields

@@ -17,7 +17,9 @@ put(records):
 3. tables are created (``auto.create``) or given missing columns
    (``auto.evolve``), each DDL statement committed on its own;
 4. every run is written (:mod:`connectd_jdbc.dialects`) and the transaction
-   committed.
+   committed. A put() that is one statement (PostgreSQL: inserts of one
+   table that fit one COPY) runs it alone, in autocommit: a statement is
+   atomic by itself, and the BEGIN and COMMIT round trips are saved.
 
 Failures:
 
@@ -127,20 +129,21 @@ class JdbcSinkTask(SinkTask):
     def _runs(self, records: list[SinkRecord]) -> list[_Run]:
         runs: list[_Run] = []
         current: _Run | None = None
-        table_format, tables = self._settings.table_name_format, self._tables
+        table_format, tables, mode, shape_of = self._settings.table_name_format, self._tables, \
+            self._settings.insert_mode, self._shapes.of
         for record in records:
             try:
-                shape = self._shapes.of(record)
-                row = shape.key(record) + shape.values(record)
+                shape = shape_of(record)
+                row = shape.row(record)
             except RecordError as error:
                 self._report(record, error)
                 continue
             table = tables.get(record.topic)
             if table is None:
                 table = tables[record.topic] = table_format.replace("${topic}", record.topic)
-            operation = "delete" if record.value is None else self._settings.insert_mode
-            if current is None or current.table != table or current.operation != operation \
-                    or current.shape is not shape:
+            operation = mode if record.value is not None else "delete"
+            if current is None or current.shape is not shape or current.table != table \
+                    or current.operation != operation:
                 current = _Run(table, operation, shape)
                 runs.append(current)
             current.add(record, row)
@@ -162,6 +165,15 @@ class JdbcSinkTask(SinkTask):
         connection = self._connect()
         for run in runs:
             self._prepare(connection, run)
+        if len(runs) == 1 and self._dialect.atomic_insert(runs[0].operation, len(runs[0].rows())):
+            # One statement is a transaction by itself: no BEGIN and COMMIT round trips.
+            connection.autocommit = True
+            try:
+                with connection.cursor() as cursor:
+                    self._write_run(cursor, runs[0], runs[0].rows())
+            finally:
+                connection.autocommit = False
+            return
         with connection.cursor() as cursor:
             for run in runs:
                 self._write_run(cursor, run, run.rows())
