@@ -8,14 +8,15 @@ N rows of (id INT, name TEXT ~20 chars, amount DECIMAL(2), at TIMESTAMP), each d
    statement);
 2. the task alone: ``JdbcSinkTask.put()`` of the same rows as Connect
    records (struct values with the schema), 500 a call as connectd hands them
-   (``consumer.max.poll.records``), each call a transaction;
+   (``consumer.max.poll.records``; ``--put-records`` for other sizes), each
+   call a transaction;
 3. end to end (PostgreSQL): the rows as JSON with schemas in a 1-partition
    topic of the embedded broker, a worker in this process (Spark
    ``local[2]``) running the connector with ``tasks.max=1``, ``put()`` in a
    Spark executor; counted from the group's first committed offset to the
    one reaching N.
 
-Run:  .venv/bin/python bench/jdbc_sink.py [--records 200000]
+Run:  .venv/bin/python bench/jdbc_sink.py [--records 200000] [--put-records 500 5000]
 Prints a JSON summary (BENCHMARKS.md, "JDBC sink", holds the figures).
 """
 
@@ -108,8 +109,8 @@ def raw_load(kind: str, table: str, values: list[tuple[Any, ...]]) -> float:
         connection.close()
 
 
-def task_load(kind: str, table: str, batch: list[Any]) -> float:
-    """Seconds for ``JdbcSinkTask.put()`` to write *batch*, CHUNK records a call."""
+def task_load(kind: str, table: str, batch: list[Any], chunk: int = CHUNK) -> float:
+    """Seconds for ``JdbcSinkTask.put()`` to write *batch*, *chunk* records a call."""
     from connectd_jdbc.task import JdbcSinkTask
 
     from connectd import SinkTaskContext
@@ -122,8 +123,8 @@ def task_load(kind: str, table: str, batch: list[Any]) -> float:
     task.start(config)
     try:
         began = time.perf_counter()
-        for start in range(0, len(batch), CHUNK):
-            task.put(batch[start:start + CHUNK])
+        for start in range(0, len(batch), chunk):
+            task.put(batch[start:start + chunk])
         return time.perf_counter() - began
     finally:
         task.stop()
@@ -177,6 +178,8 @@ async def end_to_end(bootstrap: str, spark: Any, tmp: Path, topic: str, table: s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--put-records", type=int, nargs="+", default=[CHUNK],
+                        help="records per put() in the task-alone runs (consumer.max.poll.records; default 500)")
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     count = args.records
@@ -189,11 +192,14 @@ def main() -> int:
     try:
         for kind in ("postgresql", "mariadb"):
             raw_table, task_table = f"bench_raw_{suffix}", f"bench_task_{suffix}"
-            tables += [(kind, raw_table), (kind, task_table)]
+            tables.append((kind, raw_table))
             raw = raw_load(kind, raw_table, values)
-            task = task_load(kind, task_table, batch)
-            summary[kind] = {"raw_rows_per_s": round(count / raw), "task_rows_per_s": round(count / task),
-                             "task_vs_raw": round(raw / task, 2)}
+            summary[kind] = {"raw_rows_per_s": round(count / raw)}
+            for size in args.put_records:
+                task = task_load(kind, f"{task_table}_{size}", batch, size)
+                tables.append((kind, f"{task_table}_{size}"))
+                summary[kind][f"task_rows_per_s_put_{size}"] = round(count / task)
+                summary[kind][f"task_vs_raw_put_{size}"] = round(raw / task, 2)
             print(kind, json.dumps(summary[kind]), file=sys.stderr)
 
         from connectd.broker import EmbeddedBroker
