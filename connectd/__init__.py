@@ -77,6 +77,7 @@ from connectd.override_policy import (
     ConnectorClientConfigRequest,
 )
 from connectd.secrets import Secret
+from connectd.transforms.base import Predicate, Transformation
 
 try:
     __version__ = _metadata.version("connectd")
@@ -112,6 +113,7 @@ __all__ = [
     "OffsetStorageReader",
     "OneOf",
     "PluginError",
+    "Predicate",
     "Range",
     "RegexValid",
     "RetriableException",
@@ -138,6 +140,7 @@ __all__ = [
     "TimestampType",
     "TopicName",
     "TopicPartition",
+    "Transformation",
     "Type",
     "ValidList",
     "Validator",

@@ -10,11 +10,17 @@ from __future__ import annotations
 from connectd import hookimpl
 
 from connectd_mysql_cdc.connector import MySqlConnector
+from connectd_mysql_cdc.unwrap import ExtractNewRecordState
 
-__all__ = ["MySqlConnector"]
+__all__ = ["ExtractNewRecordState", "MySqlConnector"]
 
 
 @hookimpl
 def register_connectors(register):
     register(MySqlConnector, aliases=("MySqlConnector", "io.debezium.connector.mysql.MySqlConnector",
                                       "MariaDbConnector", "io.debezium.connector.mariadb.MariaDbConnector"))
+
+
+@hookimpl
+def register_transforms(register):
+    register(ExtractNewRecordState, aliases=("ExtractNewRecordState", "io.debezium.transforms.ExtractNewRecordState"))
