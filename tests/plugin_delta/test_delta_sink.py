@@ -143,3 +143,8 @@ def test_sigkill_mid_stream_leaves_every_record_exactly_once(broker, topic_name,
     table = DeltaTable(str(uri)).to_pyarrow_table(columns=["id", "_kafka_partition", "_kafka_offset"])
     assert table.num_rows == count
     assert sorted(table.column("id").to_pylist()) == list(range(count))  # each record exactly once
+
+
+def test_a_relative_table_path_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="expected an absolute path or a URI"):
+        task_for(tmp_path, [], **{"table.uri": "lake/orders"})

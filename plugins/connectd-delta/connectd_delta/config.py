@@ -6,16 +6,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connectd import CaseInsensitiveValidString, ConfigDef, ConfigKey, Importance, NonEmptyString, Type
+import os
+
+from connectd import CaseInsensitiveValidString, ConfigDef, ConfigKey, Importance, Type, Validator
 
 __all__ = ["CONFIG_DEF", "Settings", "settings"]
 
 STORAGE_PREFIX = "storage."
 
+
+class TableUri(Validator):
+    """An absolute directory or a URI: the worker and every executor must find the same table."""
+
+    def __call__(self, value: str) -> None:
+        if "://" not in value and not os.path.isabs(value):
+            raise ValueError("expected an absolute path or a URI (file://, s3://, …): a relative path would "
+                             "name another directory in each process that writes")
+
+    def describe(self) -> str:
+        return "an absolute path or a URI"
+
 CONFIG_DEF = ConfigDef([
-    ConfigKey("table.uri", Type.STRING, "The Delta table: a directory or a URI (file://, s3://, gs://, az://, "
+    ConfigKey("table.uri", Type.STRING, "The Delta table: an absolute directory or a URI (file://, s3://, gs://, az://, "
               "abfss://); ${topic} in it makes one table per topic.", importance=Importance.HIGH,
-              validator=NonEmptyString()),
+              validator=TableUri()),
     ConfigKey("value.format", Type.STRING, "How record values become columns. json: a JSON object per record, "
               "its fields the columns (with JsonConverter's schema envelope, {\"schema\": …, \"payload\": …}, the "
               "schema gives the types); string: one column value, the value as UTF-8 text; bytes: one column "

@@ -53,7 +53,7 @@ def _partition_path(names: tuple[str, ...], values: tuple[Any, ...]) -> tuple[st
 
     parts, partition_values = [], {}
     for name, value in zip(names, values, strict=True):
-        text = None if value is None else str(value)
+        text = None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
         partition_values[name] = text
         parts.append(f"{name}={quote(text, safe='') if text is not None else '__HIVE_DEFAULT_PARTITION__'}")
     return "/".join(parts), partition_values
