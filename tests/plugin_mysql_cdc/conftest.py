@@ -58,19 +58,16 @@ class BinlogMariaDB:
                 "database.server.id": "5401", "topic.prefix": "cdc", "poll.interval.ms": "200", **overrides}
 
 
-def _stop(pid: int, timeout: float = 30.0) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
+def _stop(process: subprocess.Popen, timeout: float = 30.0) -> None:
+    """SIGTERM the server by its PID (a clean shutdown), SIGKILL if it is still there after *timeout*."""
+    if process.poll() is not None:
         return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGKILL)
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
 
 
 @pytest.fixture(scope="session")
@@ -104,8 +101,7 @@ def binlog_mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BinlogM
                 time.sleep(0.1)
         yield mariadb
     finally:
-        _stop(process.pid)
-        process.wait(10)
+        _stop(process)
 
 
 @pytest.fixture

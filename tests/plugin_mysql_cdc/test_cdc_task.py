@@ -190,3 +190,27 @@ def test_unfinished_snapshot_is_read_again(binlog_mariadb, database):
         assert [summary(r)[:2] for r in poll_until(again, 3)] == [("r", 1), ("r", 2), ("r", 3)]
     finally:
         again.stop()
+
+
+def test_excluded_tables_and_columns_never_leave_the_database(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.users (id INT PRIMARY KEY, name VARCHAR(20), ssn VARCHAR(11))",
+                           f"CREATE TABLE {database}.secrets (id INT PRIMARY KEY)",
+                           f"INSERT INTO {database}.users VALUES (1, 'ada', '123-45-6789')",
+                           f"INSERT INTO {database}.secrets VALUES (1)")
+    task = task_for(binlog_mariadb, database, **{"table.exclude.list": rf"{database}\.secrets",
+                                                 "column.exclude.list": rf"{database}\.users\.ssn"})
+    try:
+        assert [summary(r) for r in poll_until(task, 1)] == [("r", 1, {"id": 1, "name": "ada"})]
+        binlog_mariadb.execute(f"INSERT INTO {database}.users VALUES (2, 'bob', '987-65-4321')",
+                               f"INSERT INTO {database}.secrets VALUES (2)")
+        assert [summary(r) for r in poll_until(task, 1)] == [("c", 2, {"id": 2, "name": "bob"})]
+    finally:
+        task.stop()
+
+
+def test_include_and_exclude_lists_of_one_kind_are_refused():
+    from connectd_mysql_cdc.connector import MySqlConnector
+
+    problems = MySqlConnector().validate({"table.include.list": "a\\.b", "table.exclude.list": "a\\.c"})
+    assert [(p.key, p.message) for p in problems] == [
+        ("table.exclude.list", "cannot be used with table.include.list: set one of them")]

@@ -15,7 +15,9 @@ from typing import Any
 from connectd import (
     CaseInsensitiveValidString,
     ConfigDef,
+    ConfigError,
     ConfigKey,
+    ConfigProblem,
     Importance,
     NonEmptyString,
     OneOf,
@@ -26,7 +28,7 @@ from connectd import (
     Validator,
 )
 
-__all__ = ["CONFIG_DEF", "Settings", "settings"]
+__all__ = ["CONFIG_DEF", "Settings", "problems", "settings"]
 
 SNAPSHOT_MODES = ("initial", "never", "when_needed", "no_data", "schema_only")
 
@@ -69,6 +71,19 @@ CONFIG_DEF = ConfigDef([
     ConfigKey("table.include.list", Type.LIST, "Regular expressions of the tables to capture, as database.table "
               "(each matching a whole name); empty: every table of the captured databases.", default="",
               importance=Importance.MEDIUM, validator=Patterns(), group=_FILTERS),
+    ConfigKey("database.exclude.list", Type.LIST, "Regular expressions of databases not to capture; not with "
+              "database.include.list.", default="", importance=Importance.MEDIUM, validator=Patterns(),
+              group=_FILTERS),
+    ConfigKey("table.exclude.list", Type.LIST, "Regular expressions of tables (database.table) not to capture; "
+              "not with table.include.list.", default="", importance=Importance.MEDIUM, validator=Patterns(),
+              group=_FILTERS),
+    ConfigKey("column.include.list", Type.LIST, "Regular expressions of the columns to capture, as "
+              "database.table.column; empty: all. Primary key columns are always captured.", default="",
+              importance=Importance.MEDIUM, validator=Patterns(), group=_FILTERS),
+    ConfigKey("column.exclude.list", Type.LIST, "Regular expressions of columns (database.table.column) left out "
+              "of the events, in the snapshot and the binlog alike; not with column.include.list. Primary key "
+              "columns are always captured.", default="", importance=Importance.MEDIUM, validator=Patterns(),
+              group=_FILTERS),
     ConfigKey("snapshot.mode", Type.STRING,
               "initial: without stored offsets, read the tables (op r) and then the binlog from the snapshot's "
               "position; never: no snapshot, the binlog from its first file; when_needed: a snapshot also when "
@@ -105,6 +120,10 @@ class Settings:
     prefix: str
     databases: tuple[re.Pattern[str], ...]
     tables: tuple[re.Pattern[str], ...]
+    databases_out: tuple[re.Pattern[str], ...]
+    tables_out: tuple[re.Pattern[str], ...]
+    columns_in: tuple[re.Pattern[str], ...]
+    columns_out: tuple[re.Pattern[str], ...]
     snapshot_mode: str
     fetch_size: int
     tombstones: bool
@@ -123,17 +142,48 @@ class Settings:
             return False
         if self.databases and not any(p.fullmatch(database) for p in self.databases):
             return False
-        return table is None or not self.tables or any(p.fullmatch(f"{database}.{table}") for p in self.tables)
+        if any(p.fullmatch(database) for p in self.databases_out):
+            return False
+        if table is None:
+            return True
+        name = f"{database}.{table}"
+        if self.tables and not any(p.fullmatch(name) for p in self.tables):
+            return False
+        return not any(p.fullmatch(name) for p in self.tables_out)
+
+    def keeps_column(self, database: str, table: str, column: str) -> bool:
+        """Whether *column* is in the events (a primary key column always is: the caller sees to that)."""
+        name = f"{database}.{table}.{column}"
+        if self.columns_in and not any(p.fullmatch(name) for p in self.columns_in):
+            return False
+        return not any(p.fullmatch(name) for p in self.columns_out)
+
+
+def problems(config: Mapping[str, Any]) -> list[ConfigProblem]:
+    """Include and exclude lists of the same things set together (Debezium refuses them too)."""
+    found = []
+    for kind in ("database", "table", "column"):
+        if config.get(f"{kind}.include.list") and config.get(f"{kind}.exclude.list"):
+            found.append(ConfigProblem(None, f"{kind}.exclude.list",
+                                       f"cannot be used with {kind}.include.list: set one of them"))
+    return found
 
 
 def settings(config: Mapping[str, Any]) -> Settings:
     parsed = CONFIG_DEF.parse(config)
+    found = problems(config)
+    if found:
+        raise ConfigError(found)
+    patterns = {key: tuple(re.compile(p) for p in parsed[key]) for key in (
+        "database.include.list", "table.include.list", "database.exclude.list", "table.exclude.list",
+        "column.include.list", "column.exclude.list")}
     mode = parsed["snapshot.mode"].lower()
     return Settings(
         host=parsed["database.hostname"], port=parsed["database.port"], user=parsed["database.user"],
         password=parsed["database.password"], server_id=parsed["database.server.id"], prefix=parsed["topic.prefix"],
-        databases=tuple(re.compile(p) for p in parsed["database.include.list"]),
-        tables=tuple(re.compile(p) for p in parsed["table.include.list"]),
+        databases=patterns["database.include.list"], tables=patterns["table.include.list"],
+        databases_out=patterns["database.exclude.list"], tables_out=patterns["table.exclude.list"],
+        columns_in=patterns["column.include.list"], columns_out=patterns["column.exclude.list"],
         snapshot_mode="no_data" if mode == "schema_only" else mode, fetch_size=parsed["snapshot.fetch.size"],
         tombstones=parsed["tombstones.on.delete"], decimal_mode=parsed["decimal.handling.mode"].lower(),
         max_batch=parsed["max.batch.size"], poll_interval_s=parsed["poll.interval.ms"] / 1000,

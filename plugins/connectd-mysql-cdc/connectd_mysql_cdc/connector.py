@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from connectd import SourceConnector
+from connectd import ConfigProblem, SourceConnector
 
-from connectd_mysql_cdc.config import CONFIG_DEF
+from connectd_mysql_cdc.config import CONFIG_DEF, problems
 
 __all__ = ["MySqlConnector"]
 
@@ -23,6 +24,9 @@ class MySqlConnector(SourceConnector):
         from connectd_mysql_cdc.task import MySqlSourceTask
 
         return MySqlSourceTask
+
+    def validate(self, config: Mapping[str, Any]) -> list[ConfigProblem]:
+        return problems(config)
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         # One binlog, read in order by one reader, as Debezium's single task.

@@ -186,6 +186,8 @@ class TableSchema:
         self._converters: list[tuple[str, Callable[[Any], Any]]] = []
         key_names = []
         for spec in columns:
+            if not spec.primary and not settings.keeps_column(database, table, spec.name):
+                continue  # column.include.list / column.exclude.list: never converted, never sent
             builder, convert = _schema_and_converter(spec, settings.decimal_mode)
             if spec.primary:
                 key.field(spec.name, builder.build())

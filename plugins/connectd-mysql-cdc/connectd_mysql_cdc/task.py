@@ -74,6 +74,10 @@ def _binlog_files(config: Settings) -> list[str]:
         connection.close()
 
 
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 class _Snapshot:
     """One consistent read of every captured table, as ``op: r`` records, then where the binlog goes on."""
 
@@ -114,16 +118,13 @@ class _Snapshot:
 
     def rows(self) -> Iterator[tuple[TableSchema, dict[str, Any]]]:
         for table in self.tables:
-            names = [field.name for field in table.value_schema.fields]
+            names = [field.name for field in table.value_schema.fields]  # excluded columns are not even read
             with self._connection.cursor() as cursor:
-                cursor.execute(f"SELECT * FROM `{table.database.replace('`', '``')}`."
-                               f"`{table.table.replace('`', '``')}`")
-                columns = [description[0] for description in cursor.description]
-                if columns != names:
-                    raise ConnectException(f"{table.database}.{table.table} changed during the snapshot")
+                cursor.execute(f"SELECT {', '.join(_quoted(name) for name in names)} FROM "
+                               f"{_quoted(table.database)}.{_quoted(table.table)}")
                 while batch := cursor.fetchmany(self._config.fetch_size):
                     for row in batch:
-                        yield table, dict(zip(columns, row, strict=True))
+                        yield table, dict(zip(names, row, strict=True))
 
     def close(self) -> None:
         try:
