@@ -119,12 +119,18 @@ class _Snapshot:
     def rows(self) -> Iterator[tuple[TableSchema, dict[str, Any]]]:
         for table in self.tables:
             names = [field.name for field in table.value_schema.fields]  # excluded columns are not even read
+            read, shown = 0, time.monotonic()
             with self._connection.cursor() as cursor:
                 cursor.execute(f"SELECT {', '.join(_quoted(name) for name in names)} FROM "
                                f"{_quoted(table.database)}.{_quoted(table.table)}")
                 while batch := cursor.fetchmany(self._config.fetch_size):
                     for row in batch:
                         yield table, dict(zip(names, row, strict=True))
+                    read += len(batch)
+                    if time.monotonic() - shown > 10:  # a big table: say how far it got
+                        log.info("mysql_snapshot_progress: %s.%s: %d rows read", table.database, table.table, read)
+                        shown = time.monotonic()
+            log.info("mysql_snapshot_table_done: %s.%s: %d rows", table.database, table.table, read)
 
     def close(self) -> None:
         try:
