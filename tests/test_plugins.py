@@ -1,7 +1,8 @@
 """Plugin discovery, registration, look-up and the allow/deny variables.
 
 Discovery runs against the real installed plugin packages under plugins/
-(connectd-file, connectd-datagen), installed by the README's commands.
+(connectd-file, connectd-datagen, connectd-jdbc, connectd-mysql-cdc,
+connectd-delta), installed by the README's commands.
 """
 
 from __future__ import annotations
@@ -40,6 +41,18 @@ def test_installed_plugin_packages_are_discovered():
     assert sink.kind == "sink" and issubclass(sink.cls, SinkConnector)
     datagen = registry.find("connector", "io.confluent.kafka.connect.datagen.DatagenConnector")
     assert datagen.package == "connectd-datagen"
+
+
+@pytest.mark.parametrize(("kind", "name", "package", "plugin_kind"), [
+    ("connector", "io.confluent.connect.jdbc.JdbcSinkConnector", "connectd-jdbc", "sink"),
+    ("connector", "io.debezium.connector.mysql.MySqlConnector", "connectd-mysql-cdc", "source"),
+    ("connector", "io.debezium.connector.mariadb.MariaDbConnector", "connectd-mysql-cdc", "source"),
+    ("connector", "DeltaSink", "connectd-delta", "sink"),
+    ("transform", "io.debezium.transforms.ExtractNewRecordState", "connectd-mysql-cdc", "transformation"),
+])
+def test_the_shipped_connectors_are_found_by_the_names_their_users_write(kind, name, package, plugin_kind):
+    found = get_registry().find(kind, name)
+    assert (found.package, found.kind) == (package, plugin_kind)
 
 
 def test_builtins_register_through_the_same_hooks():
