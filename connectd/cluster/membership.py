@@ -13,7 +13,7 @@ States and transitions::
        |                      |                             request_rejoin(), revocations,
        |                      |                             delay_ms elapsed, CONFIG_MISMATCH
        +-- unknown member / illegal generation / fenced / session deadline passed
-           (on_revoked_all first if the member held work)
+           (on_revoked_all first if the member held work; the next JoinGroup waits for it)
 
 - JOINING: the member sends JoinGroup with the metadata of every sub-protocol
   it speaks (``sessioned`` = version 2, ``compatible`` = version 1, in order of
@@ -353,9 +353,14 @@ class WorkerGroupMember:
 
     async def _join_and_sync(self) -> bool:
         """One JoinGroup + SyncGroup round; False when the caller should back off first."""
-        self._rejoin.clear()
-        self._state = _JOINING
-        metadata = self._handler.metadata()
+        # After the herder's callbacks: a member that lost the group is still stopping its work
+        # (on_revoked_all) when its rejoin is asked for, and a JoinGroup sent meanwhile would
+        # tell the leader it still runs that work: no one would be given it (Kafka's
+        # onJoinPrepare likewise finishes before the JoinGroup).
+        async with self._callbacks:
+            self._rejoin.clear()
+            self._state = _JOINING
+            metadata = self._handler.metadata()
         protocols = [(name, encode_metadata(metadata, VERSIONS[name])) for name in self._protocols]
         log.info("group_joining", group=self._group_id, generation=self._generation, member_id=self._member_id)
         while True:

@@ -212,6 +212,47 @@ def test_a_partitioned_member_revokes_all_before_its_work_goes_elsewhere(broker,
     asyncio.run(main())
 
 
+class SlowToStop(RoundRobinHandler):
+    """Stops its work a while after it is told the session may be gone, as a herder stopping
+    Spark queries does; *on_stopping* is called as it begins."""
+
+    def __init__(self, name: str, on_stopping) -> None:
+        super().__init__(name)
+        self.on_stopping = on_stopping
+        self.metadata_after_loss: list[WorkerLoad | None] = []
+
+    def metadata(self) -> WorkerMetadata:
+        found = super().metadata()
+        if self.revoked_all:
+            self.metadata_after_loss.append(found.assignment)
+        return found
+
+    async def on_revoked_all(self, reason):
+        self.on_stopping()
+        await asyncio.sleep(1.0)
+        await super().on_revoked_all(reason)
+
+
+def test_a_member_back_while_it_still_stops_its_work_rejoins_owning_nothing(broker, group_id, wait_until_async):
+    # Its heartbeats were late (a busy machine), it began stopping everything, and the network
+    # was fine all along: had its JoinGroup claimed the work it was stopping, no one would run it.
+    async def main():
+        b = RoundRobinHandler("b")
+        mb = _member(broker, group_id, b)
+        a = SlowToStop("a", on_stopping=lambda: ma._network_gate.set())
+        ma = _member(broker, group_id, a)
+        async with ma, mb:
+            await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a and b sharing the work", timeout=15, interval=0.02)
+            assert a.running
+            ma._network_gate.clear()  # until a begins to stop its work
+            await wait_until_async(lambda: a.revoked_all, "a's work stopped", timeout=15, interval=0.02)
+            await wait_until_async(lambda: _settled((ma, a), (mb, b)), "every connector running once more",
+                                   timeout=20, interval=0.02)
+            assert a.metadata_after_loss and a.metadata_after_loss[0] == WorkerLoad.of(())
+
+    asyncio.run(main())
+
+
 def test_an_assignment_with_a_delay_makes_the_member_rejoin_after_it(broker, group_id, wait_until_async):
     async def main():
         handler = RoundRobinHandler("a", first_delay_ms=800)
