@@ -117,10 +117,21 @@ class Cluster:
         group: the dev broker (tansu) keeps a leader that leaves while another member's
         JoinGroup is held as the leader of the next generation, and every later SyncGroup of
         the group then fails with REBALANCE_IN_PROGRESS — a restarted cluster would never
-        form. Kafka elects another leader."""
+        form. Kafka elects another leader. Without *settle*, all stop at once."""
+        if not settle:
+            stopping = list(self.workers.values())
+            self.workers.clear()
+            for process in stopping:
+                process.send_signal(signal.SIGTERM)
+            for process in stopping:
+                try:
+                    process.wait(120)
+                except subprocess.TimeoutExpired:
+                    pass
+                _kill_group(process)
+            return
         for name in list(self.workers):
-            if settle:
-                self.wait_until(self.group_events, "the group to settle", until=_settled, timeout=60)
+            self.wait_until(self.group_events, "the group to settle", until=_settled, timeout=60)
             try:
                 self.terminate(name)
             except subprocess.TimeoutExpired:
