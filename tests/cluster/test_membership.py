@@ -229,6 +229,8 @@ class SlowToStop(RoundRobinHandler):
 
     async def on_revoked_all(self, reason):
         self.on_stopping()
+        # The stopping itself takes this long (a herder's queries); not a wait for a condition:
+        # with the fix nothing can be observed meanwhile, the member's JoinGroup is held back.
         await asyncio.sleep(1.0)
         await super().on_revoked_all(reason)
 
