@@ -66,6 +66,11 @@ def postgresql() -> Database:
 
 
 @pytest.fixture
+def mariadb() -> Database:
+    return DATABASES["mariadb"]
+
+
+@pytest.fixture
 def table(database: Database) -> Iterator[str]:
     """A table name of this test's own (it is the topic too); dropped afterwards."""
     name = f"jdbc_{uuid.uuid4().hex[:10]}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -108,6 +110,61 @@ def test_timestamps_are_written_in_db_timezone(database, table):
     task.put([record(table, Struct(schema, {"ts": instant}), 0, value_schema=schema)])
     task.stop()
     assert database.rows(table) == [(datetime.datetime(2026, 7, 1, 14, 0),)]  # CEST, UTC+2
+
+
+@pytest.fixture
+def server_zone_plus_5(database, monkeypatch) -> Iterator[None]:
+    """New sessions of the database start in UTC+5, as on a server set to its local zone."""
+    if database.kind == "postgresql":
+        monkeypatch.setenv("PGTZ", "Asia/Karachi")  # libpq sets the session's TimeZone from it
+        yield
+        return
+    (zone,) = database.query("SELECT @@global.time_zone")[0]
+    database.query("SET GLOBAL time_zone = '+05:00'")
+    try:
+        yield
+    finally:
+        database.query("SET GLOBAL time_zone = %s", zone)
+
+
+@pytest.mark.parametrize("mode", ["insert", "upsert"])
+def test_zoned_columns_get_the_instant_whatever_the_server_zone(database, table, server_zone_plus_5, mode):
+    # TIMESTAMPTZ (PostgreSQL) and TIMESTAMP (MariaDB) columns store instants, read and written in the
+    # session's time zone; columns without a zone get db.timezone's wall-clock time (UTC by default).
+    zoned = "TIMESTAMPTZ" if database.kind == "postgresql" else "TIMESTAMP(3) NULL"
+    wall = "TIMESTAMP" if database.kind == "postgresql" else "DATETIME(3)"
+    database.query(f"CREATE TABLE {database.quote(table)} (id INT PRIMARY KEY, ts {zoned}, wall {wall})")
+    schema = SchemaBuilder.struct().field("id", Schema.INT32).field("ts", Timestamp.SCHEMA) \
+        .field("wall", Timestamp.SCHEMA).build()
+    instant = datetime.datetime(2026, 7, 1, 12, 0, 0, 250000, tzinfo=datetime.UTC)
+    task = task_for(database, **{"insert.mode": mode, "pk.mode": "record_value" if mode == "upsert" else "none",
+                                 **({"pk.fields": "id"} if mode == "upsert" else {})})
+    task.put([record(table, Struct(schema, {"id": 1, "ts": instant, "wall": instant}), 0, value_schema=schema)])
+    task.stop()
+    epoch = "extract(epoch FROM ts)" if database.kind == "postgresql" else "UNIX_TIMESTAMP(ts)"
+    ((seconds, wall_time),) = database.query(f"SELECT {epoch}, wall FROM {database.quote(table)}")
+    assert float(seconds) == instant.timestamp()
+    assert wall_time == datetime.datetime(2026, 7, 1, 12, 0, 0, 250000)
+
+
+def test_a_zone_mariadb_does_not_know_is_said_in_the_log(mariadb, caplog):
+    database = mariadb
+    table = f"jdbc_{uuid.uuid4().hex[:10]}"
+    database.query(f"CREATE TABLE {table} (ts TIMESTAMP(3) NULL)")
+    schema = SchemaBuilder.struct().field("ts", Timestamp.SCHEMA).build()
+    instant = datetime.datetime(2026, 7, 1, 12, 0, tzinfo=datetime.UTC)
+    try:
+        task = task_for(database, **{"db.timezone": "Europe/Paris"})
+        task.put([record(table, Struct(schema, {"ts": instant}), 0, value_schema=schema)])
+        task.stop()
+        ((seconds,),) = database.query(f"SELECT UNIX_TIMESTAMP(ts) FROM {table}")
+    finally:
+        database.query(f"DROP TABLE {table}")
+    (known,) = database.query("SELECT CONVERT_TZ('2026-07-01 12:00:00', 'UTC', 'Europe/Paris') IS NOT NULL")[0]
+    if known:  # the server's time zone tables are loaded
+        assert float(seconds) == instant.timestamp()
+    else:
+        assert "does not know db.timezone=Europe/Paris" in caplog.text
 
 
 def test_upsert_by_value_fields_keeps_the_last_record_of_a_key(database, table):

@@ -102,8 +102,9 @@ CONFIG_DEF = ConfigDef([
     ConfigKey("quote.sql.identifiers", Type.STRING, "always: quote table and column names in SQL (their case is "
               "kept); never: write them bare (PostgreSQL folds them to lower case).", default="always",
               importance=Importance.LOW, validator=CaseInsensitiveValidString("always", "never"), group=_DDL),
-    ConfigKey("db.timezone", Type.STRING, "The time zone Timestamp fields are written in (columns without a time "
-              "zone, such as TIMESTAMP and DATETIME).", default="UTC", importance=Importance.MEDIUM,
+    ConfigKey("db.timezone", Type.STRING, "The time zone of the connector's database sessions: columns without a "
+              "zone (TIMESTAMP, DATETIME) get Timestamp fields as wall-clock times there; zoned columns get the "
+              "instants.", default="UTC", importance=Importance.MEDIUM,
               validator=TimeZone(), group=_DDL),
     ConfigKey("max.retries", Type.INT, "How many times a put() that failed for a connection, deadlock or lock "
               "timeout is tried again before the task fails; other database errors are not retried.", default=10,

@@ -14,12 +14,19 @@ delete       ``DELETE FROM t WHERE pk = …``                the same
 Each in statements of at most ``batch.size`` rows (executemany is pipelined by
 psycopg and folded into multi-row statements by PyMySQL), inside the put()'s
 one transaction.
+
+Time zones: a session starts in ``db.timezone`` and Timestamp values are sent
+as its wall-clock time. Columns without a zone (PostgreSQL ``TIMESTAMP``,
+MariaDB ``DATETIME``) keep that wall-clock time; zoned columns (PostgreSQL
+``TIMESTAMPTZ``, MariaDB ``TIMESTAMP``) read it in the session's zone, so
+they get the record's instant whatever zone the server is set to.
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -30,6 +37,10 @@ from connectd_jdbc.config import MYSQL, POSTGRESQL, Connection, Settings
 from connectd_jdbc.rows import Column
 
 __all__ = ["Dialect", "dialect_for"]
+
+log = logging.getLogger(__name__)
+_UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu",
+                        "Etc/GMT", "GMT", "Etc/GMT0", "GMT0", "Etc/Greenwich", "Greenwich"})
 
 
 def _chunks(rows: Sequence[Any], size: int):
@@ -56,14 +67,26 @@ class Dialect:
         attempts = self.settings.connection_attempts
         for attempt in range(1, attempts + 1):
             try:
-                return self._connect(self.settings.connection)
+                connection = self._connect(self.settings.connection)
             except self.errors:
                 if attempt == attempts:
                     raise
                 time.sleep(self.settings.connection_backoff_s)
+                continue
+            try:
+                self._set_time_zone(connection)
+                connection.commit()
+            except BaseException:
+                connection.close()
+                raise
+            return connection
         raise AssertionError("unreachable")
 
     def _connect(self, connection: Connection) -> Any:
+        raise NotImplementedError
+
+    def _set_time_zone(self, connection: Any) -> None:
+        """Make *connection*'s session read and write zoned values in ``db.timezone``."""
         raise NotImplementedError
 
     def atomic_insert(self, operation: str, rows: int) -> bool:
@@ -205,6 +228,10 @@ class PostgreSql(Dialect):
             arguments["password"] = connection.password.value()
         return self._psycopg.connect(autocommit=False, **arguments)
 
+    def _set_time_zone(self, connection: Any) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('TimeZone', %s, false)", (self.settings.db_timezone.key,))
+
     def is_transient(self, error: BaseException) -> bool:
         return isinstance(error, (self._psycopg.OperationalError, self._psycopg.InterfaceError))
 
@@ -270,6 +297,18 @@ class MySql(Dialect):
             host=connection.host, port=connection.port, database=connection.database,
             user=connection.user or "", password=connection.password.value() if connection.password else "",
             autocommit=False, charset="utf8mb4")
+
+    def _set_time_zone(self, connection: Any) -> None:
+        zone = self.settings.db_timezone.key
+        with connection.cursor() as cursor:
+            try:
+                cursor.execute("SET time_zone = %s", ("+00:00" if zone in _UTC_NAMES else zone,))
+            except self._pymysql.err.OperationalError as error:
+                if not error.args or error.args[0] != 1298:  # unknown or incorrect time zone
+                    raise
+                log.warning("jdbc_time_zone_unknown_to_server: the server does not know db.timezone=%s (its time "
+                            "zone tables are not loaded: mariadb-tzinfo-to-sql): DATETIME columns get %s wall-clock "
+                            "times, but TIMESTAMP columns read them in the server's own zone", zone, zone)
 
     def is_transient(self, error: BaseException) -> bool:
         pymysql = self._pymysql
