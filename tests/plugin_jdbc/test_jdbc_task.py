@@ -321,7 +321,14 @@ def test_quote_never_and_a_schema_qualified_table(postgresql):
     ({"pk.mode": "kafka", "pk.fields": "a,b"}, "pk.fields", "expected three names"),
     ({"connection.url": "postgresql://h/db"}, "connection.url", "expected a JDBC URL starting with jdbc:"),
     ({"connection.url": "jdbc:oracle:thin:@h:1521:x"}, "connection.url", "not jdbc:oracle:"),
-    ({"connection.url": "jdbc:mysql://h/db?useSSL=true"}, "connection.url", "not supported: useSSL"),
+    ({"connection.url": "jdbc:mysql://h/db?useSSL=true"}, "connection.url", "TLS to MariaDB/MySQL is not supported"),
+    ({"connection.url": "jdbc:mysql://h/db?useCursorFetch=true"}, "connection.url", "not supported: useCursorFetch"),
+    ({"connection.url": "jdbc:mysql://h/db?serverTimezone=Europe/Paris"}, "connection.url",
+     "differs from db.timezone=UTC"),
+    ({"connection.url": "jdbc:postgresql://h/db?sslfactory=x.Y"}, "connection.url",
+     'invalid connection option "sslfactory"'),
+    ({"connection.url": "jdbc:postgresql://h/db?stringtype=varchar"}, "connection.url",
+     "expected stringtype=unspecified"),
     ({"connection.url": "jdbc:postgresql://h"}, "connection.url", "expected a host and a database"),
 ])
 def test_settings_that_do_not_fit_together_are_refused(config, key, message):
@@ -342,6 +349,39 @@ def test_password_in_the_url_is_kept_secret():
     assert (connection.host, connection.port, connection.database, connection.user) == ("db.example", 6432, "app", "app")
     assert connection.password.value() == "s3cr3t" and "s3cr3t" not in repr(parsed)
     assert connection.options == {"sslmode": "require"}
+    mysql = settings({"connection.url": "jdbc:mysql://db.example/app?user=app&password=s3cr3t",
+                      "connection.user": "admin"}).connection
+    assert (mysql.user, mysql.password.value(), mysql.options) == ("admin", "s3cr3t", {})  # connection.user wins
+
+
+def test_pgjdbc_url_parameters_become_libpq_ones():
+    from connectd_jdbc.config import settings
+
+    url = ("jdbc:postgresql://db.example/app?ssl=true&ApplicationName=orders-sink&connectTimeout=7&loginTimeout=30"
+           "&currentSchema=sales&reWriteBatchedInserts=true&stringtype=unspecified&keepalives=1")
+    assert settings({"connection.url": url}).connection.options == {
+        "sslmode": "verify-full", "application_name": "orders-sink", "connect_timeout": "7",
+        "options": "-c search_path=sales", "keepalives": "1"}
+    explicit = settings({"connection.url": "jdbc:postgresql://db.example/app?sslmode=require&ssl=true"})
+    assert explicit.connection.options == {"sslmode": "require"}  # sslmode says how, as in pgJDBC
+
+
+def test_a_url_written_for_the_java_drivers_works_unchanged(database, table):
+    url = {"postgresql": f"{database.url}?currentSchema=jdbc_test&ApplicationName=connectd-test&connectTimeout=5",
+           "mariadb": f"{database.url}?useSSL=false&serverTimezone=UTC&rewriteBatchedStatements=true"
+                      "&connectTimeout=5000&allowPublicKeyRetrieval=true"}[database.kind]
+    if database.kind == "postgresql":
+        database.query("CREATE SCHEMA IF NOT EXISTS jdbc_test")
+    task = task_for(database, **{"connection.url": url, "auto.create": "true"})
+    try:
+        task.put(people(table, (1, "a"), (2, "b")))
+    finally:
+        task.stop()
+    where = f"jdbc_test.{table}" if database.kind == "postgresql" else table  # currentSchema: the search path
+    try:
+        assert database.query(f"SELECT id, name FROM {where} ORDER BY id") == [(1, "a"), (2, "b")]
+    finally:
+        database.query(f"DROP TABLE IF EXISTS {where}")
 
 
 def test_the_example_config_in_etc_is_valid():

@@ -33,6 +33,9 @@ POSTGRESQL, MYSQL = "PostgreSqlDatabaseDialect", "MySqlDatabaseDialect"
 _SCHEMES = {"postgresql": POSTGRESQL, "postgres": POSTGRESQL, "mysql": MYSQL, "mariadb": MYSQL}
 _DEFAULT_PORTS = {POSTGRESQL: 5432, MYSQL: 3306}
 KAFKA_PK_FIELDS = ("__connect_topic", "__connect_partition", "__connect_offset")
+#: The names of UTC (a MariaDB without time zone tables knows it as +00:00 only).
+UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu",
+                       "Etc/GMT", "GMT", "Etc/GMT0", "GMT0", "Etc/Greenwich", "Greenwich"})
 
 
 class TimeZone(Validator):
@@ -54,7 +57,9 @@ CONFIG_DEF = ConfigDef([
     ConfigKey("connection.url", Type.STRING,
               "The database, as a JDBC URL: jdbc:postgresql://host[:port]/database, jdbc:mysql://… or "
               "jdbc:mariadb://…. user and password may be URL parameters; for PostgreSQL, other parameters are "
-              "libpq's connection parameters (sslmode, connect_timeout, application_name, …).",
+              "libpq's connection parameters (sslmode, connect_timeout, …) or pgJDBC's common ones (ssl, "
+              "ApplicationName, connectTimeout, currentSchema, …); for MariaDB/MySQL, Connector/J's that ask for "
+              "what PyMySQL does (useSSL=false, connectTimeout, serverTimezone, …). Others are refused.",
               importance=Importance.HIGH, validator=NonEmptyString(), group=_CONNECTION),
     ConfigKey("connection.user", Type.STRING, "The database user (else the URL's user parameter).", default=None,
               importance=Importance.HIGH, group=_CONNECTION),
@@ -149,7 +154,7 @@ class Settings:
     retry_backoff_ms: int
 
 
-def _connection(url: str, dialect_name: str, user: str | None, password: Secret | None) -> Connection:
+def _connection(url: str, dialect_name: str, user: str | None, password: Secret | None, zone: str) -> Connection:
     """*url* (``jdbc:…``) read; ``ValueError("expected …")`` naming what is wrong."""
     if not url.startswith("jdbc:"):
         raise ValueError("expected a JDBC URL starting with jdbc: (jdbc:postgresql://host:5432/database)")
@@ -166,13 +171,91 @@ def _connection(url: str, dialect_name: str, user: str | None, password: Secret 
     except ValueError as error:
         raise ValueError(f"expected a port number: {error}") from None
     options = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
-    user = user or options.pop("user", None) or parts.username
+    url_user = options.pop("user", None)
+    user = user or url_user or parts.username
     from_url = options.pop("password", None) or parts.password
     password = password or (Secret(from_url) if from_url else None)
-    if dialect == MYSQL and options:
-        raise ValueError(f"expected no URL parameter but user and password for MariaDB/MySQL; "
-                         f"not supported: {', '.join(sorted(options))}")
+    options = _postgresql_options(options) if dialect == POSTGRESQL else _mysql_options(options, zone)
     return Connection(dialect, parts.hostname, port, database, user, password, options)
+
+
+# pgJDBC's URL parameters that Confluent's users write, as libpq keywords (values the same).
+_PGJDBC_KEYWORDS = {"ApplicationName": "application_name", "connectTimeout": "connect_timeout",
+                    "loginTimeout": "connect_timeout"}
+# pgJDBC's batching hint, and strings sent untyped (cast by the server): what psycopg does anyway.
+_PGJDBC_WHAT_PSYCOPG_DOES = {"reWriteBatchedInserts": {"true", "false"}, "stringtype": {"unspecified"}}
+
+
+def _postgresql_options(options: dict[str, str]) -> dict[str, str]:
+    """The URL's parameters as libpq keywords: pgJDBC's common ones translated, the rest libpq's own."""
+    import psycopg.conninfo
+
+    libpq: dict[str, str] = {}
+    schema = None
+    for name, value in options.items():
+        if name in _PGJDBC_WHAT_PSYCOPG_DOES:
+            if value not in _PGJDBC_WHAT_PSYCOPG_DOES[name]:
+                raise ValueError(f"expected {name}={' or '.join(sorted(_PGJDBC_WHAT_PSYCOPG_DOES[name]))}, "
+                                 f"not {value!r}")
+        elif name == "ssl":  # pgJDBC: ssl=true verifies the server fully unless sslmode says otherwise
+            if value.lower() not in ("true", "false"):
+                raise ValueError(f"expected ssl=true or ssl=false, not {value!r}")
+            libpq.setdefault("sslmode", "verify-full" if value.lower() == "true" else "disable")
+        elif name == "currentSchema":
+            schema = value
+        else:
+            keyword = _PGJDBC_KEYWORDS.get(name, name)
+            if keyword == "connect_timeout" and name != keyword and "connect_timeout" in libpq:
+                continue  # connectTimeout wins over loginTimeout, as in pgJDBC
+            libpq[keyword] = value
+    if "sslmode" in options:
+        libpq["sslmode"] = options["sslmode"]
+    if schema is not None:
+        libpq["options"] = f"{libpq.get('options', '')} -c search_path={schema}".strip()
+    try:
+        psycopg.conninfo.make_conninfo("", **libpq)
+    except psycopg.ProgrammingError as error:
+        raise ValueError(f"{error}: expected libpq's connection parameters (sslmode, sslrootcert, "
+                         "connect_timeout, application_name, options, …) or pgJDBC's ssl, ApplicationName, "
+                         "connectTimeout, loginTimeout, currentSchema, reWriteBatchedInserts, "
+                         "stringtype=unspecified") from None
+    return libpq
+
+
+# Connector/J and MariaDB Connector/J parameters that ask for what PyMySQL does here: no TLS, utf8mb4,
+# multi-row inserts, the server's RSA key fetched for caching_sha2_password.
+_MYSQL_WHAT_PYMYSQL_DOES = {"useSSL": {"false"}, "sslMode": {"DISABLED", "disable"}, "useUnicode": {"true"},
+                            "characterEncoding": {"utf8", "UTF-8", "utf-8", "UTF8", "utf8mb4"},
+                            "rewriteBatchedStatements": {"true", "false"}, "allowPublicKeyRetrieval": {"true"}}
+
+
+def _mysql_options(options: dict[str, str], zone: str) -> dict[str, str]:
+    """PyMySQL's connection arguments from the URL's parameters (connectTimeout); the rest must ask for
+    what PyMySQL does anyway, or are refused."""
+    arguments = {}
+    for name, value in options.items():
+        if name == "serverTimezone":  # the session's zone, which is db.timezone's
+            if value != zone and {value, zone} - UTC_NAMES:
+                raise ValueError(f"serverTimezone={value} differs from db.timezone={zone}: the sessions are set to "
+                                 "db.timezone; set that instead")
+        elif name == "connectTimeout":  # milliseconds
+            try:
+                milliseconds = int(value)
+            except ValueError:
+                raise ValueError(f"expected connectTimeout in milliseconds, not {value!r}") from None
+            # PyMySQL counts whole seconds, at most a year; Connector/J's 0 is no limit
+            arguments["connect_timeout"] = str(min(max(1, milliseconds // 1000), 31536000) if milliseconds > 0
+                                               else 31536000)
+        elif name in _MYSQL_WHAT_PYMYSQL_DOES:
+            if value not in _MYSQL_WHAT_PYMYSQL_DOES[name]:
+                hint = " (TLS to MariaDB/MySQL is not supported yet)" if name in ("useSSL", "sslMode") else ""
+                raise ValueError(f"expected {name}={' or '.join(sorted(_MYSQL_WHAT_PYMYSQL_DOES[name]))}, not "
+                                 f"{value!r}{hint}")
+        else:
+            raise ValueError(f"not supported: {name} (MariaDB/MySQL URLs may carry user, password, connectTimeout, "
+                             f"serverTimezone, and {', '.join(sorted(_MYSQL_WHAT_PYMYSQL_DOES))} set as PyMySQL "
+                             "works)")
+    return arguments
 
 
 def problems(config: Mapping[str, Any]) -> list[ConfigProblem]:
@@ -187,7 +270,7 @@ def problems(config: Mapping[str, Any]) -> list[ConfigProblem]:
         found.append(ConfigProblem(None, key, message, str(config.get(key, ""))))
 
     try:
-        _connection(parsed["connection.url"], parsed["dialect.name"], None, None)
+        _connection(parsed["connection.url"], parsed["dialect.name"], None, None, parsed["db.timezone"])
     except ValueError as error:
         found.append(ConfigProblem(None, "connection.url", str(error)))  # the URL may hold a password
     pk_mode, pk_fields = parsed["pk.mode"].lower(), parsed["pk.fields"]
@@ -213,7 +296,7 @@ def settings(config: Mapping[str, Any]) -> Settings:
     pk_fields = tuple(parsed["pk.fields"]) or (KAFKA_PK_FIELDS if pk_mode == "kafka" else ())
     return Settings(
         connection=_connection(parsed["connection.url"], parsed["dialect.name"], parsed["connection.user"],
-                               parsed["connection.password"]),
+                               parsed["connection.password"], parsed["db.timezone"]),
         connection_attempts=parsed["connection.attempts"],
         connection_backoff_s=parsed["connection.backoff.ms"] / 1000,
         insert_mode=parsed["insert.mode"].lower(),

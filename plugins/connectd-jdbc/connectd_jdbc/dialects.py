@@ -33,14 +33,12 @@ from typing import Any, ClassVar
 
 from connectd import Date, Decimal, SchemaType, Time, Timestamp
 
-from connectd_jdbc.config import MYSQL, POSTGRESQL, Connection, Settings
+from connectd_jdbc.config import MYSQL, POSTGRESQL, UTC_NAMES, Connection, Settings
 from connectd_jdbc.rows import Column
 
 __all__ = ["Dialect", "dialect_for"]
 
 log = logging.getLogger(__name__)
-_UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu",
-                        "Etc/GMT", "GMT", "Etc/GMT0", "GMT0", "Etc/Greenwich", "Greenwich"})
 
 
 def _chunks(rows: Sequence[Any], size: int):
@@ -296,13 +294,14 @@ class MySql(Dialect):
         return self._pymysql.connect(
             host=connection.host, port=connection.port, database=connection.database,
             user=connection.user or "", password=connection.password.value() if connection.password else "",
-            autocommit=False, charset="utf8mb4")
+            autocommit=False, charset="utf8mb4",
+            **{name: int(value) for name, value in connection.options.items()})  # connect_timeout
 
     def _set_time_zone(self, connection: Any) -> None:
         zone = self.settings.db_timezone.key
         with connection.cursor() as cursor:
             try:
-                cursor.execute("SET time_zone = %s", ("+00:00" if zone in _UTC_NAMES else zone,))
+                cursor.execute("SET time_zone = %s", ("+00:00" if zone in UTC_NAMES else zone,))
             except self._pymysql.err.OperationalError as error:
                 if not error.args or error.args[0] != 1298:  # unknown or incorrect time zone
                     raise
