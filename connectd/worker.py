@@ -11,7 +11,9 @@ gracefully), then Spark, then the Kafka clients. The worker checks its configura
 (TLS files and REST credentials included), loads plugins, finds its converters
 and connects to the Kafka cluster; :meth:`Worker.start_herder` adds Spark, the
 connectors and the REST API on every one of ``listeners`` (its ``/admin``
-endpoints on those of ``admin.listeners`` when that is set).
+endpoints on those of ``admin.listeners`` when that is set). A cluster's worker
+runs a warm-up query on its new Spark session before it joins its group
+(:mod:`connectd.runtime.warm_up`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["Worker"]
 
 log = get_logger(__name__)
+#: The longest a cluster worker waits for its Spark warm-up before joining anyway.
+_WARM_UP_TIMEOUT_S = 120.0
 
 
 class Worker:
@@ -169,6 +173,12 @@ class Worker:
 
                     await asyncio.to_thread(check_executors, self.spark, executor_modules(self.registry),
                                             self.config.get("executor.check.timeout.ms") / 1000)
+                if self.config.mode == "distributed":
+                    # Before joining: tasks the leader moves here then start without a fresh
+                    # session's first-query costs (seconds) while they are stopped elsewhere.
+                    from connectd.runtime.warm_up import warm_up
+
+                    await asyncio.to_thread(warm_up, self.spark, _WARM_UP_TIMEOUT_S)
             else:
                 self.spark = spark
             herder.attach_spark(self.spark)

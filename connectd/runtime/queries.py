@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TaskQuery",
     "file_name_part",
+    "register_data_sources",
     "start_sink_query",
     "start_source_query",
     "start_spark_sink_query",
@@ -144,7 +145,7 @@ def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuer
     the directory is removed again if the query does not start. *paused*
     creates the pause file first, so not even a first batch is read.
     """
-    _register(spark)
+    register_data_sources(spark)
     workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{file_name_part(name)}-"))
     if paused:
         (workdir / "pause").touch()
@@ -188,7 +189,8 @@ def _started(writer: Any, checkpoint: str | Path, name: str, trigger_interval: s
     )
 
 
-def _register(spark: SparkSession) -> None:
+def register_data_sources(spark: SparkSession) -> None:
+    """Register connectd's Python data sources in *spark*, once, and make it this thread's active session."""
     # Queries start from worker threads; Spark looks Python data sources up in
     # the thread's active session, which a new thread does not have.
     spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)

@@ -280,6 +280,8 @@ def test_three_workers_share_the_work_a_fourth_takes_its_share_and_a_dead_ones_w
     after = Counter(r["task"] for r in _status_history(broker, status_topic, consume_records) if r["state"] == "RUNNING")
     restarted = {task for task in placed if after[task] > before[task]}
     assert restarted == moved and len(moved) == 2, (restarted, moved)
+    w4_log = (workers.directory / "w4.log").read_text(errors="replace")  # warm before it took work:
+    assert w4_log.index('"event": "spark_warmed_up"') < w4_log.index('"event": "group_joining"')
 
     # SIGKILL a worker: its tasks run elsewhere once the delay has passed.
     victim_id = placed_4[min(placed_4)]

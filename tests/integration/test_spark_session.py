@@ -28,3 +28,27 @@ def test_the_warnings_about_what_connectd_does_by_design_are_silenced(spark):
         assert str(log4j.LogManager.getLogger(name).getLevel()) == "ERROR"
         # the class is still where Spark keeps it (a rename would silently bring the warning back)
         assert spark._jvm.java.lang.Class.forName(name) is not None
+
+
+def test_the_warm_up_runs_one_row_through_a_python_data_source_and_leaves_nothing_behind(spark, caplog):
+    import glob
+    import tempfile
+
+    from connectd.runtime.warm_up import warm_up
+
+    leftovers = set(glob.glob(f"{tempfile.gettempdir()}/connectd-warm-up-*"))
+    with caplog.at_level("INFO", logger="connectd.runtime.warm_up"):
+        assert warm_up(spark, timeout_s=120) is True
+    (event,) = [r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg.get("event") == "spark_warmed_up"]
+    assert event["rows"] == 1  # the row went through an executor's Python worker
+    assert spark.streams.active == []
+    assert set(glob.glob(f"{tempfile.gettempdir()}/connectd-warm-up-*")) == leftovers
+
+
+def test_a_warm_up_out_of_time_is_stopped_and_the_worker_goes_on(spark, caplog):
+    from connectd.runtime.warm_up import warm_up
+
+    with caplog.at_level("WARNING", logger="connectd.runtime.warm_up"):
+        assert warm_up(spark, timeout_s=0.001) is False
+    assert "spark_warm_up_timed_out" in caplog.text
+    assert spark.streams.active == []
