@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
+import types
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from connectd_delta.rows import RecordError, records_table
+from connectd_delta.rows import KAFKA_COLUMNS, RecordError, records_table
 from connectd_delta.task import DeltaSinkTask, app_id
 
-from connectd import ConfigError, SinkTaskContext, TopicPartition
+from connectd import ConfigError, ConnectException, SinkTaskContext, TopicPartition
 
 SCHEMA = {"type": "struct", "name": "order", "optional": False, "fields": [
     {"field": "id", "type": "int32", "optional": False},
@@ -57,10 +58,39 @@ def test_schemaless_json_strings_and_bytes():
         records_table(kafka_table([b"{}", b"{not json"]), "json", False)
 
 
+def test_envelopes_with_a_null_payload_are_tombstones_and_with_a_null_schema_schemaless():
+    optional = {**SCHEMA, "optional": True}
+    values = [json.dumps({"schema": optional, "payload": None}).encode(),
+              json.dumps({"schema": None, "payload": None}).encode(),
+              json.dumps({"schema": None, "payload": {"id": 7, "note": "x"}}).encode()]
+    rows = records_table(kafka_table(values), "json", kafka_columns=True)
+    assert [(r["id"], r["note"], r["_kafka_offset"]) for r in rows.to_pylist()] == [(7, "x", 2)]
+    assert rows.column_names == ["id", "note", *KAFKA_COLUMNS]
+
+
 def frame(spark, table: pa.Table):
     """*table* as the DataFrame a Spark-level sink's batch is (the columns the Delta sink reads)."""
     return spark.createDataFrame([tuple(r.values()) for r in table.to_pylist()],
                                  "topic string, partition int, offset long, timestamp long, value binary")
+
+
+class Batch:
+    """A stand-in for a batch DataFrame, for the sink's own write and commit path without Spark: ``mapPartitions``
+    runs the function once per simulated Spark partition (a list of (topic, partition, offset, timestamp, value))."""
+
+    def __init__(self, *partitions: pa.Table) -> None:
+        self.partitions = [list(zip(*t.to_pydict().values(), strict=True)) for t in partitions]
+        self.rdd = self
+
+    def select(self, *columns: str) -> Batch:
+        return self
+
+    def mapPartitions(self, function):
+        return types.SimpleNamespace(collect=lambda: [row for rows in self.partitions for row in function(iter(rows))])
+
+
+def values(*objects: dict) -> list[bytes]:
+    return [json.dumps(o).encode() for o in objects]
 
 
 def task_for(tmp_path: Path, partitions: list[TopicPartition], **config: str) -> DeltaSinkTask:
@@ -148,3 +178,102 @@ def test_sigkill_mid_stream_leaves_every_record_exactly_once(broker, topic_name,
 def test_a_relative_table_path_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="expected an absolute path or a URI"):
         task_for(tmp_path, [], **{"table.uri": "lake/orders"})
+
+
+def test_an_existing_table_keeps_its_partitioning(tmp_path):
+    from deltalake import DeltaTable
+
+    tp = TopicPartition("orders", 0)
+    task_for(tmp_path, [tp], **{"partition.by": "country"}).write_batch(
+        Batch(kafka_table(values({"id": 1, "country": "fr"}))), 0)
+    task = task_for(tmp_path, [tp])  # without partition.by: the table's own columns
+    task.write_batch(Batch(kafka_table(values({"id": 2, "country": "de"}), first=1)), 1)
+    assert [(r["id"], r["country"]) for r in read(tmp_path / "orders")] == [(1, "fr"), (2, "de")]
+    assert DeltaTable(str(tmp_path / "orders")).metadata().partition_columns == ["country"]
+    with pytest.raises(ConnectException, match="partitioned by country, but partition.by is id"):
+        task_for(tmp_path, [tp], **{"partition.by": "id"})
+
+
+def test_partition_by_is_refused_for_an_existing_unpartitioned_table(tmp_path):
+    tp = TopicPartition("orders", 0)
+    task_for(tmp_path, [tp]).write_batch(Batch(kafka_table(values({"id": 1, "country": "fr"}))), 0)
+    with pytest.raises(ConnectException, match="partitioned by no column, but partition.by is country"):
+        task_for(tmp_path, [tp], **{"partition.by": "country"})
+    assert [(r["id"], r["country"]) for r in read(tmp_path / "orders")] == [(1, "fr")]
+
+
+def test_files_whose_types_conflict_are_not_committed(tmp_path):
+    from deltalake import DeltaTable
+
+    uri = tmp_path / "orders"
+    both = [TopicPartition("orders", 0), TopicPartition("orders", 1)]
+    task = task_for(tmp_path, both)
+    # Each Spark partition infers its own types: a long in one, a double in the other.
+    first = Batch(kafka_table(values({"id": 1, "v": 1})), kafka_table(values({"id": 2, "v": 2.5}), partition=1))
+    with pytest.raises(ConnectException, match="v: int64 in the files of orders-0; double in the files of orders-1"):
+        task.write_batch(first, 0)
+    assert not DeltaTable.is_deltatable(str(uri))
+    task.write_batch(Batch(kafka_table(values({"id": 1}))), 0)
+    new_column = Batch(kafka_table(values({"id": 2, "w": "abc"}), first=1), kafka_table(values({"id": 3, "w": 7}),
+                                                                                          partition=1))
+    with pytest.raises(ConnectException, match="w: string in the files of orders-0; int64 in the files of orders-1"):
+        task.write_batch(new_column, 1)
+    with pytest.raises(ConnectException, match="column id is int64 in the table, double in records of orders-0"):
+        task.write_batch(Batch(kafka_table(values({"id": 2.5}), first=1)), 1)
+    table = DeltaTable(str(uri))
+    assert table.to_pyarrow_table().to_pylist() == [{"id": 1, "_kafka_topic": "orders", "_kafka_partition": 0,
+                                                     "_kafka_offset": 0, "_kafka_timestamp": 1000}]
+    assert table.transaction_version(app_id("orders-to-delta", "orders", 0)) == 1
+
+
+def test_a_column_another_writer_added_with_another_type_is_not_written(tmp_path):
+    from deltalake import DeltaTable
+
+    uri = tmp_path / "orders"
+    task = task_for(tmp_path, [TopicPartition("orders", 0)])
+    task.write_batch(Batch(kafka_table(values({"id": 1}))), 0)
+    other = task_for(tmp_path, [TopicPartition("orders", 1)])
+    batch = Batch(kafka_table(values({"id": 2, "price": 10.5}), first=1))
+    collect = batch.mapPartitions
+
+    def meanwhile(function):  # the other task's batch commits while this one's executors write
+        written = collect(function).collect()
+        other.write_batch(Batch(kafka_table(values({"id": 3, "price": 10}), partition=1)), 0)
+        return types.SimpleNamespace(collect=lambda: written)
+    batch.mapPartitions = meanwhile
+    with pytest.raises(ConnectException, match=r"price: double in the files of orders-0 \(the table has int64\)"):
+        task.write_batch(batch, 1)
+    assert sorted(r["price"] or 0 for r in DeltaTable(str(uri)).to_pyarrow_table().to_pylist()) == [0, 10]
+
+
+def test_a_field_without_a_value_yet_is_added_with_its_first_value(tmp_path):
+    from deltalake import DeltaTable
+
+    task = task_for(tmp_path, [TopicPartition("orders", 0)])
+    task.write_batch(Batch(kafka_table(values({"id": 1, "coupon": None, "tags": [], "addr": {"city": "Paris",
+                                                                                           "zip": None}}))), 0)
+    schema = pa.schema(DeltaTable(str(tmp_path / "orders")).schema().to_arrow())
+    assert "coupon" not in schema.names and "tags" not in schema.names  # no void columns
+    assert schema.field("addr").type == pa.struct([("city", pa.string())])
+    task.write_batch(Batch(kafka_table(values({"id": 2, "coupon": "SALE", "tags": ["a"]}), first=1)), 1)
+    assert [(r["id"], r["coupon"], r["tags"]) for r in read(tmp_path / "orders")] == [(1, None, None),
+                                                                                     (2, "SALE", ["a"])]
+
+
+def test_nullability_is_no_type_conflict_and_a_nested_field_the_table_lacks_is_said_in_the_log(tmp_path, caplog):
+    both = [TopicPartition("orders", 0), TopicPartition("orders", 1)]
+    task = task_for(tmp_path, both)
+    task.write_batch(Batch(kafka_table(values({"id": 1}))), 0)
+    # A new column from a Connect schema's required nested field and from an inferred (nullable) one at once.
+    required = {"type": "struct", "optional": False, "fields": [
+        {"field": "id", "type": "int64", "optional": False},
+        {"field": "addr", "type": "struct", "optional": False, "fields": [
+            {"field": "city", "type": "string", "optional": False}]}]}
+    task.write_batch(Batch(kafka_table(values({"schema": required, "payload": {"id": 2, "addr": {"city": "Lyon"}}}),
+                                       first=1),
+                           kafka_table(values({"id": 3, "addr": {"city": "Nice"}}), partition=1)), 1)
+    with caplog.at_level("WARNING", logger="connectd_delta.task"):
+        task.write_batch(Batch(kafka_table(values({"id": 4, "addr": {"city": "Metz", "zip": "57000"}}), first=2)), 2)
+    assert sorted(((r["id"], r["addr"]) for r in read(tmp_path / "orders")), key=lambda r: r[0]) == [
+        (1, None), (2, {"city": "Lyon"}), (3, {"city": "Nice"}), (4, {"city": "Metz"})]
+    assert "addr.zip not in the table's column addr" in caplog.text

@@ -35,7 +35,8 @@ CONFIG_DEF = ConfigDef([
               "schema gives the types); string: one column value, the value as UTF-8 text; bytes: one column "
               "value, the bytes.", default="json", importance=Importance.HIGH,
               validator=CaseInsensitiveValidString("json", "string", "bytes")),
-    ConfigKey("partition.by", Type.LIST, "Columns the table is partitioned by (when the sink creates it).",
+    ConfigKey("partition.by", Type.LIST, "Columns to partition the table by when the sink creates it. An existing "
+              "table keeps its own partition columns; a value that differs from them fails the task.",
               default="", importance=Importance.MEDIUM),
     ConfigKey("kafka.columns", Type.BOOLEAN, "Add the columns _kafka_topic, _kafka_partition, _kafka_offset and "
               "_kafka_timestamp (ms) to every row.", default=True, importance=Importance.MEDIUM),

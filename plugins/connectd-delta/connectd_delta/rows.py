@@ -26,7 +26,10 @@ map                                 string (its JSON text)
 =================================== ======================================
 
 Records with a null value (tombstones) are skipped: an append-only table has
-nothing to delete by key. A value that cannot be read fails the batch,
+nothing to delete by key. So are envelopes whose payload is null (what
+JsonConverter writes for a null value with a schema); an envelope whose schema
+is null (a schemaless value with ``schemas.enable=true``) is read as its
+payload alone. A value that cannot be read fails the batch,
 naming the record.
 """
 
@@ -144,9 +147,12 @@ def records_table(records: pa.Table, value_format: str, kafka_columns: bool) -> 
         if value is None:
             continue
         try:
-            key, row, schema = _row(bytes(value), value_format, schemas)
+            read = _row(bytes(value), value_format, schemas)
         except (ValueError, TypeError, KeyError, decimal.InvalidOperation) as error:
             raise RecordError(f"record {topic}-{partition}@{offset}: {error}") from error
+        if read is None:
+            continue
+        key, row, schema = read
         group = groups.get(key)
         if group is None:
             group = groups[key] = _Group(schema)
@@ -171,14 +177,19 @@ def records_table(records: pa.Table, value_format: str, kafka_columns: bool) -> 
 
 
 def _row(value: bytes, value_format: str,
-         schemas: list[tuple[dict[str, Any], pa.Schema, Any]]) -> tuple[Any, Any, pa.Schema | None]:
-    """(group key, row dict, Arrow schema or None to infer) of one value."""
+         schemas: list[tuple[dict[str, Any], pa.Schema, Any]]) -> tuple[Any, Any, pa.Schema | None] | None:
+    """(group key, row dict, Arrow schema or None to infer) of one value, or ``None`` for an enveloped null."""
     if value_format == "string":
         return "string", {"value": value.decode("utf-8")}, pa.schema([("value", pa.string())])
     if value_format == "bytes":
         return "bytes", {"value": value}, pa.schema([("value", pa.binary())])
     parsed = json.loads(value)
-    if isinstance(parsed, dict) and set(parsed) == {"schema", "payload"} and isinstance(parsed["schema"], dict):
+    envelope = isinstance(parsed, dict) and set(parsed) == {"schema", "payload"}
+    if envelope and parsed["payload"] is None:
+        return None  # JsonConverter's null value, with or without a schema: a tombstone
+    if envelope and parsed["schema"] is None:
+        parsed = parsed["payload"]  # JsonConverter's schemaless value (schemas.enable=true)
+    elif envelope and isinstance(parsed["schema"], dict):
         schema_json = parsed["schema"]
         # Records of a batch mostly share one schema: compare with those seen (equal dicts), newest first.
         for index in range(len(schemas) - 1, -1, -1):
@@ -190,10 +201,7 @@ def _row(value: bytes, value_format: str,
             schemas.append((schema_json, pa.schema(list(_arrow_type(schema_json))), _converter(schema_json)))
             index = len(schemas) - 1
         _, arrow, convert = schemas[index]
-        payload = parsed["payload"]
-        if payload is None:
-            raise RecordError("the payload is null")
-        return index, convert(payload), arrow
+        return index, convert(parsed["payload"]), arrow
     if isinstance(parsed, dict):
         return "inferred", parsed, None
     return "json", {"value": json.dumps(parsed)}, pa.schema([("value", pa.string())])

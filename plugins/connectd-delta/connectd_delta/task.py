@@ -8,10 +8,13 @@ Per micro-batch (``write_batch``):
 2. each Spark task (one Kafka partition of the batch, on an executor) drops
    the records below that offset (written by an earlier run of this batch),
    turns the rest into rows (:mod:`connectd_delta.rows`), casts the columns
-   the table has to its types, writes them as Parquet files into the table's
-   directory (one per Hive-style partition of ``partition.by``), and returns
-   only the files' names and sizes and the partition's last offset;
-3. the worker adds the table's missing columns (a metadata commit), then
+   the table has to its types, leaves out those with no value yet (null
+   type), writes them as Parquet files into the table's directory (one per
+   Hive-style partition of the table's partition columns: an existing
+   table's own, ``partition.by`` for a table the sink creates), and returns
+   only the files' names, sizes and types and the partition's last offset;
+3. the worker checks that every file's column types are the table's (and
+   each other's), adds the table's missing columns (a metadata commit), then
    commits every file of the batch **and** each partition's new application
    transaction version in one Delta transaction.
 
@@ -103,12 +106,17 @@ def write_partition(rows: Iterator[Any], plan: dict[str, Any]) -> Iterator[dict[
             converted = records_table(part, plan["value_format"], plan["kafka_columns"])
             if converted.num_rows == 0:
                 continue  # only tombstones
-            out += _write_files(_cast_to_table(converted, plan["schemas"].get(uri)), uri, plan, pafs, pq, pc)
+            sources = sorted({f"{topic}-{partition}" for topic, partition in zip(
+                part.column("topic").to_pylist(), part.column("partition").to_pylist(), strict=True)})
+            typed = _without_null_types(_cast_to_table(converted, plan["schemas"].get(uri), uri, sources),
+                                        plan["partition_by"][uri])
+            out += _write_files(typed, uri, plan, sources, pafs, pq, pc)
     yield from out
 
 
-def _cast_to_table(rows: Any, schema_bytes: bytes | None) -> Any:
-    """Columns the table already has, cast to its types (an int32 field into a long column)."""
+def _cast_to_table(rows: Any, schema_bytes: bytes | None, uri: str, sources: list[str]) -> Any:
+    """Columns the table already has, cast to its types (an int32 field into a long column); a value the cast
+    would change (1.5 into a long column) fails the batch."""
     import pyarrow as pa
 
     if schema_bytes is None:
@@ -117,16 +125,75 @@ def _cast_to_table(rows: Any, schema_bytes: bytes | None) -> Any:
     for index, field in enumerate(rows.schema):
         wanted = table_schema.field(field.name).type if field.name in table_schema.names else None
         if wanted is not None and wanted != field.type:
-            rows = rows.set_column(index, pa.field(field.name, wanted), rows.column(index).cast(wanted))
+            dropped = _fields_not_in(field.type, wanted, field.name)
+            if dropped:  # the cast drops them: say so, every batch, rather than lose them unseen
+                log.warning("delta_nested_fields_dropped: %s: %s not in the table's column %s (only top-level "
+                            "columns are added); records of %s", uri, ", ".join(dropped), field.name,
+                            ", ".join(sources))
+            try:
+                rows = rows.set_column(index, pa.field(field.name, wanted), rows.column(index).cast(wanted))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+                raise ConnectException(f"{uri}: column {field.name} is {wanted} in the table, {field.type} in "
+                                       f"records of {', '.join(sources)}: {error}") from error
     return rows
 
 
-def _write_files(rows: Any, uri: str, plan: dict[str, Any], pafs: Any, pq: Any, pc: Any) -> list[dict[str, Any]]:
+def _fields_not_in(data_type: Any, wanted: Any, path: str) -> list[str]:
+    """The struct fields (dotted paths under *path*) that *data_type* has and the table's *wanted* type lacks."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(data_type) and pa.types.is_struct(wanted):
+        names = {field.name: field.type for field in wanted.fields}
+        return [found for field in data_type.fields for found in (
+            [f"{path}.{field.name}"] if field.name not in names
+            else _fields_not_in(field.type, names[field.name], f"{path}.{field.name}"))]
+    if pa.types.is_list(data_type) and pa.types.is_list(wanted):
+        return _fields_not_in(data_type.value_type, wanted.value_type, f"{path}[]")
+    return []
+
+
+def _typed(data_type: Any) -> Any:
+    """*data_type* without its parts of Arrow's null type (struct fields, list items), ``None`` if nothing is left."""
+    import pyarrow as pa
+
+    if pa.types.is_null(data_type):
+        return None
+    if pa.types.is_struct(data_type):
+        fields = [field.with_type(typed) for field in data_type.fields
+                  for typed in [_typed(field.type)] if typed is not None]
+        return pa.struct(fields) if fields else None
+    if pa.types.is_list(data_type):
+        item = _typed(data_type.value_type)
+        return None if item is None else pa.list_(data_type.value_field.with_type(item))
+    return data_type
+
+
+def _without_null_types(rows: Any, partition_by: list[str]) -> Any:
+    """*rows* without the columns (and struct fields) that only ever held nulls, empty lists or empty objects;
+    partition columns stay, since every file needs them.
+
+    Inference gives them Arrow's null type, which would become a Delta column of type void: no later value
+    could be cast to it, so every later batch with one would fail. Left out, the column is added by the first
+    batch that has a value for it.
+    """
+    for name, data_type in zip(rows.column_names, rows.schema.types, strict=True):
+        if name in partition_by:
+            continue
+        typed = _typed(data_type)
+        if typed is None:
+            rows = rows.drop_columns([name])
+        elif typed != data_type:
+            rows = rows.set_column(rows.column_names.index(name), name, rows.column(name).cast(typed))
+    return rows
+
+
+def _write_files(rows: Any, uri: str, plan: dict[str, Any], sources: list[str], pafs: Any, pq: Any,
+                 pc: Any) -> list[dict[str, Any]]:
     filesystem, root = pafs.FileSystem.from_uri(uri if "://" in uri else os.path.abspath(uri))
-    names = tuple(plan["partition_by"])
+    names = tuple(plan["partition_by"][uri])
     missing = [name for name in names if name not in rows.schema.names]
     if missing:
-        raise ConnectException(f"partition.by names {', '.join(missing)}, which the records do not have")
+        raise ConnectException(f"{uri} is partitioned by {', '.join(missing)}, which the records do not have")
     if names:
         combos = rows.select(list(names)).group_by(list(names)).aggregate([]).to_pylist()
     else:
@@ -147,8 +214,53 @@ def _write_files(rows: Any, uri: str, plan: dict[str, Any], pafs: Any, pq: Any, 
         info = filesystem.get_file_info(full)
         out.append({"kind": "file", "table": uri, "path": relative, "size": info.size, "rows": data.num_rows,
                     "partition_values": json.dumps(partition_values), "mtime": int(time.time() * 1000),
-                    "schema": part.schema.serialize().to_pybytes()})
+                    "schema": part.schema.serialize().to_pybytes(), "sources": sources})
     return out
+
+
+def _nullable(data_type: Any) -> Any:
+    """*data_type* with every nested field nullable: whether a struct's field may be null is no conflict
+    (a Connect schema's required field and an inferred one are the same column to a reader)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(data_type):
+        return pa.struct([field.with_type(_nullable(field.type)).with_nullable(True) for field in data_type.fields])
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
+        item = data_type.value_field.with_type(_nullable(data_type.value_type)).with_nullable(True)
+        return pa.list_(item) if pa.types.is_list(data_type) else pa.large_list(item)
+    if pa.types.is_map(data_type):
+        return pa.map_(_nullable(data_type.key_type), _nullable(data_type.item_type))
+    return data_type
+
+
+def _check_types(uri: str, files: list[Any], table_schema: Any) -> None:
+    """Fail, before anything is committed, if a written file has a column of another type than the table's
+    (*table_schema*, ``None`` for a table to create) or than another file's.
+
+    Executors infer schemaless types each on their own records (1 is a long, 1.5 a double), and another task may
+    add a column first; but Delta readers read a file's column as the table's type, and a Parquet long is no
+    double to them (Spark no more than delta-rs): committing such a file would leave the table unreadable.
+    """
+    import pyarrow as pa
+    from deltalake import Schema
+
+    found: dict[str, dict[Any, set[str]]] = {}
+    for row in files:
+        schema = pa.ipc.read_schema(pa.py_buffer(row["schema"]))
+        for field in pa.schema(Schema.from_arrow(schema).to_arrow()):  # in Delta's terms: string, large_string alike
+            found.setdefault(field.name, {}).setdefault(_nullable(field.type), set()).update(row["sources"])
+    conflicts = []
+    for name, types in found.items():
+        table_type = _nullable(table_schema.field(name).type) \
+            if table_schema is not None and name in table_schema.names else None
+        if len(types) > 1 or (table_type is not None and table_type not in types):
+            in_files = "; ".join(f"{data_type} in the files of {', '.join(sorted(sources))}"
+                                 for data_type, sources in types.items())
+            conflicts.append(f"{name}: {in_files}" + (f" (the table has {table_type})" if table_type else ""))
+    if conflicts:
+        raise ConnectException(f"{uri}: columns with conflicting types, nothing committed: {' | '.join(conflicts)}. "
+                               "Give the records a schema (JsonConverter's envelope), or add the column to the "
+                               "table with the wider type first")
 
 
 class DeltaSinkTask(SparkSinkTask):
@@ -162,6 +274,8 @@ class DeltaSinkTask(SparkSinkTask):
         self._tables: dict[str, Any] = {}
         for tp, offset in self._stored(self.context.assignment()).items():
             self.context.offset(tp, offset)  # the table knows how far it got: start there
+        for uri in {self._settings.table_for(tp.topic) for tp in self.context.assignment()}:
+            self._partitioning(uri, self._table(uri))  # a partition.by the table contradicts fails now
         log.info("delta_sink_started: %s", self._settings.table_uri)
 
     def _table(self, uri: str) -> Any:
@@ -176,6 +290,21 @@ class DeltaSinkTask(SparkSinkTask):
             return None
         table = self._tables[uri] = DeltaTable(uri, storage_options=self._settings.storage_options or None)
         return table
+
+    def _partitioning(self, uri: str, table: Any) -> list[str]:
+        """The columns the files for *uri* are partitioned by: an existing table's own, since every file must be
+        laid out as the table says (Delta reads a partition column from the path, never from the file);
+        ``partition.by`` only shapes a table the sink creates, and must not contradict one that exists."""
+        wanted = list(self._settings.partition_by)
+        if table is None:
+            return wanted
+        columns = list(table.metadata().partition_columns)
+        if wanted and wanted != columns:
+            raise ConnectException(
+                f"{uri} is partitioned by {', '.join(columns) or 'no column'}, but partition.by is "
+                f"{', '.join(wanted)}: an existing table keeps its partitioning; set partition.by to the table's "
+                "columns or leave it empty")
+        return columns
 
     def _stored(self, partitions: Any) -> dict[TopicPartition, int]:
         """The next offset each of *partitions* has in its table (those it has)."""
@@ -195,14 +324,15 @@ class DeltaSinkTask(SparkSinkTask):
 
         stored = self._stored(self.context.assignment())
         uris = {self._settings.table_for(tp.topic) for tp in self.context.assignment()}
-        schemas = {}
+        schemas, partitioning = {}, {}
         for uri in uris:
             table = self._table(uri)
+            partitioning[uri] = self._partitioning(uri, table)
             if table is not None:
                 schemas[uri] = pa.schema(table.schema().to_arrow()).serialize().to_pybytes()
         plan = {"stored": {f"{tp.topic}\x00{tp.partition}": offset for tp, offset in stored.items()},
                 "table_uri": self._settings.table_uri, "value_format": self._settings.value_format,
-                "kafka_columns": self._settings.kafka_columns, "partition_by": list(self._settings.partition_by),
+                "kafka_columns": self._settings.kafka_columns, "partition_by": partitioning,
                 "batch_id": batch_id, "schemas": schemas}
         results = (batch.select("topic", "partition", "offset", "timestamp", "value").rdd
                    .mapPartitions(functools.partial(write_partition, plan=plan)).collect())
@@ -216,9 +346,10 @@ class DeltaSinkTask(SparkSinkTask):
                 next_offset = max(row["last"] + 1, stored.get(tp, 0))
                 versions.setdefault(self._settings.table_for(tp.topic), {})[tp] = next_offset
         for uri in sorted(set(files) | set(versions)):
-            self._commit(uri, files.get(uri, []), versions.get(uri, {}))
+            self._commit(uri, files.get(uri, []), versions.get(uri, {}), partitioning[uri])
 
-    def _commit(self, uri: str, files: list[Any], versions: Mapping[TopicPartition, int]) -> None:
+    def _commit(self, uri: str, files: list[Any], versions: Mapping[TopicPartition, int],
+                partition_by: list[str]) -> None:
         import pyarrow as pa
         from deltalake import Schema
         from deltalake.transaction import (
@@ -239,16 +370,23 @@ class DeltaSinkTask(SparkSinkTask):
         if table is None:
             if not files:
                 return  # nothing to create a table from (tombstones only): the batch is read again next time
+            _check_types(uri, files, None)
             schema = pa.unify_schemas(written, promote_options="permissive")
             schema = pa.schema([field.with_nullable(True) for field in schema])
             create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",
-                                          partition_by=list(self._settings.partition_by) or None,
+                                          partition_by=partition_by or None,
                                           storage_options=self._settings.storage_options or None,
                                           commit_properties=commit)
             log.info("delta_table_created: %s (%d files)", uri, len(adds))
             return
+        if self._partitioning(uri, table) != partition_by:
+            raise ConnectException(f"{uri} was created meanwhile, partitioned by "
+                                   f"{', '.join(table.metadata().partition_columns) or 'no column'}; this batch's "
+                                   f"files are partitioned by {', '.join(partition_by) or 'no column'}: "
+                                   "nothing committed")
         for attempt in range(3):
             current = pa.schema(table.schema().to_arrow())
+            _check_types(uri, files, current)
             new = list({field.name: field.with_nullable(True) for schema in written for field in schema
                         if field.name not in current.names}.values())
             if not new:
@@ -260,8 +398,7 @@ class DeltaSinkTask(SparkSinkTask):
                 if attempt == 2:
                     raise
             table.update_incremental()
-        table.create_write_transaction(adds, "append", table.schema(),
-                                       partition_by=list(self._settings.partition_by) or None,
+        table.create_write_transaction(adds, "append", table.schema(), partition_by=partition_by or None,
                                        commit_properties=commit)
 
     def stop(self) -> None:
