@@ -5,11 +5,12 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import logging
 from typing import Any
 
 from connectd_mysql_cdc.task import MySqlSourceTask
 
-from connectd import OffsetStorageReader, SourceTaskContext
+from connectd import Decimal, OffsetStorageReader, Schema, SourceTaskContext
 
 
 def task_for(server, database: str, offset: dict | None = None, **overrides: str) -> MySqlSourceTask:
@@ -214,3 +215,121 @@ def test_include_and_exclude_lists_of_one_kind_are_refused():
     problems = MySqlConnector().validate({"table.include.list": "a\\.b", "table.exclude.list": "a\\.c"})
     assert [(p.key, p.message) for p in problems] == [
         ("table.exclude.list", "cannot be used with table.include.list: set one of them")]
+
+
+def snapshot_then_streamed(server, database: str, table: str, rows: list[str], **overrides: str) -> tuple[list, list]:
+    """The *rows* (VALUES tuples, first column the id) read by the snapshot, then inserted again with ids + 100
+    and read from the binlog: the after structs of both, as dicts without the id."""
+    server.execute(*(f"INSERT INTO {database}.{table} VALUES {row}" for row in rows))
+    task = task_for(server, database, **overrides)
+    try:
+        snapshot = poll_until(task, len(rows))
+        server.execute(*(f"INSERT INTO {database}.{table} VALUES {row.replace('(', '(100 + ', 1)}" for row in rows))
+        streamed = poll_until(task, len(rows))
+    finally:
+        task.stop()
+    assert [r.value.get("op") for r in snapshot + streamed] == ["r"] * len(rows) + ["c"] * len(rows)
+    return ([{k: v for k, v in summary(r)[2].items() if k != "id"} for r in snapshot],
+            [{k: v for k, v in summary(r)[2].items() if k != "id"} for r in streamed])
+
+
+def test_bigint_unsigned_beyond_int64_wraps_or_is_a_decimal(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, b BIGINT UNSIGNED)")
+    rows = ["(1, 18446744073709551615)", "(2, 9223372036854775808)", "(3, 9223372036854775807)"]
+    snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows)
+    assert snapshot == streamed == [{"b": -1}, {"b": -2**63}, {"b": 2**63 - 1}]  # long (default): value - 2^64
+    binlog_mariadb.execute(f"DELETE FROM {database}.t")
+    snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows,
+                                                **{"bigint.unsigned.handling.mode": "precise"})
+    assert snapshot == streamed == [{"b": decimal.Decimal(2**64 - 1)}, {"b": decimal.Decimal(2**63)},
+                                    {"b": decimal.Decimal(2**63 - 1)}]
+
+
+def test_bigint_unsigned_precise_is_a_decimal_of_scale_0(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, b BIGINT UNSIGNED)",
+                           f"INSERT INTO {database}.t VALUES (1, 1)")
+    for mode, expected in (("long", Schema.OPTIONAL_INT64), ("precise", Decimal.builder(0).optional().build())):
+        task = task_for(binlog_mariadb, database, **{"bigint.unsigned.handling.mode": mode})
+        try:
+            (record,) = poll_until(task, 1)
+        finally:
+            task.stop()
+        assert record.value.get("after").schema.field("b").schema == expected, mode
+
+
+def test_a_time_outside_a_day_is_null_and_a_warning(binlog_mariadb, database, caplog):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, tm TIME(1) NULL)")
+    rows = ["(1, '-01:00:00')", "(2, '25:00:00.5')", "(3, '23:59:59.5')"]
+    with caplog.at_level(logging.WARNING, logger="connectd_mysql_cdc"):
+        snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows)
+    assert snapshot == streamed == [{"tm": None}, {"tm": None}, {"tm": datetime.time(23, 59, 59, 500000)}]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 4, warnings
+    for value in ("'-01:00:00'", "'25:00:00.5'"):
+        assert sum(f"{database}.t.tm: TIME {value} is outside 00:00-24:00" in w for w in warnings) == 2, warnings
+
+
+def test_set_members_in_the_columns_order_and_the_empty_set(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, s SET('z', 'a', 'm') NULL)")
+    rows = ["(1, 'a,z')", "(2, 'm,a,z')", "(3, '')", "(4, NULL)"]
+    snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows)
+    assert snapshot == streamed == [{"s": "z,a"}, {"s": "z,a,m"}, {"s": ""}, {"s": None}]
+
+
+def test_decimal_string_mode_is_plain_with_the_columns_scale(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, d DECIMAL(20, 8))")
+    rows = ["(1, 0.00000010)", "(2, 12345678.5)", "(3, -0.00000001)", "(4, 0)"]
+    snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows,
+                                                **{"decimal.handling.mode": "string"})
+    assert snapshot == streamed == [{"d": "0.00000010"}, {"d": "12345678.50000000"}, {"d": "-0.00000001"},
+                                    {"d": "0.00000000"}]
+
+
+def test_binary_keeps_its_trailing_zero_bytes_and_varbinary_is_not_padded(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, b BINARY(4), vb VARBINARY(4))")
+    rows = ["(1, x'61000000', x'0100')", "(2, x'ff', x'ff')", "(3, x'00000000', x'')"]
+    snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows)
+    assert snapshot == streamed == [{"b": b"a\0\0\0", "vb": b"\x01\x00"}, {"b": b"\xff\0\0\0", "vb": b"\xff"},
+                                    {"b": b"\0\0\0\0", "vb": b""}]
+
+
+def test_a_binary_primary_key_is_the_same_kafka_key_in_the_snapshot_and_the_binlog(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id BINARY(16) PRIMARY KEY, v INT)",
+                           f"INSERT INTO {database}.t VALUES (x'0102030405060708090a0b0c0d0e0f00', 1)")
+    task = task_for(binlog_mariadb, database)
+    try:
+        (snapshot,) = poll_until(task, 1)
+        binlog_mariadb.execute(f"UPDATE {database}.t SET v = 2")
+        (update,) = poll_until(task, 1)
+    finally:
+        task.stop()
+    assert update.value.get("op") == "u"
+    assert snapshot.key == update.key and snapshot.key.get("id") == bytes(range(1, 16)) + b"\0"
+
+
+def test_zero_dates_are_null_when_nullable_and_the_epoch_when_not_null(binlog_mariadb, database):
+    # the default sql_mode refuses zero dates; TIMESTAMPs as UTC, as the task reads them
+    session = ("SET SESSION sql_mode = ''", "SET SESSION time_zone = '+00:00'")
+    binlog_mariadb.execute(*session, f"CREATE TABLE {database}.t (id INT PRIMARY KEY, d DATE NOT NULL, "
+                           "dt DATETIME(3) NOT NULL, ts TIMESTAMP(3) NOT NULL DEFAULT '0000-00-00 00:00:00', "
+                           "dn DATE NULL, dtn DATETIME NULL, tsn TIMESTAMP NULL)")
+    zero, zero_time = "'0000-00-00'", "'0000-00-00 00:00:00'"
+    rows = [f"(1, {zero}, {zero_time}, {zero_time}, {zero}, {zero_time}, {zero_time})",
+            "(2, '2020-00-00', '2020-01-00 00:00:00', 0, '2020-00-00', '2020-01-00 00:00:00', 0)",
+            ("(3, '1970-01-01', '1970-01-01 00:00:00', '1970-01-01 00:00:01', '1970-01-01', '1970-01-01 00:00:00', "
+             "'1970-01-01 00:00:01')")]
+    binlog_mariadb.execute(*session, *(f"INSERT INTO {database}.t VALUES {row}" for row in rows))
+    task = task_for(binlog_mariadb, database)
+    try:
+        snapshot = poll_until(task, 3)
+        binlog_mariadb.execute(*session, *(f"INSERT INTO {database}.t VALUES {row.replace('(', '(10 + ', 1)}"
+                                           for row in rows))
+        streamed = poll_until(task, 3)
+    finally:
+        task.stop()
+    epoch, second = datetime.datetime(1970, 1, 1), datetime.datetime(1970, 1, 1, 0, 0, 1)
+    zeros = {"d": epoch.date(), "dt": epoch, "ts": epoch, "dn": None, "dtn": None, "tsn": None}
+    real = {"d": epoch.date(), "dt": epoch, "ts": second, "dn": epoch.date(), "dtn": epoch, "tsn": second}
+    expected = [zeros, zeros, real]  # and a real 1970-01-01 00:00:00 DATETIME is not taken for a zero one
+    for records in (snapshot, streamed):
+        assert [{k: v for k, v in summary(r)[2].items() if k != "id"} for r in records] == expected

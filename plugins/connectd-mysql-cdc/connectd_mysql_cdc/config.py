@@ -98,6 +98,10 @@ CONFIG_DEF = ConfigDef([
     ConfigKey("decimal.handling.mode", Type.STRING, "DECIMAL columns as precise: Connect Decimal; double: "
               "float64; string: their text.", default="precise", importance=Importance.MEDIUM,
               validator=CaseInsensitiveValidString("precise", "double", "string"), group=_EVENTS),
+    ConfigKey("bigint.unsigned.handling.mode", Type.STRING, "BIGINT UNSIGNED columns as long: int64, values "
+              "above 2^63-1 wrapped to negative ones (value - 2^64), as Debezium does; precise: Connect Decimal "
+              "of scale 0, every value exact.", default="long", importance=Importance.MEDIUM,
+              validator=CaseInsensitiveValidString("long", "precise"), group=_EVENTS),
     ConfigKey("time.precision.mode", Type.STRING, "connect: DATE, TIME, DATETIME and TIMESTAMP as Connect's Date, "
               "Time and Timestamp logical types (millisecond precision). Debezium's other modes (its default is "
               "adaptive_time_microseconds) are not supported yet.", default="connect",
@@ -128,6 +132,7 @@ class Settings:
     fetch_size: int
     tombstones: bool
     decimal_mode: str
+    bigint_unsigned_mode: str
     max_batch: int
     poll_interval_s: float
 
@@ -186,5 +191,6 @@ def settings(config: Mapping[str, Any]) -> Settings:
         columns_in=patterns["column.include.list"], columns_out=patterns["column.exclude.list"],
         snapshot_mode="no_data" if mode == "schema_only" else mode, fetch_size=parsed["snapshot.fetch.size"],
         tombstones=parsed["tombstones.on.delete"], decimal_mode=parsed["decimal.handling.mode"].lower(),
+        bigint_unsigned_mode=parsed["bigint.unsigned.handling.mode"].lower(),
         max_batch=parsed["max.batch.size"], poll_interval_s=parsed["poll.interval.ms"] / 1000,
     )

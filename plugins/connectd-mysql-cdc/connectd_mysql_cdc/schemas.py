@@ -14,17 +14,21 @@ MariaDB/MySQL                    Connect
 ================================ ===========================================
 TINYINT, SMALLINT                int16 (SMALLINT UNSIGNED: int32)
 MEDIUMINT, INT                   int32 (INT UNSIGNED: int64)
-BIGINT                           int64
+BIGINT                           int64 (UNSIGNED: per bigint.unsigned.handling.mode)
 FLOAT, DOUBLE                    float32, float64
 DECIMAL(p, s)                    Decimal (scale s; per decimal.handling.mode)
-DATE, TIME                       Date, Time
+DATE, TIME                       Date, Time (a TIME outside 00:00-24:00: null, and a warning)
 DATETIME, TIMESTAMP              Timestamp (UTC)
 YEAR                             int32
-CHAR, VARCHAR, TEXT, ENUM, SET,  string
+CHAR, VARCHAR, TEXT, ENUM, SET,  string (a SET's members in the column's order)
 JSON
-BINARY, VARBINARY, BLOB          bytes
+BINARY, VARBINARY, BLOB          bytes (BINARY(n): n bytes, padded with 0x00)
 BIT(1), BIT(n)                   boolean, bytes (io.debezium.data.Bits)
 ================================ ===========================================
+
+A zero date ('0000-00-00', sql_mode permitting) or one with a zero month or
+day is null in a nullable column and the epoch (1970-01-01) in a NOT NULL
+one, as Debezium gives them; in the snapshot and the binlog alike.
 
 Primary key columns are required; the others optional.
 """
@@ -34,6 +38,8 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,6 +53,8 @@ __all__ = ["ColumnSpec", "TableSchema", "TableSchemas", "source_struct"]
 
 VERSION = "0.1.0"
 
+log = logging.getLogger(__name__)
+
 # The binlog's column type codes (MySQL's enum_field_types) → the names information_schema uses.
 _BINLOG_TYPES = {
     1: "tinyint", 2: "smallint", 9: "mediumint", 3: "int", 8: "bigint", 4: "float", 5: "double", 0: "decimal",
@@ -54,9 +62,18 @@ _BINLOG_TYPES = {
     7: "timestamp", 17: "timestamp", 13: "year", 15: "varchar", 253: "varchar", 254: "varchar", 249: "text",
     250: "text", 251: "text", 252: "text", 245: "json", 247: "enum", 248: "set", 16: "bit", 255: "geometry",
 }
-_NAMES = {"char": "varchar", "tinytext": "text", "mediumtext": "text", "longtext": "text", "binary": "varbinary",
+_NAMES = {"char": "varchar", "tinytext": "text", "mediumtext": "text", "longtext": "text",
           "tinyblob": "blob", "mediumblob": "blob", "longblob": "blob", "integer": "int", "dec": "decimal",
           "numeric": "decimal", "real": "double", "bool": "tinyint", "boolean": "tinyint"}
+# A SET's member in information_schema's column_type: set('a','it''s').
+_MEMBER = re.compile(r"'((?:[^']|'')*)'")
+
+
+class _Unrepresentable(ValueError):
+    """A value the column's Connect type cannot hold: the field becomes null and a warning says so.
+
+    Debezium does the same under its default ``event.converting.failure.handling.mode=warn``.
+    """
 
 
 @dataclass(frozen=True)
@@ -69,40 +86,59 @@ class ColumnSpec:
     precision: int | None = None
     scale: int | None = None
     primary: bool = False
+    #: BINARY(n): n, the byte length its values are padded to.
+    length: int | None = None
+    #: SET: its members, in the order of the column's definition (the order its values are written in).
+    members: tuple[str, ...] = ()
+    nullable: bool = True
 
     @classmethod
     def from_information_schema(cls, name: str, data_type: str, column_type: str, precision: int | None,
-                                scale: int | None, key: str) -> ColumnSpec:
-        kind = _NAMES.get(data_type.lower(), data_type.lower())
-        return cls(name, kind, "unsigned" in column_type.lower(), precision, scale, key == "PRI")
+                                scale: int | None, key: str, octet_length: int | None,
+                                is_nullable: str) -> ColumnSpec:
+        data_type = data_type.lower()
+        kind = _NAMES.get(data_type, data_type)
+        members = tuple(m.replace("''", "'") for m in _MEMBER.findall(column_type)) if kind == "set" else ()
+        return cls(name, kind, "unsigned" in column_type.lower(), precision, scale, key == "PRI",
+                   octet_length if kind == "binary" else None, members, is_nullable == "YES")
 
     @classmethod
-    def from_binlog(cls, column: Any) -> ColumnSpec:
+    def from_binlog(cls, column: Any, nullable: bool) -> ColumnSpec:
+        """A column of a row event; *nullable* from its table map's null bitmap."""
         kind = _BINLOG_TYPES.get(column.type, f"type {column.type}")
+        length = None
         if kind in ("varchar", "text") and (column.character_set_name or "").lower() == "binary":
-            kind = "varbinary" if kind == "varchar" else "blob"
+            if column.type == 254:  # MYSQL_TYPE_STRING: fixed length, BINARY(n)
+                kind, length = "binary", column.max_length
+            else:
+                kind = "varbinary" if kind == "varchar" else "blob"
         precision = getattr(column, "precision", None) if kind == "decimal" else getattr(column, "bits", None)
+        members = tuple(column.set_values or ()) if kind == "set" else ()
         return cls(column.name, kind, bool(column.unsigned), precision, getattr(column, "decimals", None),
-                   bool(column.is_primary))
+                   bool(column.is_primary), length, members, nullable)
 
 
-def _schema_and_converter(spec: ColumnSpec, decimal_mode: str) -> tuple[SchemaBuilder, Callable[[Any], Any]]:
+def _schema_and_converter(spec: ColumnSpec, settings: Settings) -> tuple[SchemaBuilder, Callable[[Any], Any]]:
     kind = spec.kind
     if kind in ("tinyint", "smallint"):
         return (SchemaBuilder.int32() if kind == "smallint" and spec.unsigned else SchemaBuilder.int16()), int
     if kind in ("mediumint", "int"):
         return (SchemaBuilder.int64() if kind == "int" and spec.unsigned else SchemaBuilder.int32()), int
+    if kind == "bigint" and spec.unsigned:
+        if settings.bigint_unsigned_mode == "precise":
+            return Decimal.builder(0), lambda value: decimal.Decimal(int(value))
+        return SchemaBuilder.int64(), _wrapped_long
     if kind in ("bigint", "year"):
         return (SchemaBuilder.int64() if kind == "bigint" else SchemaBuilder.int32()), int
     if kind in ("float", "double"):
         return (SchemaBuilder.float32() if kind == "float" else SchemaBuilder.float64()), float
     if kind == "decimal":
-        if decimal_mode == "double":
+        if settings.decimal_mode == "double":
             return SchemaBuilder.float64(), float
-        if decimal_mode == "string":
-            return SchemaBuilder.string(), str
         scale = spec.scale or 0
         quantum = decimal.Decimal(1).scaleb(-scale)
+        if settings.decimal_mode == "string":  # plain notation with the column's scale, as Debezium's toPlainString
+            return SchemaBuilder.string(), lambda value: format(decimal.Decimal(value).quantize(quantum), "f")
         builder = Decimal.builder(scale)
         if spec.precision:
             builder.parameter("connect.decimal.precision", str(spec.precision))
@@ -111,13 +147,21 @@ def _schema_and_converter(spec: ColumnSpec, decimal_mode: str) -> tuple[SchemaBu
         return Date.builder(), _date
     if kind == "time":
         return Time.builder(), _time
-    if kind in ("datetime", "timestamp"):
+    if kind == "datetime":
         return Timestamp.builder(), _timestamp
+    if kind == "timestamp":  # the binlog writes a zero TIMESTAMP as 0, the epoch, which no real one is
+        return Timestamp.builder(), lambda value: None if value == _EPOCH else _timestamp(value)
     if kind in ("varchar", "text", "enum", "json"):
         return SchemaBuilder.string(), _text
     if kind == "set":
-        return SchemaBuilder.string(), _set
-    if kind in ("varbinary", "blob"):
+        order = {member: index for index, member in enumerate(spec.members)}
+        return SchemaBuilder.string(), lambda value: _set(value, order)
+    if kind == "binary" and spec.length:
+        # The binlog drops a BINARY value's trailing 0x00 bytes, the snapshot keeps them; padded (as Debezium
+        # does, DBZ-254) a BINARY primary key is the same Kafka key in both.
+        length = spec.length
+        return SchemaBuilder.bytes(), lambda value: _bytes(value).ljust(length, b"\0")
+    if kind in ("binary", "varbinary", "blob"):
         return SchemaBuilder.bytes(), _bytes
     if kind == "bit":
         bits = spec.precision or 1
@@ -128,10 +172,15 @@ def _schema_and_converter(spec: ColumnSpec, decimal_mode: str) -> tuple[SchemaBu
     raise ConnectException(f"column {spec.name!r}: {kind} columns are not supported yet")
 
 
+_EPOCH = datetime.datetime(1970, 1, 1)
+# What a zero date is in a NOT NULL column.
+_ZERO_DATES = {"date": _EPOCH.date(), "datetime": _EPOCH, "timestamp": _EPOCH}
+
+
 def _date(value: Any) -> Any:
     if isinstance(value, datetime.datetime):
         return value.date()
-    return value if isinstance(value, datetime.date) else None  # a zero date ('0000-00-00') has no value
+    return value if isinstance(value, datetime.date) else None  # PyMySQL gives a zero date as its text
 
 
 def _time(value: Any) -> Any:
@@ -139,13 +188,23 @@ def _time(value: Any) -> Any:
         return value
     if isinstance(value, datetime.timedelta):
         if not datetime.timedelta(0) <= value < datetime.timedelta(days=1):
-            raise ConnectException(f"TIME value {value} is outside one day, which Connect's Time cannot hold")
+            raise _Unrepresentable(f"TIME '{_time_text(value)}' is outside 00:00-24:00, which Connect's Time "
+                                   "cannot hold")
         return (datetime.datetime.min + value).time()
     return None
 
 
+def _time_text(value: datetime.timedelta) -> str:
+    """A TIME as MariaDB writes it: -01:00:00, 25:00:00.5."""
+    sign, value = ("-", -value) if value < datetime.timedelta(0) else ("", value)
+    minutes, seconds = divmod(value.days * 86400 + value.seconds, 60)
+    fraction = f".{value.microseconds:06d}".rstrip("0") if value.microseconds else ""
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}:{seconds:02d}{fraction}"
+
+
 def _timestamp(value: Any) -> Any:
-    return value if isinstance(value, datetime.datetime) else None  # naive: UTC (the session's time zone)
+    # naive: UTC (the session's time zone); PyMySQL gives a zero date as its text
+    return value if isinstance(value, datetime.datetime) else None
 
 
 def _text(value: Any) -> Any:
@@ -156,9 +215,15 @@ def _text(value: Any) -> Any:
     return str(value)
 
 
-def _set(value: Any) -> Any:
-    if isinstance(value, (set, frozenset)):
-        return ",".join(sorted(value))
+def _wrapped_long(value: Any) -> int:
+    """BIGINT UNSIGNED as int64: above 2^63-1 the same 64 bits read as signed (Debezium's ``long`` mode)."""
+    value = int(value)
+    return value - 2**64 if value >= 2**63 else value
+
+
+def _set(value: Any, order: dict[str, int]) -> Any:
+    if isinstance(value, (set, frozenset)):  # the binlog's: unordered
+        return ",".join(sorted(value, key=lambda member: order.get(member, len(order))))
     return _text(value)
 
 
@@ -183,17 +248,18 @@ class TableSchema:
         base = f"{settings.prefix}.{database}.{table}"
         value = SchemaBuilder.struct().name(f"{base}.Value").optional()
         key = SchemaBuilder.struct().name(f"{base}.Key")
-        self._converters: list[tuple[str, Callable[[Any], Any]]] = []
+        self._converters: list[tuple[str, Callable[[Any], Any], Any]] = []
         key_names = []
         for spec in columns:
             if not spec.primary and not settings.keeps_column(database, table, spec.name):
                 continue  # column.include.list / column.exclude.list: never converted, never sent
-            builder, convert = _schema_and_converter(spec, settings.decimal_mode)
+            builder, convert = _schema_and_converter(spec, settings)
             if spec.primary:
                 key.field(spec.name, builder.build())
                 key_names.append(spec.name)
             value.field(spec.name, (builder if spec.primary else builder.optional()).build())
-            self._converters.append((spec.name, convert))
+            zero = None if spec.nullable else _ZERO_DATES.get(spec.kind)
+            self._converters.append((spec.name, convert, zero))
         self.value_schema = value.build()
         self.key_schema = key.build() if key_names else None
         self._key_names = key_names
@@ -205,10 +271,19 @@ class TableSchema:
     def value(self, row: dict[str, Any]) -> Struct:
         """A row (column name → value, as PyMySQL or the binlog gives it) as the Value struct."""
         values = {}
-        for name, convert in self._converters:
+        for name, convert, zero in self._converters:
             raw = row.get(name)
             try:
                 values[name] = None if raw is None else convert(raw)
+                if values[name] is None and zero is not None:  # a NOT NULL column's zero date: the epoch
+                    values[name] = zero
+            except _Unrepresentable as error:
+                if name in self._key_names:  # a key field cannot be null
+                    raise ConnectException(f"{self.database}.{self.table}.{name}: cannot convert {raw!r}: {error}") \
+                        from error
+                log.warning("mysql_value_unconvertible: %s.%s.%s: %s: the field is null", self.database,
+                            self.table, name, error)
+                values[name] = None
             except (ValueError, TypeError, decimal.InvalidOperation) as error:
                 raise ConnectException(f"{self.database}.{self.table}.{name}: cannot convert {raw!r}: {error}") \
                     from error

@@ -105,8 +105,8 @@ class _Snapshot:
                     cursor.execute("UNLOCK TABLES")
             cursor.execute(
                 "SELECT c.table_schema, c.table_name, c.column_name, c.data_type, c.column_type, "
-                "c.numeric_precision, c.numeric_scale, c.column_key FROM information_schema.columns c "
-                "JOIN information_schema.tables t ON t.table_schema = c.table_schema AND "
+                "c.numeric_precision, c.numeric_scale, c.column_key, c.character_octet_length, c.is_nullable "
+                "FROM information_schema.columns c JOIN information_schema.tables t ON t.table_schema = c.table_schema AND "
                 "t.table_name = c.table_name WHERE t.table_type = 'BASE TABLE' "
                 "ORDER BY c.table_schema, c.table_name, c.ordinal_position")
             tables: dict[tuple[str, str], list[ColumnSpec]] = {}
@@ -153,22 +153,25 @@ class _Stream:
             RotateEvent,
             XidEvent,
         )
-        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+        from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
         self._kinds = {"write": WriteRowsEvent, "update": UpdateRowsEvent, "delete": DeleteRowsEvent,
                        "rotate": RotateEvent, "query": QueryEvent, "xid": XidEvent,
-                       "gtid": (GtidEvent, MariadbGtidEvent), "heartbeat": HeartbeatLogEvent}
+                       "gtid": (GtidEvent, MariadbGtidEvent), "heartbeat": HeartbeatLogEvent,
+                       "table_map": TableMapEvent}
         self._config, self._schemas = config, schemas
         connection = config.connection()
         self._reader = BinLogStreamReader(
             connection_settings=connection, server_id=config.server_id, resume_stream=True, blocking=True,
             log_file=file, log_pos=pos, slave_heartbeat=config.poll_interval_s, enable_logging=False,
             only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, RotateEvent, QueryEvent, XidEvent,
-                         GtidEvent, MariadbGtidEvent, HeartbeatLogEvent])
+                         GtidEvent, MariadbGtidEvent, HeartbeatLogEvent, TableMapEvent])
         self.file, self.pos = file, pos  # where the transaction under way started
         self._events = 0  # row events of it seen so far
         self._skip_events, self._skip_rows = skip_events, skip_rows
         self._gtid: str | None = None
+        # table id → its table map's null bitmap: which columns are nullable (mysql-replication's Table forgets it)
+        self._null_bitmaps: dict[int, bytes] = {}
         log.info("mysql_binlog_reading: %s:%d (skipping %d events, %d rows)", file, pos, skip_events, skip_rows)
 
     def records(self, limit: int, wait_s: float) -> list[SourceRecord]:
@@ -182,6 +185,8 @@ class _Stream:
             if isinstance(event, kinds["rotate"]):
                 if self._events == 0:
                     self.file, self.pos = event.next_binlog, event.position
+            elif isinstance(event, kinds["table_map"]):
+                self._null_bitmaps[event.table_id] = bytes(event.null_bitmask)
             elif isinstance(event, kinds["gtid"]):
                 self._gtid = str(event.gtid)
             elif isinstance(event, kinds["xid"]) or (isinstance(event, kinds["query"])
@@ -200,7 +205,11 @@ class _Stream:
         return out
 
     def _changes(self, event: Any, index: int, skip_rows: int) -> list[SourceRecord]:
-        table = self._schemas.get(event.schema, event.table, [ColumnSpec.from_binlog(c) for c in event.columns])
+        nulls = self._null_bitmaps.get(event.table_id)
+        table = self._schemas.get(event.schema, event.table, [
+            ColumnSpec.from_binlog(c, nulls is None or bool(nulls[i // 8] & (1 << i % 8)))
+            for i, c in enumerate(event.columns)])
+        sets = {c.name for c in event.columns if c.set_values}
         packet = event.packet
         start = packet.log_pos - packet.event_size
         out = []
@@ -214,11 +223,12 @@ class _Stream:
                                    ts_ms=event.timestamp * 1000, snapshot="false", server_id=packet.server_id,
                                    gtid=self._gtid, file=self._reader.log_file, pos=start, row=number)
             if isinstance(event, self._kinds["write"]):
-                out += _change(self._config, table, "c", None, table.value(row["values"]), source, offset)
+                out += _change(self._config, table, "c", None, table.value(_values(row, "", sets)), source, offset)
             elif isinstance(event, self._kinds["delete"]):
-                out += _change(self._config, table, "d", table.value(row["values"]), None, source, offset)
+                out += _change(self._config, table, "d", table.value(_values(row, "", sets)), None, source, offset)
             else:
-                before, after = table.value(row["before_values"]), table.value(row["after_values"])
+                before = table.value(_values(row, "before_", sets))
+                after = table.value(_values(row, "after_", sets))
                 if table.key(before) == table.key(after):
                     out += _change(self._config, table, "u", before, after, source, offset)
                 else:  # the primary key changed: the old row goes, a new one comes (as Debezium does)
@@ -228,6 +238,19 @@ class _Stream:
 
     def close(self) -> None:
         self._reader.close()
+
+
+def _values(row: dict[str, Any], image: str, sets: set[str]) -> dict[str, Any]:
+    """A binlog row's *image* (``""``, ``before_`` or ``after_``), with its empty SETs ``""`` and not null.
+
+    mysql-replication reads an empty SET as None; it tells them apart from NULLs in ``none_sources``.
+    """
+    from pymysqlreplication.constants import NONE_SOURCE
+
+    values = row[f"{image}values"]
+    empty = [name for name, source in row[f"{image}none_sources"].items()
+             if source == NONE_SOURCE.EMPTY_SET and name in sets]
+    return {**values, **dict.fromkeys(empty, "")} if empty else values
 
 
 def _change(config: Settings, table: TableSchema, op: str, before: Any, after: Any, source: Any,
