@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import decimal
 import json
 import types
 from pathlib import Path
@@ -277,3 +278,20 @@ def test_nullability_is_no_type_conflict_and_a_nested_field_the_table_lacks_is_s
     assert sorted(((r["id"], r["addr"]) for r in read(tmp_path / "orders")), key=lambda r: r[0]) == [
         (1, None), (2, {"city": "Lyon"}), (3, {"city": "Nice"}), (4, {"city": "Metz"})]
     assert "addr.zip not in the table's column addr" in caplog.text
+
+
+def test_decimals_written_as_json_numbers_are_exact():
+    schema = {"type": "struct", "optional": False, "fields": [
+        {"field": "price", "type": "bytes", "optional": False, "name": "org.apache.kafka.connect.data.Decimal",
+         "parameters": {"scale": "2", "connect.decimal.precision": "20"}},
+        {"field": "rate", "type": "float64", "optional": False},
+        {"field": "line", "type": "struct", "optional": False, "fields": [
+            {"field": "weight", "type": "float32", "optional": False}]}]}
+    # JsonConverter's decimal.format=NUMERIC: the decimal is a JSON number, too long for a float
+    value = b'{"schema": %s, "payload": {"price": 12345678901234567.89, "rate": 1.5, "line": {"weight": 0.25}}}' \
+        % json.dumps(schema).encode()
+    schemaless = json.dumps({"note": "org.apache.kafka.connect.data.Decimal", "v": 2.5}).encode()
+    (row,) = records_table(kafka_table([value]), "json", kafka_columns=False).to_pylist()
+    assert row == {"price": decimal.Decimal("12345678901234567.89"), "rate": 1.5, "line": {"weight": 0.25}}
+    (inferred,) = records_table(kafka_table([schemaless]), "json", kafka_columns=False).to_pylist()
+    assert inferred == {"note": "org.apache.kafka.connect.data.Decimal", "v": 2.5}

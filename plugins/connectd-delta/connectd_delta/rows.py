@@ -52,6 +52,7 @@ _PRIMITIVES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int
                "float32": pa.float32(), "float64": pa.float64(), "boolean": pa.bool_(), "string": pa.string(),
                "bytes": pa.binary()}
 _DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_DECIMAL_BYTES = _DECIMAL.encode()
 _DATE = "org.apache.kafka.connect.data.Date"
 _TIME = "org.apache.kafka.connect.data.Time"
 _TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
@@ -88,6 +89,10 @@ def _converter(schema: dict[str, Any]) -> Any:
     (numbers, strings, booleans) are taken as they are."""
     fields = [(f["field"], None if f.get("type") in _AS_IS and not f.get("name") else f)
               for f in schema.get("fields", [])]
+    if _DECIMAL in json.dumps(schema):
+        # numbers may come as decimals (see _row): float fields convert theirs
+        fields = [(name, {"type": schema_field["type"]} if field is None and schema_field.get("type") in _FLOATS
+                   else field) for (name, field), schema_field in zip(fields, schema.get("fields", []), strict=True)]
 
     def convert(payload: dict[str, Any]) -> dict[str, Any]:
         return {name: payload.get(name) if field is None else _convert(field, payload.get(name))
@@ -96,6 +101,7 @@ def _converter(schema: dict[str, Any]) -> Any:
 
 
 _AS_IS = frozenset({"int8", "int16", "int32", "int64", "float32", "float64", "boolean", "string"})
+_FLOATS = frozenset({"float32", "float64"})
 
 
 def _convert(schema: dict[str, Any], value: Any) -> Any:
@@ -115,6 +121,8 @@ def _convert(schema: dict[str, Any], value: Any) -> Any:
         return (datetime.datetime.min + datetime.timedelta(milliseconds=value)).time().isoformat(timespec="milliseconds")
     if name == _TIMESTAMP:
         return _EPOCH_TIME + datetime.timedelta(milliseconds=value)
+    if kind in _FLOATS:
+        return float(value)  # a decimal where the value's numbers were parsed as decimals
     if kind == "bytes":
         return base64.b64decode(value)
     if kind == "struct":
@@ -183,8 +191,14 @@ def _row(value: bytes, value_format: str,
         return "string", {"value": value.decode("utf-8")}, pa.schema([("value", pa.string())])
     if value_format == "bytes":
         return "bytes", {"value": value}, pa.schema([("value", pa.binary())])
-    parsed = json.loads(value)
+    # A Decimal field written as a JSON number (JsonConverter's decimal.format=NUMERIC) is exact only if the
+    # number is never a float: parse such values' numbers as decimals (float fields turn them back).
+    exact = _DECIMAL_BYTES in value
+    parsed = json.loads(value, parse_float=decimal.Decimal) if exact else json.loads(value)
     envelope = isinstance(parsed, dict) and set(parsed) == {"schema", "payload"}
+    if exact and not (envelope and isinstance(parsed["schema"], dict)):
+        parsed = json.loads(value)  # schemaless after all: its numbers are inferred as JSON's
+        envelope = isinstance(parsed, dict) and set(parsed) == {"schema", "payload"}
     if envelope and parsed["payload"] is None:
         return None  # JsonConverter's null value, with or without a schema: a tombstone
     if envelope and parsed["schema"] is None:
