@@ -295,3 +295,21 @@ def test_decimals_written_as_json_numbers_are_exact():
     assert row == {"price": decimal.Decimal("12345678901234567.89"), "rate": 1.5, "line": {"weight": 0.25}}
     (inferred,) = records_table(kafka_table([schemaless]), "json", kafka_columns=False).to_pylist()
     assert inferred == {"note": "org.apache.kafka.connect.data.Decimal", "v": 2.5}
+
+
+def test_two_tasks_that_both_create_the_table_both_commit(tmp_path, monkeypatch):
+    import deltalake.transaction
+    from deltalake import DeltaTable
+
+    first = task_for(tmp_path, [TopicPartition("orders", 0)])
+    second = task_for(tmp_path, [TopicPartition("orders", 1)])
+    create = deltalake.transaction.create_table_with_add_actions
+
+    def first_creates_it_meanwhile(*arguments, **options):  # between the second's look and its create
+        monkeypatch.setattr(deltalake.transaction, "create_table_with_add_actions", create)
+        first.write_batch(Batch(kafka_table(values({"id": 1}))), 0)
+        return create(*arguments, **options)
+    monkeypatch.setattr(deltalake.transaction, "create_table_with_add_actions", first_creates_it_meanwhile)
+    second.write_batch(Batch(kafka_table(values({"id": 2, "v": 1}), partition=1)), 0)  # its create loses: appends
+    assert [(r["id"], r["v"]) for r in sorted(read(tmp_path / "orders"), key=lambda r: r["id"])] == [(1, None), (2, 1)]
+    assert DeltaTable(str(tmp_path / "orders")).transaction_version(app_id("orders-to-delta", "orders", 1)) == 1

@@ -373,12 +373,20 @@ class DeltaSinkTask(SparkSinkTask):
             _check_types(uri, files, None)
             schema = pa.unify_schemas(written, promote_options="permissive")
             schema = pa.schema([field.with_nullable(True) for field in schema])
-            create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",
-                                          partition_by=partition_by or None,
-                                          storage_options=self._settings.storage_options or None,
-                                          commit_properties=commit)
-            log.info("delta_table_created: %s (%d files)", uri, len(adds))
-            return
+            try:
+                create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",
+                                              partition_by=partition_by or None,
+                                              storage_options=self._settings.storage_options or None,
+                                              commit_properties=commit)
+            except Exception:
+                # Another task (tasks.max > 1 start together) created it first: append to it instead.
+                table = self._table(uri)
+                if table is None:
+                    raise
+                log.info("delta_table_created_meanwhile: %s", uri)
+            else:
+                log.info("delta_table_created: %s (%d files)", uri, len(adds))
+                return
         if self._partitioning(uri, table) != partition_by:
             raise ConnectException(f"{uri} was created meanwhile, partitioned by "
                                    f"{', '.join(table.metadata().partition_columns) or 'no column'}; this batch's "
