@@ -333,3 +333,73 @@ def test_zero_dates_are_null_when_nullable_and_the_epoch_when_not_null(binlog_ma
     expected = [zeros, zeros, real]  # and a real 1970-01-01 00:00:00 DATETIME is not taken for a zero one
     for records in (snapshot, streamed):
         assert [{k: v for k, v in summary(r)[2].items() if k != "id"} for r in records] == expected
+
+
+def two_table_transaction(server, database: str) -> tuple[list[Any], tuple[str, int]]:
+    """A transaction of row events in two tables (each statement with its own table map), then one more
+    change; its records as read from the binlog, and the server's binlog position from just before it."""
+    server.execute(f"CREATE TABLE {database}.a (id INT PRIMARY KEY, v INT)",
+                   f"CREATE TABLE {database}.b (id INT PRIMARY KEY, v INT)")
+    task = task_for(server, database, **{"snapshot.mode": "no_data"})
+    try:
+        (before,) = server.query("SHOW MASTER STATUS")[:1]
+        connection = server.connect(database)
+        with connection.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute("INSERT INTO a VALUES (1, 0), (2, 0)")
+            cursor.execute("INSERT INTO b VALUES (1, 0)")
+            cursor.execute("UPDATE a SET v = 1")
+            cursor.execute("INSERT INTO b VALUES (2, 0), (3, 0)")
+            cursor.execute("COMMIT")
+            cursor.execute("INSERT INTO a VALUES (3, 0)")
+        connection.close()
+        records = poll_until(task, 8)
+    finally:
+        task.stop()
+    return records, (before[0], int(before[1]))
+
+
+def changes(records: list[Any]) -> list[tuple[str, str, int]]:
+    return [(r.value.get("source").get("table"), r.value.get("op"), r.key.get("id")) for r in records]
+
+
+def test_resumes_exactly_after_each_record_of_a_transaction_over_two_tables(binlog_mariadb, database):
+    everything, _ = two_table_transaction(binlog_mariadb, database)
+    assert changes(everything) == [("a", "c", 1), ("a", "c", 2), ("b", "c", 1), ("a", "u", 1), ("a", "u", 2),
+                                   ("b", "c", 2), ("b", "c", 3), ("a", "c", 3)]
+    for done in range(len(everything)):
+        resumed = task_for(binlog_mariadb, database, offset=everything[done].source_offset)
+        try:
+            rest = poll_until(resumed, len(everything) - done - 1)
+        finally:
+            resumed.stop()
+        assert changes(rest) == changes(everything)[done + 1:], done
+
+
+def test_offsets_are_debeziums_and_a_debezium_offset_resumes_right_after_its_record(binlog_mariadb, database):
+    everything, (file, start) = two_table_transaction(binlog_mariadb, database)
+    # What Debezium's MariaDB connector writes (BinlogStreamingChangeEventSource.handleEvent and
+    # BinlogOffsetContext): file/pos of the transaction's GTID event, which starts it; event = the events of
+    # the transaction completed before the record's, every one counted (the GTID event and each table map
+    # included); row = the rows of the record's event done, this one included. ANNOTATE_ROWS events are in the
+    # file but are sent to a replica only if it asks for them, which neither connectd nor Debezium (with
+    # include.query off) does.
+    events = [(int(pos), kind) for _, pos, kind, *_ in binlog_mariadb.query(f"SHOW BINLOG EVENTS IN '{file}' "
+                                                                            f"FROM {start}")
+              if kind != "Annotate_rows"]
+    assert [kind for _, kind in events[:10]] == ["Gtid", "Table_map", "Write_rows_v1", "Table_map", "Write_rows_v1",
+                                                 "Table_map", "Update_rows_v1", "Table_map", "Write_rows_v1", "Xid"]
+    gtid_pos = events[0][0]
+    expected = [(2, 1), (2, 2), (4, 1), (6, 1), (6, 2), (8, 1), (8, 2)]  # (event, row) of each record
+    transaction = everything[:7]
+    assert [(r.source_offset["file"], r.source_offset["pos"], r.source_offset["event"], r.source_offset["row"])
+            for r in transaction] == [(file, gtid_pos, event, row) for event, row in expected]
+    for done, (event, row) in enumerate(expected):
+        debezium = {"file": file, "pos": gtid_pos, "event": event, "row": row, "server_id": 1,
+                    "ts_sec": transaction[done].source_offset["ts_sec"]}
+        resumed = task_for(binlog_mariadb, database, offset=debezium)
+        try:
+            rest = poll_until(resumed, len(everything) - done - 1)
+        finally:
+            resumed.stop()
+        assert changes(rest) == changes(everything)[done + 1:], done

@@ -17,12 +17,16 @@ States (one task per server; ``poll()`` moves between them):
   primary key becomes a delete, its tombstone and a create).
 
 Offsets, one source partition ``{"server": <topic.prefix>}``, Debezium's
-fields: ``file`` and ``pos`` are where the event's transaction starts,
-``event`` how many row events of it come before the event, ``row`` how many
-of the event's rows are done (this one included). A task resuming from them
-reads the binlog from ``file``/``pos`` and skips exactly that many events
-and rows, so every change after the last stored one is emitted, once, in
-order (a change whose batch was not yet stored comes again: at least once).
+fields with Debezium's meaning, so that either can resume from the other's:
+``file`` and ``pos`` are where the change's transaction starts (its ``BEGIN``
+on MySQL, its GTID event on MariaDB), ``event`` how many binlog events of it
+come before the change's row event — every event counted, the one that
+starts it and each table map included — and ``row`` how many of the row
+event's rows are done (this one included). A task resuming from them reads
+the binlog from ``file``/``pos`` and, in that transaction, skips exactly that
+many events and rows, so every change after the last stored one is emitted,
+once, in order (a change whose batch was not yet stored comes again: at least
+once).
 """
 
 from __future__ import annotations
@@ -143,66 +147,96 @@ class _Stream:
     """The binlog from a position, as change records; tracks the offsets described in the module docstring."""
 
     def __init__(self, config: Settings, schemas: TableSchemas, file: str, pos: int, skip_events: int = 0,
-                 skip_rows: int = 0) -> None:
+                 skip_rows: int = 0, gtid: str | None = None) -> None:
         from pymysqlreplication import BinLogStreamReader
         from pymysqlreplication.event import (
             GtidEvent,
             HeartbeatLogEvent,
+            MariadbAnnotateRowsEvent,
             MariadbGtidEvent,
+            NotImplementedEvent,
             QueryEvent,
             RotateEvent,
+            RowsQueryLogEvent,
             XidEvent,
         )
         from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
         self._kinds = {"write": WriteRowsEvent, "update": UpdateRowsEvent, "delete": DeleteRowsEvent,
                        "rotate": RotateEvent, "query": QueryEvent, "xid": XidEvent,
-                       "gtid": (GtidEvent, MariadbGtidEvent), "heartbeat": HeartbeatLogEvent,
+                       "gtid": GtidEvent, "mariadb_gtid": MariadbGtidEvent, "heartbeat": HeartbeatLogEvent,
                        "table_map": TableMapEvent}
         self._config, self._schemas = config, schemas
         connection = config.connection()
+        # Every event that can come inside a transaction must reach records(), as it counts in ``event``:
+        # the row-query annotations (sent when the binlog has them: MySQL's binlog_rows_query_log_events;
+        # MariaDB's only to a replica asking for them, which this one does not) and events mysql-replication
+        # cannot read (NotImplementedEvent) too.
         self._reader = BinLogStreamReader(
             connection_settings=connection, server_id=config.server_id, resume_stream=True, blocking=True,
             log_file=file, log_pos=pos, slave_heartbeat=config.poll_interval_s, enable_logging=False,
             only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, RotateEvent, QueryEvent, XidEvent,
-                         GtidEvent, MariadbGtidEvent, HeartbeatLogEvent, TableMapEvent])
+                         GtidEvent, MariadbGtidEvent, HeartbeatLogEvent, TableMapEvent, RowsQueryLogEvent,
+                         MariadbAnnotateRowsEvent, NotImplementedEvent],
+            filter_non_implemented_events=False)
         self.file, self.pos = file, pos  # where the transaction under way started
-        self._events = 0  # row events of it seen so far
+        self._events = 0  # events of it completed (Debezium's completeEvent())
+        # The stored offset's transaction is the first to start after file/pos: its first skip_events events
+        # were done, and skip_rows rows of the first row event after them.
         self._skip_events, self._skip_rows = skip_events, skip_rows
-        self._gtid: str | None = None
+        self._skipping = False  # in the stored offset's transaction, among the events done before
+        # on MySQL, pos is the BEGIN after the GTID event: a transaction resumed has its GTID from the offset
+        self._gtid = gtid
         # table id → its table map's null bitmap: which columns are nullable (mysql-replication's Table forgets it)
         self._null_bitmaps: dict[int, bytes] = {}
         log.info("mysql_binlog_reading: %s:%d (skipping %d events, %d rows)", file, pos, skip_events, skip_rows)
 
     def records(self, limit: int, wait_s: float) -> list[SourceRecord]:
         """Up to *limit* records; returns sooner when the binlog is idle (a heartbeat) or after *wait_s*."""
-        kinds, out = self._kinds, []
+        out: list[SourceRecord] = []
         deadline = time.monotonic() + wait_s
         while len(out) < limit and time.monotonic() < deadline:
             event = self._reader.fetchone()
-            if event is None or isinstance(event, kinds["heartbeat"]):
+            if event is None:
                 break
-            if isinstance(event, kinds["rotate"]):
-                if self._events == 0:
-                    self.file, self.pos = event.next_binlog, event.position
-            elif isinstance(event, kinds["table_map"]):
-                self._null_bitmaps[event.table_id] = bytes(event.null_bitmask)
-            elif isinstance(event, kinds["gtid"]):
-                self._gtid = str(event.gtid)
-            elif isinstance(event, kinds["xid"]) or (isinstance(event, kinds["query"])
-                                                     and event.query.strip().upper() != "BEGIN"):
-                # A commit, or a statement that is its own transaction (DDL): the next one starts here.
-                self.file, self.pos = self._reader.log_file, self._reader.log_pos
-                self._events, self._skip_events, self._skip_rows = 0, 0, 0
-            elif isinstance(event, (kinds["write"], kinds["update"], kinds["delete"])):
-                index = self._events
-                self._events += 1
-                if index < self._skip_events:
-                    continue
-                skip_rows = self._skip_rows if index == self._skip_events else 0
-                if self._config.captures(event.schema, event.table):
-                    out += self._changes(event, index, skip_rows)
+            out += self._event(event)
+            # Debezium's completeEvent() runs after each event, whatever its kind: so does this count
+            self._events += 1
+            if self._skipping:
+                self._skip_events -= 1
+                self._skipping = self._skip_events > 0
+            if isinstance(event, self._kinds["heartbeat"]):  # the binlog is idle
+                break
         return out
+
+    def _event(self, event: Any) -> list[SourceRecord]:
+        """One binlog event: its changes, if any, after keeping track of the transaction it is in."""
+        kinds = self._kinds
+        query = event.query.strip().upper() if isinstance(event, kinds["query"]) else None
+        if isinstance(event, kinds["rotate"]):
+            self.file, self.pos, self._events = event.next_binlog, event.position, 0
+        elif isinstance(event, kinds["table_map"]):
+            self._null_bitmaps[event.table_id] = bytes(event.null_bitmask)
+        elif isinstance(event, kinds["gtid"]):  # MySQL: the BEGIN that follows starts the transaction
+            self._gtid = str(event.gtid)
+        elif isinstance(event, kinds["mariadb_gtid"]) or query == "BEGIN":
+            # A transaction starts (MariaDB's GTID event stands for its BEGIN): Debezium's startNextTransaction().
+            if isinstance(event, kinds["mariadb_gtid"]):
+                self._gtid = str(event.gtid)
+            self.file, self.pos = self._reader.log_file, event.packet.log_pos - event.packet.event_size
+            self._events = 0
+            self._skipping = self._skip_events > 0
+        elif isinstance(event, kinds["xid"]) or query == "COMMIT":
+            # The transaction is done; what was left to skip was in it, and the next one starts after here.
+            self.file, self.pos = self._reader.log_file, self._reader.log_pos
+            self._events, self._skipping, self._skip_events, self._skip_rows = 0, False, 0, 0
+        elif isinstance(event, (kinds["write"], kinds["update"], kinds["delete"])):
+            if self._skipping:
+                return []
+            skip_rows, self._skip_rows = self._skip_rows, 0  # only the first row event after the skipped ones
+            if self._config.captures(event.schema, event.table):
+                return self._changes(event, self._events, skip_rows)
+        return []
 
     def _changes(self, event: Any, index: int, skip_rows: int) -> list[SourceRecord]:
         nulls = self._null_bitmaps.get(event.table_id)
@@ -292,7 +326,7 @@ class MySqlSourceTask(SourceTask):
             resumable = False
         if resumable:
             self._stream = _Stream(self._config, self._schemas, stored["file"], int(stored["pos"]),
-                                   int(stored.get("event", 0)), int(stored.get("row", 0)))
+                                   int(stored.get("event", 0)), int(stored.get("row", 0)), stored.get("gtid"))
         elif mode in ("initial", "when_needed"):
             self._snapshot = _Snapshot(self._config, self._schemas)
             self._rows = self._snapshot.rows()
