@@ -313,3 +313,13 @@ def test_two_tasks_that_both_create_the_table_both_commit(tmp_path, monkeypatch)
     second.write_batch(Batch(kafka_table(values({"id": 2, "v": 1}), partition=1)), 0)  # its create loses: appends
     assert [(r["id"], r["v"]) for r in sorted(read(tmp_path / "orders"), key=lambda r: r["id"])] == [(1, None), (2, 1)]
     assert DeltaTable(str(tmp_path / "orders")).transaction_version(app_id("orders-to-delta", "orders", 1)) == 1
+
+
+def test_a_partition_column_without_a_value_in_the_first_batch_is_made_a_string(tmp_path, caplog):
+    tp = TopicPartition("orders", 0)
+    task = task_for(tmp_path, [tp], **{"partition.by": "country"})
+    with caplog.at_level("WARNING", logger="connectd_delta.task"):
+        task.write_batch(Batch(kafka_table(values({"id": 1, "country": None}))), 0)
+    assert "country has no value in the records that create the table" in caplog.text
+    task.write_batch(Batch(kafka_table(values({"id": 2, "country": "fr"}), first=1)), 1)
+    assert [(r["id"], r["country"]) for r in read(tmp_path / "orders")] == [(1, None), (2, "fr")]

@@ -372,7 +372,12 @@ class DeltaSinkTask(SparkSinkTask):
                 return  # nothing to create a table from (tombstones only): the batch is read again next time
             _check_types(uri, files, None)
             schema = pa.unify_schemas(written, promote_options="permissive")
-            schema = pa.schema([field.with_nullable(True) for field in schema])
+            untyped = [name for name in partition_by if pa.types.is_null(schema.field(name).type)]
+            if untyped:  # null in every record: Delta has no column type for that, and a stuck task helps nobody
+                log.warning("delta_partition_column_as_string: %s: %s has no value in the records that create the "
+                            "table; the column is made a string", uri, ", ".join(untyped))
+            schema = pa.schema([field.with_nullable(True).with_type(pa.string()) if field.name in untyped
+                                else field.with_nullable(True) for field in schema])
             try:
                 create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",
                                               partition_by=partition_by or None,
