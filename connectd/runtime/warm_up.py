@@ -92,7 +92,8 @@ def warm_up(spark: SparkSession, timeout_s: float) -> bool:
                  .start())
         finished = query.awaitTermination(timeout_s)
     except Exception as exc:  # noqa: BLE001 - py4j and Spark raise many kinds; the warm-up only saves time
-        log.warning("spark_warm_up_failed", error=str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
+        message = str(exc).strip()
+        log.warning("spark_warm_up_failed", error=message.splitlines()[0] if message else repr(exc))
         return False
     finally:
         if query is not None and query.isActive:

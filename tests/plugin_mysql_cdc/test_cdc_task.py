@@ -91,11 +91,7 @@ def test_resumes_exactly_after_any_stored_offset(binlog_mariadb, database):
     ids = [(r.value.get("op"), r.key.get("id")) for r in everything]
     assert ids == [("c", 1), ("c", 2), ("c", 3), ("c", 4), ("c", 5), ("u", 1), ("u", 2)]
     for done in range(len(everything)):
-        resumed = task_for(binlog_mariadb, database, offset=everything[done].source_offset)
-        try:
-            rest = poll_until(resumed, len(everything) - done - 1)
-        finally:
-            resumed.stop()
+        rest = resumed_from(binlog_mariadb, database, everything[done].source_offset, len(everything) - done - 1)
         assert [(r.value.get("op"), r.key.get("id")) for r in rest] == ids[done + 1:], done
 
 
@@ -113,6 +109,27 @@ def test_a_column_added_while_streaming_is_in_the_next_events(binlog_mariadb, da
     assert summary(second) == ("c", 2, {"id": 2, "note": "new"})
 
 
+def resumed_from(server, database: str, offset: dict[str, Any], count: int) -> list[Any]:
+    """The *count* records a task started from the stored *offset* reads."""
+    task = task_for(server, database, offset=offset)
+    try:
+        return poll_until(task, count)
+    finally:
+        task.stop()
+
+
+def snapshot_then_change(server, database: str, statement: str) -> tuple[Any, Any]:
+    """The one row of the database read by the snapshot, then the one change *statement* makes, from the binlog."""
+    task = task_for(server, database)
+    try:
+        (snapshot,) = poll_until(task, 1)
+        server.execute(statement)
+        (change,) = poll_until(task, 1)
+    finally:
+        task.stop()
+    return snapshot, change
+
+
 def test_types(binlog_mariadb, database):
     binlog_mariadb.execute(
         f"CREATE TABLE {database}.t (id INT UNSIGNED PRIMARY KEY, tiny TINYINT, small SMALLINT UNSIGNED, "
@@ -128,13 +145,7 @@ def test_types(binlog_mariadb, database):
                 "ts": datetime.datetime(2026, 11, 25, 10, 0, 0, 500000), "y": 2026, "txt": "text",
                 "bin": b"\x00\xff", "blb": b"\x01", "e": "y", "s": "a,b", "flag": True,
                 "bits": (513).to_bytes(2, "little")}
-    snapshot_task = task_for(binlog_mariadb, database)
-    try:
-        (snapshot,) = poll_until(snapshot_task, 1)
-        binlog_mariadb.execute(f"UPDATE {database}.t SET big = -6 WHERE id = 1")
-        (change,) = poll_until(snapshot_task, 1)
-    finally:
-        snapshot_task.stop()
+    snapshot, change = snapshot_then_change(binlog_mariadb, database, f"UPDATE {database}.t SET big = -6 WHERE id = 1")
     for record, big in ((snapshot, -5), (change, -6)):
         after = summary(record)[2]
         assert json.loads(after.pop("j")) == {"k": 1}
@@ -296,13 +307,7 @@ def test_binary_keeps_its_trailing_zero_bytes_and_varbinary_is_not_padded(binlog
 def test_a_binary_primary_key_is_the_same_kafka_key_in_the_snapshot_and_the_binlog(binlog_mariadb, database):
     binlog_mariadb.execute(f"CREATE TABLE {database}.t (id BINARY(16) PRIMARY KEY, v INT)",
                            f"INSERT INTO {database}.t VALUES (x'0102030405060708090a0b0c0d0e0f00', 1)")
-    task = task_for(binlog_mariadb, database)
-    try:
-        (snapshot,) = poll_until(task, 1)
-        binlog_mariadb.execute(f"UPDATE {database}.t SET v = 2")
-        (update,) = poll_until(task, 1)
-    finally:
-        task.stop()
+    snapshot, update = snapshot_then_change(binlog_mariadb, database, f"UPDATE {database}.t SET v = 2")
     assert update.value.get("op") == "u"
     assert snapshot.key == update.key and snapshot.key.get("id") == bytes(range(1, 16)) + b"\0"
 
@@ -368,11 +373,7 @@ def test_resumes_exactly_after_each_record_of_a_transaction_over_two_tables(binl
     assert changes(everything) == [("a", "c", 1), ("a", "c", 2), ("b", "c", 1), ("a", "u", 1), ("a", "u", 2),
                                    ("b", "c", 2), ("b", "c", 3), ("a", "c", 3)]
     for done in range(len(everything)):
-        resumed = task_for(binlog_mariadb, database, offset=everything[done].source_offset)
-        try:
-            rest = poll_until(resumed, len(everything) - done - 1)
-        finally:
-            resumed.stop()
+        rest = resumed_from(binlog_mariadb, database, everything[done].source_offset, len(everything) - done - 1)
         assert changes(rest) == changes(everything)[done + 1:], done
 
 
@@ -397,9 +398,5 @@ def test_offsets_are_debeziums_and_a_debezium_offset_resumes_right_after_its_rec
     for done, (event, row) in enumerate(expected):
         debezium = {"file": file, "pos": gtid_pos, "event": event, "row": row, "server_id": 1,
                     "ts_sec": transaction[done].source_offset["ts_sec"]}
-        resumed = task_for(binlog_mariadb, database, offset=debezium)
-        try:
-            rest = poll_until(resumed, len(everything) - done - 1)
-        finally:
-            resumed.stop()
+        rest = resumed_from(binlog_mariadb, database, debezium, len(everything) - done - 1)
         assert changes(rest) == changes(everything)[done + 1:], done

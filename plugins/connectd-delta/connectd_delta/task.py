@@ -233,9 +233,10 @@ def _nullable(data_type: Any) -> Any:
     return data_type
 
 
-def _check_types(uri: str, files: list[Any], table_schema: Any) -> None:
-    """Fail, before anything is committed, if a written file has a column of another type than the table's
-    (*table_schema*, ``None`` for a table to create) or than another file's.
+def _check_types(uri: str, files: list[Any], written: list[Any], table_schema: Any) -> None:
+    """Fail, before anything is committed, if a written file (*files*, their Arrow schemas *written*) has a
+    column of another type than the table's (*table_schema*, ``None`` for a table to create) or than another
+    file's.
 
     Executors infer schemaless types each on their own records (1 is a long, 1.5 a double), and another task may
     add a column first; but Delta readers read a file's column as the table's type, and a Parquet long is no
@@ -245,8 +246,7 @@ def _check_types(uri: str, files: list[Any], table_schema: Any) -> None:
     from deltalake import Schema
 
     found: dict[str, dict[Any, set[str]]] = {}
-    for row in files:
-        schema = pa.ipc.read_schema(pa.py_buffer(row["schema"]))
+    for row, schema in zip(files, written, strict=True):
         for field in pa.schema(Schema.from_arrow(schema).to_arrow()):  # in Delta's terms: string, large_string alike
             found.setdefault(field.name, {}).setdefault(_nullable(field.type), set()).update(row["sources"])
     conflicts = []
@@ -370,7 +370,7 @@ class DeltaSinkTask(SparkSinkTask):
         if table is None:
             if not files:
                 return  # nothing to create a table from (tombstones only): the batch is read again next time
-            _check_types(uri, files, None)
+            _check_types(uri, files, written, None)
             schema = pa.unify_schemas(written, promote_options="permissive")
             untyped = [name for name in partition_by if pa.types.is_null(schema.field(name).type)]
             if untyped:  # null in every record: Delta has no column type for that, and a stuck task helps nobody
@@ -399,7 +399,7 @@ class DeltaSinkTask(SparkSinkTask):
                                    "nothing committed")
         for attempt in range(3):
             current = pa.schema(table.schema().to_arrow())
-            _check_types(uri, files, current)
+            _check_types(uri, files, written, current)
             new = list({field.name: field.with_nullable(True) for schema in written for field in schema
                         if field.name not in current.names}.values())
             if not new:

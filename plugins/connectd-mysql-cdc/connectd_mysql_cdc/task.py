@@ -279,9 +279,11 @@ def _values(row: dict[str, Any], image: str, sets: set[str]) -> dict[str, Any]:
 
     mysql-replication reads an empty SET as None; it tells them apart from NULLs in ``none_sources``.
     """
+    values = row[f"{image}values"]
+    if not sets:  # most tables: nothing to look at, row after row
+        return values
     from pymysqlreplication.constants import NONE_SOURCE
 
-    values = row[f"{image}values"]
     empty = [name for name, source in row[f"{image}none_sources"].items()
              if source == NONE_SOURCE.EMPTY_SET and name in sets]
     return {**values, **dict.fromkeys(empty, "")} if empty else values
