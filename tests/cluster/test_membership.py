@@ -213,12 +213,13 @@ def test_a_partitioned_member_revokes_all_before_its_work_goes_elsewhere(broker,
 
 
 class SlowToStop(RoundRobinHandler):
-    """Stops its work a while after it is told the session may be gone, as a herder stopping
-    Spark queries does; *on_stopping* is called as it begins."""
+    """Still stops its work when its member sets out to join again, as a herder stopping Spark
+    queries may; *on_stopping* is called as it begins, :attr:`rejoining` is set by the test."""
 
     def __init__(self, name: str, on_stopping) -> None:
         super().__init__(name)
         self.on_stopping = on_stopping
+        self.rejoining = asyncio.Event()
         self.metadata_after_loss: list[WorkerLoad | None] = []
 
     def metadata(self) -> WorkerMetadata:
@@ -228,10 +229,9 @@ class SlowToStop(RoundRobinHandler):
         return found
 
     async def on_revoked_all(self, reason):
+        self.rejoining.clear()
         self.on_stopping()
-        # The stopping itself takes this long (a herder's queries); not a wait for a condition:
-        # with the fix nothing can be observed meanwhile, the member's JoinGroup is held back.
-        await asyncio.sleep(1.0)
+        await asyncio.wait_for(self.rejoining.wait(), timeout=15)  # the member's next JoinGroup round began
         await super().on_revoked_all(reason)
 
 
@@ -243,6 +243,12 @@ def test_a_member_back_while_it_still_stops_its_work_rejoins_owning_nothing(brok
         mb = _member(broker, group_id, b)
         a = SlowToStop("a", on_stopping=lambda: ma._network_gate.set())
         ma = _member(broker, group_id, a)
+        join_and_sync = ma._join_and_sync
+
+        async def rejoin():  # tells the handler that a JoinGroup round begins: it stops only then
+            a.rejoining.set()
+            return await join_and_sync()
+        ma._join_and_sync = rejoin
         async with ma, mb:
             await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a and b sharing the work", timeout=15, interval=0.02)
             assert a.running
