@@ -9,7 +9,9 @@ doubles as Java prints them (``1.0``, ``1.0E20``), bytes in base64.
 
 Speed: for each schema the converter compiles, once, the envelope prefix
 (the schema's JSON) and a function that writes a payload; reading keeps the
-schema's text as the cache key, so a record costs one payload parse. Both
+schema's text as the cache key, so a record costs one payload parse — in
+Kafka's compact layout and in any other spacing with the schema first (as
+Python's ``json.dumps`` writes it); other envelopes are parsed whole. Both
 caches are LRUs of ``schemas.cache.size`` entries. Struct payloads are
 written and read by functions compiled per schema (see
 :mod:`connectd.data._json_structs`); in a batch, a record whose schema text is
@@ -37,6 +39,7 @@ import binascii
 import datetime
 import decimal
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -103,6 +106,10 @@ _SCHEMA_TYPES = {name: schema_type for schema_type, name in _JSON_TYPE_NAMES.ite
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 _ENVELOPE_START = '{"schema":'
 _PAYLOAD_START = ',"payload":'
+# The envelope's structure with any JSON whitespace (RFC 8259: space, tab, line feed, carriage return).
+_ENVELOPE_HEAD = re.compile(r'[ \t\n\r]*\{[ \t\n\r]*"schema"[ \t\n\r]*:[ \t\n\r]*')
+_PAYLOAD_HEAD = re.compile(r'[ \t\n\r]*,[ \t\n\r]*"payload"[ \t\n\r]*:[ \t\n\r]*')
+_ENVELOPE_END = re.compile(r"[ \t\n\r]*\}[ \t\n\r]*\Z")
 _JSON_SPACE = b" \t\n\r"
 _NOTHING = object()
 _ENVELOPE_ERROR = (
@@ -297,7 +304,8 @@ class JsonConverter(Converter, HeaderConverter):
         # last record read, is the most recently used cache entry, a record starting with
         # the same text needs no slicing, hashing or cache update to find its schema.
         key: str | None = None
-        prefix = ""  # '{"schema":' + key + ',"payload":'
+        prefix = ""  # '{"schema":' + key + ',"payload":' (in the compact layout)
+        envelope_end = _ENVELOPE_END.match
         prefix_bytes = b""
         schema: Schema | None = None
         decode: Decoder = _plain
@@ -337,12 +345,11 @@ class JsonConverter(Converter, HeaderConverter):
                     payload, end = scan(text, after)
                 except Exception:  # not a payload this way reads: the standard way says why
                     end = -1
-                if end == len(text) - 1 and text[end] == "}":
+                if (end == len(text) - 1 and text[end] == "}") or (end > 0 and envelope_end(text, end)):
                     append(pair(SchemaAndValue, (schema, decode(payload))))
                     continue
-            schema, decode, payload, key = read(text)
+            schema, decode, payload, key, prefix = read(text)
             if key is not None:
-                prefix = _ENVELOPE_START + key + _PAYLOAD_START
                 after = len(prefix)
                 reader = self._to_connect[key][2] if loads is not None else None
                 if reader is not None:
@@ -638,29 +645,38 @@ class JsonConverter(Converter, HeaderConverter):
 
     def _read_envelope(self, text: str) -> tuple[Schema | None, Decoder, Any]:
         """The schema, its payload decoder and the parsed payload of an envelope."""
-        schema, decode, payload, _ = self._read_envelope_keyed(text)
+        schema, decode, payload, _, _ = self._read_envelope_keyed(text)
         return schema, decode, payload
 
-    def _read_envelope_keyed(self, text: str) -> tuple[Schema | None, Decoder, Any, str | None]:
-        """:meth:`_read_envelope`, and the schema's text when it is now the most recently used cache key."""
+    def _read_envelope_keyed(self, text: str) -> tuple[Schema | None, Decoder, Any, str | None, str]:
+        """:meth:`_read_envelope`, then the schema's text when it is now the most recently used cache
+        key, and the text before the payload (``'{"schema":' + key + ',"payload":'`` in the compact
+        layout) that a record of the same schema and layout starts with."""
         raw_decode = self._json.raw_decode
-        if text.startswith(_ENVELOPE_START):
-            # The common, compact layout: the schema's exact text is the cache key.
-            # A cached key is a complete JSON value, so when the text up to the
-            # first ',"payload":' is one, that is where the schema ends.
+        head = _ENVELOPE_HEAD.match(text)
+        if head is not None:
+            # Schema first, payload second, any JSON spacing around them (Kafka writes none; Python's
+            # json.dumps a space after each separator): the schema's exact text is the cache key.
+            # A cached key is a complete JSON value, so when the text up to the first
+            # ',"payload":' is one, that is where the schema ends.
+            start = head.end()
             try:
-                split = text.find(_PAYLOAD_START, 10)
-                entry = self._to_connect.get(text[10:split]) if split > 0 else None
+                found = _PAYLOAD_HEAD.search(text, start)
+                entry = self._to_connect.get(text[start:found.start()]) if found is not None else None
                 if entry is not None:
-                    entry = self._used_again(text[10:split], entry)
+                    split, after = found.start(), found.end()
+                    entry = self._used_again(text[start:split], entry)
                 else:
-                    parsed, split = raw_decode(text, 10)
-                    if not text.startswith(_PAYLOAD_START, split):
-                        raise ValueError("not the compact layout")
-                    entry = self._schema_entry(text[10:split], parsed)
-                payload, end = raw_decode(text, split + 11)
-                if end == len(text) - 1 and text[end] == "}":
-                    return entry[0], entry[1], payload, text[10:split] if self.cache_size > 0 else None
+                    parsed, split = raw_decode(text, start)
+                    found = _PAYLOAD_HEAD.match(text, split)
+                    if found is None:
+                        raise ValueError("not the schema, then the payload")
+                    after = found.end()
+                    entry = self._schema_entry(text[start:split], parsed)
+                payload, end = raw_decode(text, after)
+                if (end == len(text) - 1 and text[end] == "}") or _ENVELOPE_END.match(text, end):
+                    key = text[start:split] if self.cache_size > 0 else None
+                    return entry[0], entry[1], payload, key, text[:after]
             except (ValueError, RecursionError):
                 pass
         try:
@@ -671,7 +687,7 @@ class JsonConverter(Converter, HeaderConverter):
             raise DataError(_ENVELOPE_ERROR)
         key = json.dumps(envelope["schema"], sort_keys=True, separators=(",", ":"), default=str)
         schema, decode, _, _ = self._schema_entry("~" + key, envelope["schema"])
-        return schema, decode, envelope["payload"], None
+        return schema, decode, envelope["payload"], None, ""
 
     def _schema_entry(self, key: str, parsed: Any) -> tuple[Schema | None, Decoder, Decoder | None, bool]:
         cache = self._to_connect

@@ -477,6 +477,42 @@ class TestCaches:
             assert c.to_connect_data("t", data) == SchemaAndValue(schema, 5)
 
 
+LAYOUTS = {  # how producers other than Kafka Connect lay an envelope out
+    "python json.dumps": {},
+    "pretty": {"indent": 2},
+    "tabs and newlines": {"indent": "\t", "separators": (" ,\r\n", " :\t")},
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_spaced_envelopes_read_as_compact_ones_and_parse_their_schema_once(layout):
+    c = converter()
+    compact = [c.from_connect_data("t", PERSON, Struct(PERSON, {"name": str(n), "age": n, "tags": ["a"]}))
+               for n in range(4)]
+    spaced = [json.dumps(json.loads(data), **layout).encode() for data in compact]
+    spaced[2] = b"\n " + spaced[2] + b" \n"  # space around the envelope too
+    reader = converter()
+    assert reader.to_connect_batch("t", spaced) == [c.to_connect_data("t", data) for data in compact]
+    assert [reader.to_connect_data("t", data) for data in spaced] == reader.to_connect_batch("t", spaced)
+    # One entry, keyed by the schema's own text: no canonical form of it is made per record.
+    (key,) = reader._to_connect
+    assert json.loads(key) == json.loads(compact[0])["schema"] and spaced[0].decode().find(key) > 0
+
+
+@pytest.mark.parametrize(("data", "error"), [
+    (b'{"schema": {"type": "int8"}, "payload": 1} x', "serialization error"),
+    (b'{"schema": {"type": "int8"}, "payload": 1, "x": 2}', "requires \"schema\" and \"payload\" fields"),
+    (b'{"schema": {"type": "int8"}, "payload": 300}', "int8"),
+])
+def test_spaced_envelopes_fail_as_compact_ones(data, error):
+    c = converter()
+    good = b'{"schema": {"type": "int8"}, "payload": 1}'
+    with pytest.raises(DataError, match=error):
+        c.to_connect_batch("t", [good, data])
+    with pytest.raises(DataError, match=error):
+        c.to_connect_data("t", data)
+
+
 def test_header_converter_interface():
     c = converter()
     data = c.from_connect_header("t", "h", Schema.STRING, "v")
