@@ -30,7 +30,8 @@ nothing to delete by key. So are envelopes whose payload is null (what
 JsonConverter writes for a null value with a schema); an envelope whose schema
 is null (a schemaless value with ``schemas.enable=true``) is read as its
 payload alone. A value that cannot be read fails the batch,
-naming the record.
+naming the record; schemaless values whose field fits no one type (``1`` and
+``"x"``) fail it naming the field and the records' offsets.
 """
 
 from __future__ import annotations
@@ -168,10 +169,16 @@ def records_table(records: pa.Table, value_format: str, kafka_columns: bool) -> 
         group.kafka.append((topic, partition, offset, timestamp))
     tables = []
     for group in groups.values():
-        if group.schema is None:  # schemaless JSON objects: the union of their fields, types inferred
-            table = pa.Table.from_struct_array(pa.array(group.rows))
-        else:
-            table = pa.Table.from_pylist(group.rows, schema=group.schema)
+        try:
+            if group.schema is None:  # schemaless JSON objects: the union of their fields, types inferred
+                table = pa.Table.from_struct_array(pa.array(group.rows))
+            else:
+                table = pa.Table.from_pylist(group.rows, schema=group.schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as error:
+            clash = _clash(group.rows) if group.schema is None else None
+            raise RecordError(f"records {_where(group.kafka)}: " + (
+                f"field {clash}: its values fit no one column type ({error}); give the records a schema "
+                "(JsonConverter's envelope)" if clash else str(error))) from error
         if kafka_columns:
             coordinates = list(zip(*group.kafka, strict=True))
             table = (table.append_column(KAFKA_COLUMNS[0], pa.array(coordinates[0], pa.string()))
@@ -181,7 +188,30 @@ def records_table(records: pa.Table, value_format: str, kafka_columns: bool) -> 
         tables.append(table)
     if not tables:
         return pa.table({})
-    return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    try:
+        return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+        raise RecordError(f"records {_where([row for group in groups.values() for row in group.kafka])}: their "
+                          f"schemas (or, without one, their values) disagree on a field's type: {error}") from error
+
+
+def _where(kafka: list[tuple[str, int, int, int | None]]) -> str:
+    """The records of *kafka* (topic, partition, offset, timestamp) as ``orders-0@3..9``, per partition."""
+    spans: dict[tuple[str, int], tuple[int, int]] = {}
+    for topic, partition, offset, _ in kafka:
+        low, high = spans.get((topic, partition), (offset, offset))
+        spans[topic, partition] = (min(low, offset), max(high, offset))
+    return ", ".join(f"{topic}-{partition}@{low}..{high}" for (topic, partition), (low, high) in sorted(spans.items()))
+
+
+def _clash(rows: list[dict[str, Any]]) -> str | None:
+    """The first field of schemaless *rows* whose values have no one Arrow type."""
+    for name in dict.fromkeys(name for row in rows for name in row):
+        try:
+            pa.array([row.get(name) for row in rows])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return name
+    return None
 
 
 def _row(value: bytes, value_format: str,

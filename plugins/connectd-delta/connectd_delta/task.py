@@ -7,16 +7,22 @@ Per micro-batch (``write_batch``):
    ``connectd-<connector>-<topic>-<partition>`` (the next offset to write);
 2. each Spark task (one Kafka partition of the batch, on an executor) drops
    the records below that offset (written by an earlier run of this batch),
-   turns the rest into rows (:mod:`connectd_delta.rows`), casts the columns
-   the table has to its types, leaves out those with no value yet (null
-   type), writes them as Parquet files into the table's directory (one per
-   Hive-style partition of the table's partition columns: an existing
-   table's own, ``partition.by`` for a table the sink creates), and returns
-   only the files' names, sizes and types and the partition's last offset;
-3. the worker checks that every file's column types are the table's (and
-   each other's), adds the table's missing columns (a metadata commit), then
-   commits every file of the batch **and** each partition's new application
-   transaction version in one Delta transaction.
+   turns the rest into rows (:mod:`connectd_delta.rows`), names the columns
+   the table has as it does (Delta's names are case-insensitive) and casts
+   them to its types, keeping the struct fields the table lacks, leaves out
+   those with no value yet (null type), writes them as Parquet files into
+   the table's directory (one per Hive-style partition of the table's
+   partition columns: an existing table's own, ``partition.by`` for a table
+   the sink creates), and returns only the files' names, sizes and types and
+   the partition's first and last offsets;
+3. the worker checks that every file's column and nested field types are the
+   table's (and each other's), adds what the table lacks (columns, nested
+   struct fields; a void column takes its first values' type) in a commit of
+   the schema alone, checks that no other writer moved the partitions'
+   offsets meanwhile, then commits every file of the batch **and** each
+   partition's new application transaction version in one Delta transaction
+   (again, after checking the files anew, when another task changed the
+   schema just before).
 
 So a batch is in the table entirely, with its offsets, or not at all: a
 crash before the commit leaves files no commit names (Delta ignores them;
@@ -45,10 +51,31 @@ __all__ = ["DeltaSinkTask", "write_partition"]
 
 log = logging.getLogger(__name__)
 
+#: How often a commit is tried when another writer changed the table meanwhile.
+_COMMIT_ATTEMPTS = 5
+
 
 def app_id(connector: str, topic: str, partition: int) -> str:
     """The Delta application transaction that holds *topic*/*partition*'s next offset for *connector*."""
     return f"connectd-{connector}-{topic}-{partition}"
+
+
+def _partition_value(value: Any) -> str | None:
+    """*value* of a partition column as Delta's log holds it (the protocol's "partition value serialization")."""
+    import datetime
+    import decimal
+
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:  # Delta's timestamp: ISO 8601 in UTC, the protocol's form without a zone doubt
+            return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")  # timestamp_ntz
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")  # never an exponent (1E+2)
+    return str(value)
 
 
 def _partition_path(names: tuple[str, ...], values: tuple[Any, ...]) -> tuple[str, dict[str, str | None]]:
@@ -56,7 +83,7 @@ def _partition_path(names: tuple[str, ...], values: tuple[Any, ...]) -> tuple[st
 
     parts, partition_values = [], {}
     for name, value in zip(names, values, strict=True):
-        text = None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+        text = _partition_value(value)
         partition_values[name] = text
         parts.append(f"{name}={quote(text, safe='') if text is not None else '__HIVE_DEFAULT_PARTITION__'}")
     return "/".join(parts), partition_values
@@ -91,8 +118,9 @@ def write_partition(rows: Iterator[Any], plan: dict[str, Any]) -> Iterator[dict[
     for key in set(keys.to_pylist()):
         topic, partition = key.split("\x00")
         mask = pc.equal(keys, key)
-        last = pc.max(pc.filter(records.column("offset"), mask)).as_py()
-        out.append({"kind": "offset", "topic": topic, "partition": int(partition), "last": last})
+        span = pc.min_max(pc.filter(records.column("offset"), mask)).as_py()
+        out.append({"kind": "offset", "topic": topic, "partition": int(partition), "first": span["min"],
+                    "last": span["max"]})
     fresh = records.filter(pc.greater_equal(records.column("offset"), minimum))
     if fresh.num_rows:
         by_table: dict[str, Any] = {}
@@ -115,41 +143,99 @@ def write_partition(rows: Iterator[Any], plan: dict[str, Any]) -> Iterator[dict[
 
 
 def _cast_to_table(rows: Any, schema_bytes: bytes | None, uri: str, sources: list[str]) -> Any:
-    """Columns the table already has, cast to its types (an int32 field into a long column); a value the cast
-    would change (1.5 into a long column) fails the batch."""
+    """Columns the table already has as its own: spelled as the table spells them (Delta's names are
+    case-insensitive), cast to its types (an int32 field into a long column) and, inside structs, with the fields
+    the table lacks kept (the worker adds them to the table's schema) and those it has but the records lack null; a
+    value the cast would change (1.5 into a long column) fails the batch."""
     import pyarrow as pa
 
-    if schema_bytes is None:
-        return rows
-    table_schema = pa.ipc.read_schema(pa.py_buffer(schema_bytes))
+    table_schema = pa.ipc.read_schema(pa.py_buffer(schema_bytes)) if schema_bytes is not None else pa.schema([])
+    table_fields = {field.name.lower(): field for field in table_schema}
+    _check_spelling([field.name for field in rows.schema], "", uri, sources)
     for index, field in enumerate(rows.schema):
-        wanted = table_schema.field(field.name).type if field.name in table_schema.names else None
-        if wanted is not None and wanted != field.type:
-            dropped = _fields_not_in(field.type, wanted, field.name)
-            if dropped:  # the cast drops them: say so, every batch, rather than lose them unseen
-                log.warning("delta_nested_fields_dropped: %s: %s not in the table's column %s (only top-level "
-                            "columns are added); records of %s", uri, ", ".join(dropped), field.name,
-                            ", ".join(sources))
+        table_field = table_fields.get(field.name.lower())
+        spelled = _spelled(field.type, table_field.type if table_field is not None else None, field.name, uri,
+                           sources)
+        column = rows.column(index)
+        if spelled != field.type:  # the same data, its struct fields renamed
+            column = pa.chunked_array([chunk.view(spelled) for chunk in column.chunks], spelled)
+        if table_field is None:
+            if spelled != field.type:
+                rows = rows.set_column(index, field.with_type(spelled), column)
+            continue
+        wanted = _evolved(table_field.type, spelled)
+        if wanted != spelled:
             try:
-                rows = rows.set_column(index, pa.field(field.name, wanted), rows.column(index).cast(wanted))
+                column = column.cast(wanted)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-                raise ConnectException(f"{uri}: column {field.name} is {wanted} in the table, {field.type} in "
-                                       f"records of {', '.join(sources)}: {error}") from error
+                raise ConnectException(f"{uri}: column {table_field.name} is {table_field.type} in the table, "
+                                       f"{field.type} in records of {', '.join(sources)}: {error}") from error
+        rows = rows.set_column(index, pa.field(table_field.name, wanted), column)
     return rows
 
 
-def _fields_not_in(data_type: Any, wanted: Any, path: str) -> list[str]:
-    """The struct fields (dotted paths under *path*) that *data_type* has and the table's *wanted* type lacks."""
+def _check_spelling(names: list[str], path: str, uri: str, sources: list[str]) -> None:
+    """Fail if two of *names* (fields of the records' column or struct at *path*) differ only in case: Delta's
+    names are case-insensitive, so they would be one column, and delta-rs refuses such a schema."""
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise ConnectException(f"{uri}: fields {path}{other} and {path}{name} in records of {', '.join(sources)} "
+                                   "differ only in case; Delta's column names are case-insensitive, so they would "
+                                   "be one column: rename one of them in the records")
+
+
+def _spelled(data_type: Any, table_type: Any, path: str, uri: str, sources: list[str]) -> Any:
+    """*data_type* (of the records' column or field at *path*, as they spell it) with its struct fields named as
+    the table's *table_type* names them (``None``: the table has no such column), at any depth."""
     import pyarrow as pa
 
-    if pa.types.is_struct(data_type) and pa.types.is_struct(wanted):
-        names = {field.name: field.type for field in wanted.fields}
-        return [found for field in data_type.fields for found in (
-            [f"{path}.{field.name}"] if field.name not in names
-            else _fields_not_in(field.type, names[field.name], f"{path}.{field.name}"))]
-    if pa.types.is_list(data_type) and pa.types.is_list(wanted):
-        return _fields_not_in(data_type.value_type, wanted.value_type, f"{path}[]")
-    return []
+    if pa.types.is_struct(data_type):
+        _check_spelling([field.name for field in data_type.fields], f"{path}.", uri, sources)
+        names = {field.name.lower(): field for field in table_type.fields} \
+            if table_type is not None and pa.types.is_struct(table_type) else {}
+        fields = []
+        for field in data_type.fields:
+            table_field = names.get(field.name.lower())
+            name = table_field.name if table_field is not None else field.name
+            fields.append(field.with_name(name).with_type(_spelled(
+                field.type, table_field.type if table_field is not None else None, f"{path}.{field.name}", uri,
+                sources)))
+        return pa.struct(fields)
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
+        item = table_type.value_type if table_type is not None and (
+            pa.types.is_list(table_type) or pa.types.is_large_list(table_type)) else None
+        value_field = data_type.value_field.with_type(_spelled(data_type.value_type, item, f"{path}[]", uri, sources))
+        return pa.list_(value_field) if pa.types.is_list(data_type) else pa.large_list(value_field)
+    return data_type
+
+
+def _evolved(table_type: Any, data_type: Any) -> Any:
+    """The type of a column (or struct field) that is *table_type* in the table (``None``: not there yet) once
+    values of *data_type* are written to it, as Delta's schema merge makes it: a struct keeps its fields, in their
+    order and types, and gains the ones it lacks (at the end), in structs at any depth and in lists; a
+    ``void`` part (Arrow's null type: a column of an older writer that never had a value) takes the values' type.
+    Any other type is the table's: values are cast to it."""
+    import pyarrow as pa
+
+    if table_type is None or pa.types.is_null(table_type):
+        return data_type
+    if pa.types.is_null(data_type):
+        return table_type
+    if pa.types.is_struct(table_type) and pa.types.is_struct(data_type):
+        given = {field.name: field for field in data_type.fields}
+        known = {field.name for field in table_type.fields}
+        fields = [field.with_type(_evolved(field.type, given[field.name].type)) if field.name in given else field
+                  for field in table_type.fields]
+        fields += [field.with_type(_nullable(field.type)).with_nullable(True) for field in data_type.fields
+                   if field.name not in known]
+        return pa.struct(fields)
+    if (pa.types.is_list(table_type) or pa.types.is_large_list(table_type)) and (
+            pa.types.is_list(data_type) or pa.types.is_large_list(data_type)):
+        value_field = table_type.value_field.with_type(_evolved(table_type.value_type, data_type.value_type))
+        return pa.list_(value_field) if pa.types.is_list(table_type) else pa.large_list(value_field)
+    return table_type
 
 
 def _typed(data_type: Any) -> Any:
@@ -233,34 +319,112 @@ def _nullable(data_type: Any) -> Any:
     return data_type
 
 
+def _nodes(data_type: Any, path: tuple[str, ...], out: dict[tuple[str, ...], tuple[tuple[str, ...], str]]) -> None:
+    """Every column and nested field of a column of *data_type* at *path*, into *out*: by its path in lower case
+    (Delta's names are case-insensitive), its path as spelled and its type (a leaf's, or struct, array, map).
+    Parts of Arrow's null type have no type yet (a void column, a partition value null in a whole file): any type
+    fits them, so they are left out."""
+    import pyarrow as pa
+
+    if pa.types.is_null(data_type):
+        return
+    key = tuple(segment.lower() for segment in path)
+    if pa.types.is_struct(data_type):
+        out[key] = (path, "struct")
+        for field in data_type.fields:
+            _nodes(field.type, (*path, field.name), out)
+    elif pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
+        out[key] = (path, "array")
+        _nodes(data_type.value_type, (*path, "[]"), out)
+    elif pa.types.is_map(data_type):
+        out[key] = (path, "map")
+        _nodes(data_type.key_type, (*path, "{key}"), out)
+        _nodes(data_type.item_type, (*path, "{value}"), out)
+    else:
+        out[key] = (path, str(data_type))
+
+
+def _shown(path: tuple[str, ...]) -> str:
+    """A column's or nested field's path as the log and errors name it: ``addr.city``, ``lines[].sku``."""
+    return path[0] + "".join(segment if segment in ("[]", "{key}", "{value}") else f".{segment}"
+                             for segment in path[1:])
+
+
+def _schema_nodes(schema: Any) -> dict[tuple[str, ...], tuple[tuple[str, ...], str]]:
+    out: dict[tuple[str, ...], tuple[tuple[str, ...], str]] = {}
+    for field in schema:
+        _nodes(field.type, (field.name,), out)
+    return out
+
+
+def _delta_types(schema: Any) -> Any:
+    """*schema* in Delta's terms: string and large_string alike, list items named alike."""
+    import pyarrow as pa
+    from deltalake import Schema
+
+    return pa.schema(Schema.from_arrow(schema).to_arrow())
+
+
 def _check_types(uri: str, files: list[Any], written: list[Any], table_schema: Any) -> None:
-    """Fail, before anything is committed, if a written file (*files*, their Arrow schemas *written*) has a
-    column of another type than the table's (*table_schema*, ``None`` for a table to create) or than another
-    file's.
+    """Fail, before anything is committed, if a written file (*files*, their Arrow schemas *written*, in Delta's
+    terms) has a column or nested field of another type than the table's (*table_schema*, ``None`` for a table to
+    create) or than another file's, or names it otherwise than in case only.
 
     Executors infer schemaless types each on their own records (1 is a long, 1.5 a double), and another task may
     add a column first; but Delta readers read a file's column as the table's type, and a Parquet long is no
     double to them (Spark no more than delta-rs): committing such a file would leave the table unreadable.
     """
-    import pyarrow as pa
-    from deltalake import Schema
-
-    found: dict[str, dict[Any, set[str]]] = {}
+    found: dict[tuple[str, ...], dict[str, set[str]]] = {}
+    spelled: dict[tuple[str, ...], dict[str, set[str]]] = {}
+    shown: dict[tuple[str, ...], str] = {}
     for row, schema in zip(files, written, strict=True):
-        for field in pa.schema(Schema.from_arrow(schema).to_arrow()):  # in Delta's terms: string, large_string alike
-            found.setdefault(field.name, {}).setdefault(_nullable(field.type), set()).update(row["sources"])
+        for key, (path, node) in _schema_nodes(schema).items():
+            found.setdefault(key, {}).setdefault(node, set()).update(row["sources"])
+            spelled.setdefault(key, {}).setdefault(path[-1], set()).update(row["sources"])
+            shown.setdefault(key, _shown(path))
+    table_nodes = _schema_nodes(table_schema) if table_schema is not None else {}
     conflicts = []
-    for name, types in found.items():
-        table_type = _nullable(table_schema.field(name).type) \
-            if table_schema is not None and name in table_schema.names else None
-        if len(types) > 1 or (table_type is not None and table_type not in types):
+    for key, types in found.items():
+        table_path, table_type = table_nodes.get(key, (None, None))
+        if key[:-1] in found and (len(found[key[:-1]]) > 1 or len(spelled[key[:-1]]) > 1):
+            continue  # its parent conflicts already
+        names = spelled[key]
+        if len(names) > 1 or (table_path is not None and table_path[-1] not in names):
+            in_files = "; ".join(f"{name} in the files of {', '.join(sorted(sources))}"
+                                 for name, sources in names.items())
+            table_name = f" (the table has {_shown(table_path)})" if table_path is not None else ""
+            conflicts.append(f"{shown[key]}: spelled {in_files}{table_name}, one name to Delta (its names are "
+                             "case-insensitive)")
+        elif len(types) > 1 or (table_type is not None and table_type not in types):
             in_files = "; ".join(f"{data_type} in the files of {', '.join(sorted(sources))}"
                                  for data_type, sources in types.items())
-            conflicts.append(f"{name}: {in_files}" + (f" (the table has {table_type})" if table_type else ""))
+            conflicts.append(f"{shown[key]}: {in_files}" + (f" (the table has {table_type})" if table_type else ""))
     if conflicts:
         raise ConnectException(f"{uri}: columns with conflicting types, nothing committed: {' | '.join(conflicts)}. "
                                "Give the records a schema (JsonConverter's envelope), or add the column to the "
                                "table with the wider type first")
+
+
+def _evolved_schema(table_schema: Any, written: list[Any]) -> Any:
+    """The table's schema (*table_schema*, ``None`` for a table to create) once the files of *written* schemas are
+    in it: new columns at the end, new nested fields in their structs, void parts typed (see :func:`_evolved`)."""
+    import pyarrow as pa
+
+    fields = {field.name: field for field in table_schema} if table_schema is not None else {}
+    for schema in written:
+        for field in schema:
+            known = fields.get(field.name)
+            fields[field.name] = known.with_type(_evolved(known.type, field.type)) if known is not None \
+                else field.with_type(_nullable(field.type)).with_nullable(True)
+    return pa.schema(list(fields.values()))
+
+
+def _new_in(evolved: Any, current: Any) -> list[str]:
+    """The columns and nested fields of *evolved* that *current* lacks or has as void (their parents only, for
+    those in a parent that is new itself)."""
+    before, after = _schema_nodes(current), _schema_nodes(evolved)
+    return [_shown(path) for key, (path, _) in after.items()
+            if key not in before and (len(key) == 1 or key[:-1] in before)]
 
 
 class DeltaSinkTask(SparkSinkTask):
@@ -338,6 +502,7 @@ class DeltaSinkTask(SparkSinkTask):
                    .mapPartitions(functools.partial(write_partition, plan=plan)).collect())
         files: dict[str, list[Any]] = {}
         versions: dict[str, dict[TopicPartition, int]] = {}
+        first: dict[TopicPartition, int] = {}
         for row in results:
             if row["kind"] == "file":
                 files.setdefault(row["table"], []).append(row)
@@ -345,13 +510,23 @@ class DeltaSinkTask(SparkSinkTask):
                 tp = TopicPartition(row["topic"], row["partition"])
                 next_offset = max(row["last"] + 1, stored.get(tp, 0))
                 versions.setdefault(self._settings.table_for(tp.topic), {})[tp] = next_offset
+                first[tp] = min(row["first"], first.get(tp, row["first"]))
+        for tp, offset in sorted(first.items()):
+            # The task starts each partition where its table got to, so this is no replay of its own: the topic
+            # was deleted and made again (its offsets start over), or another writer went on with the partition.
+            if offset < stored.get(tp, 0):
+                log.warning("delta_records_already_in_table: %s-%d from offset %d: the table holds it up to offset "
+                            "%d, so the records below are skipped as written before (a topic deleted and made "
+                            "again needs a new connector name or table)",
+                            tp.topic, tp.partition, offset, stored[tp])
         for uri in sorted(set(files) | set(versions)):
-            self._commit(uri, files.get(uri, []), versions.get(uri, {}), partitioning[uri])
+            self._commit(uri, files.get(uri, []), versions.get(uri, {}), partitioning[uri], stored)
 
     def _commit(self, uri: str, files: list[Any], versions: Mapping[TopicPartition, int],
-                partition_by: list[str]) -> None:
+                partition_by: list[str], stored: Mapping[TopicPartition, int]) -> None:
         import pyarrow as pa
         from deltalake import Schema
+        from deltalake.exceptions import CommitFailedError
         from deltalake.transaction import (
             AddAction,
             CommitProperties,
@@ -364,20 +539,19 @@ class DeltaSinkTask(SparkSinkTask):
                         for tp, version in sorted(versions.items())]
         adds = [AddAction(row["path"], row["size"], json.loads(row["partition_values"]), row["mtime"], True,
                           json.dumps({"numRecords": row["rows"]})) for row in files]
-        written = [pa.ipc.read_schema(pa.py_buffer(row["schema"])) for row in files]
+        written = [_delta_types(pa.ipc.read_schema(pa.py_buffer(row["schema"]))) for row in files]
         commit = CommitProperties(app_transactions=transactions)
         table = self._table(uri)
         if table is None:
             if not files:
-                return  # nothing to create a table from (tombstones only): the batch is read again next time
+                return  # tombstones only: no table to keep offsets in yet, and nothing lost by moving past them
             _check_types(uri, files, written, None)
-            schema = pa.unify_schemas(written, promote_options="permissive")
+            schema = _evolved_schema(None, written)
             untyped = [name for name in partition_by if pa.types.is_null(schema.field(name).type)]
             if untyped:  # null in every record: Delta has no column type for that, and a stuck task helps nobody
                 log.warning("delta_partition_column_as_string: %s: %s has no value in the records that create the "
                             "table; the column is made a string", uri, ", ".join(untyped))
-            schema = pa.schema([field.with_nullable(True).with_type(pa.string()) if field.name in untyped
-                                else field.with_nullable(True) for field in schema])
+            schema = pa.schema([field.with_type(pa.string()) if field.name in untyped else field for field in schema])
             try:
                 create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",
                                               partition_by=partition_by or None,
@@ -392,27 +566,59 @@ class DeltaSinkTask(SparkSinkTask):
             else:
                 log.info("delta_table_created: %s (%d files)", uri, len(adds))
                 return
+        if not files and all(version == stored.get(tp) for tp, version in versions.items()):
+            return  # every record was in the table already (or a tombstone of a partition that got no further)
         if self._partitioning(uri, table) != partition_by:
             raise ConnectException(f"{uri} was created meanwhile, partitioned by "
                                    f"{', '.join(table.metadata().partition_columns) or 'no column'}; this batch's "
                                    f"files are partitioned by {', '.join(partition_by) or 'no column'}: "
                                    "nothing committed")
-        for attempt in range(3):
+        for attempt in range(_COMMIT_ATTEMPTS):
+            self._evolve(uri, table, files, written)
+            # Offsets the batch did not start from: another writer (a task of this connector still running
+            # elsewhere, after a rebalance) committed these partitions meanwhile, and the batch's files may hold its
+            # records. From here on delta-rs itself refuses a concurrent commit of the same application transactions.
+            moved = [f"{tp.topic}-{tp.partition} (now {now}, the batch started from {stored.get(tp)})"
+                     for tp in sorted(versions) for now in [table.transaction_version(
+                         app_id(connector, tp.topic, tp.partition))] if now != stored.get(tp)]
+            if moved:
+                raise ConnectException(f"{uri}: offsets committed by another writer since the batch began: "
+                                       f"{', '.join(moved)}; nothing committed (the task starts again from the "
+                                       "table's offsets)")
+            try:
+                table.create_write_transaction(adds, "append", table.schema(), partition_by=partition_by or None,
+                                               commit_properties=commit)
+                return
+            except CommitFailedError as error:
+                # Another task changed the table's schema since it was read (it added a column of its batch): check
+                # the files against the schema as it is now, and commit again.
+                if attempt == _COMMIT_ATTEMPTS - 1:
+                    raise
+                log.info("delta_commit_again: %s: %s", uri, error)
+                table.update_incremental()
+
+    def _evolve(self, uri: str, table: Any, files: list[Any], written: list[Any]) -> None:
+        """Check the files against *table*'s schema and add what they have and it lacks (a commit of the schema
+        alone), *table* brought up to date."""
+        import pyarrow as pa
+        from deltalake import write_deltalake
+
+        for attempt in range(_COMMIT_ATTEMPTS):
             current = pa.schema(table.schema().to_arrow())
             _check_types(uri, files, written, current)
-            new = list({field.name: field.with_nullable(True) for schema in written for field in schema
-                        if field.name not in current.names}.values())
-            if not new:
-                break
+            evolved = _evolved_schema(current, written)
+            if evolved == current:
+                return
             try:
-                table.alter.add_columns(list(Schema.from_arrow(pa.schema(new)).fields))
-                log.info("delta_columns_added: %s: %s", uri, ", ".join(field.name for field in new))
+                # An append of no rows that merges the schema: a commit of the new schema alone. delta-rs merges
+                # nested struct fields (in structs and lists of structs) and types void columns, which
+                # alter.add_columns does not do for the latter.
+                write_deltalake(table, evolved.empty_table(), mode="append", schema_mode="merge")
+                log.info("delta_schema_evolved: %s: %s", uri, ", ".join(_new_in(evolved, current)))
             except Exception:  # another task may have changed the schema first: read it again
-                if attempt == 2:
+                if attempt == _COMMIT_ATTEMPTS - 1:
                     raise
             table.update_incremental()
-        table.create_write_transaction(adds, "append", table.schema(), partition_by=partition_by or None,
-                                       commit_properties=commit)
 
     def stop(self) -> None:
         self._tables.clear()
