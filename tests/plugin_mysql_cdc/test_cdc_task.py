@@ -8,9 +8,16 @@ import json
 import logging
 from typing import Any
 
+import pytest
 from connectd_mysql_cdc.task import MySqlSourceTask
 
-from connectd import Decimal, OffsetStorageReader, Schema, SourceTaskContext
+from connectd import (
+    Decimal,
+    OffsetStorageReader,
+    Schema,
+    SchemaBuilder,
+    SourceTaskContext,
+)
 
 
 def task_for(server, database: str, offset: dict | None = None, **overrides: str) -> MySqlSourceTask:
@@ -400,3 +407,214 @@ def test_offsets_are_debeziums_and_a_debezium_offset_resumes_right_after_its_rec
                     "ts_sec": transaction[done].source_offset["ts_sec"]}
         rest = resumed_from(binlog_mariadb, database, debezium, len(everything) - done - 1)
         assert changes(rest) == changes(everything)[done + 1:], done
+
+
+def after_fields(record) -> dict[str, Schema]:
+    return {f.name: f.schema for f in record.value.get("after").schema.fields}
+
+
+def test_not_null_columns_are_required_and_fields_have_the_columns_defaults(binlog_mariadb, database, caplog):
+    # Debezium's rules (BinlogDefaultValueConverter): CURRENT_TIMESTAMP is the epoch in a DATETIME and in a NOT
+    # NULL TIMESTAMP, a zero date no default in a nullable column and the epoch in a NOT NULL one, an expression
+    # no default, a default the field cannot hold (a TIME of -1 h) no default and a warning.
+    binlog_mariadb.execute(
+        "SET SESSION sql_mode = ''",
+        f"CREATE TABLE {database}.t (id INT NOT NULL DEFAULT 7 PRIMARY KEY, n INT NOT NULL DEFAULT 5, "
+        "must VARCHAR(10) NOT NULL, quoted VARCHAR(20) DEFAULT 'it''s\\n\\\\', "
+        "dt DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+        "ts TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
+        "tsn TIMESTAMP NULL DEFAULT CURRENT_TIMESTAMP, dtn DATETIME NULL DEFAULT NOW(), "
+        "d0 DATE NOT NULL DEFAULT '0000-00-00', d0n DATE NULL DEFAULT '0000-00-00', d DATE NOT NULL DEFAULT '2000-01-02', "
+        "bits BIT(10) DEFAULT b'1000000001', flag BIT(1) NOT NULL DEFAULT 1, e ENUM('x', 'y') NOT NULL DEFAULT 'y', "
+        "s SET('a', 'b') DEFAULT 'b,a', price DECIMAL(5, 2) DEFAULT 1.5, dbl DOUBLE DEFAULT 1e3, "
+        "tm TIME DEFAULT '10:00:00', tmx TIME DEFAULT '-01:00:00', expr INT DEFAULT (1 + 1), y YEAR DEFAULT 2020, "
+        "blb BLOB DEFAULT 'abc', bin BINARY(4) DEFAULT 'ab', big BIGINT UNSIGNED DEFAULT 18446744073709551615, "
+        "yes TINYINT DEFAULT TRUE, u UUID NOT NULL DEFAULT '01020304-0506-0708-090a-0b0c0d0e0f10', "
+        "ip INET6 NOT NULL DEFAULT '::1', plain INT)",
+        # a zero date in a NOT NULL column is its default (Debezium's convertValue), else the epoch
+        f"INSERT INTO {database}.t (must, d0, d0n, d) VALUES ('m', '0000-00-00', '0000-00-00', '0000-00-00')")
+    epoch = datetime.datetime(1970, 1, 1)
+    expected = {  # field → (required, default)
+        "id": (True, 7), "n": (True, 5), "must": (True, None), "quoted": (False, "it's\n\\"), "dt": (True, epoch),
+        "ts": (True, epoch), "tsn": (False, None), "dtn": (False, epoch), "d0": (True, epoch.date()),
+        "d0n": (False, None), "d": (True, datetime.date(2000, 1, 2)), "bits": (False, (513).to_bytes(2, "little")),
+        "flag": (True, True), "e": (True, "y"), "s": (False, "a,b"), "price": (False, decimal.Decimal("1.50")),
+        "dbl": (False, 1000.0), "tm": (False, datetime.time(10)), "tmx": (False, None), "expr": (False, None),
+        "y": (False, 2020), "blb": (False, b"abc"), "bin": (False, b"ab\0\0"), "big": (False, -1), "yes": (False, 1),
+        "u": (True, None),  # Debezium's UUID converter takes no text default: none
+        "ip": (True, "::1"), "plain": (False, None)}
+    task = task_for(binlog_mariadb, database)
+    try:
+        with caplog.at_level(logging.WARNING, logger="connectd_mysql_cdc"):
+            (snapshot,) = poll_until(task, 1)
+        binlog_mariadb.execute("SET SESSION sql_mode = ''", f"INSERT INTO {database}.t (id, must, d0, d0n, d) "
+                               "VALUES (8, 'm', '0000-00-00', '0000-00-00', '0000-00-00')")
+        (streamed,) = poll_until(task, 1)
+    finally:
+        task.stop()
+    assert after_fields(snapshot) == after_fields(streamed)  # the binlog's defaults come from information_schema
+    assert snapshot.key_schema == streamed.key_schema and snapshot.key_schema.field("id").schema.default_value == 7
+    for record in (snapshot, streamed):
+        assert {name: (not schema.optional, schema.default_value)
+                for name, schema in after_fields(record).items()} == expected
+        after = record.value.get("after")
+        assert (after.get("must"), after.get("d0"), after.get("d0n"), after.get("d")) == (
+            "m", epoch.date(), None, datetime.date(2000, 1, 2))
+    assert any("mysql_default_unconvertible" in r.getMessage() and "tmx" in r.getMessage() for r in caplog.records)
+
+
+def test_defaults_follow_alter_table_while_streaming(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY)")
+    task = task_for(binlog_mariadb, database, **{"snapshot.mode": "no_data"})
+    try:
+        binlog_mariadb.execute(f"INSERT INTO {database}.t VALUES (1)",
+                               f"ALTER TABLE {database}.t ADD COLUMN level INT NOT NULL DEFAULT 3",
+                               f"INSERT INTO {database}.t VALUES (2, 4)")
+        first, added = poll_until(task, 2)
+        # the table map is the same after this one: the ALTER TABLE in the binlog makes the defaults read again
+        binlog_mariadb.execute(f"ALTER TABLE {database}.t ALTER COLUMN level SET DEFAULT 9",
+                               f"INSERT INTO {database}.t VALUES (3, 5)")
+        (changed,) = poll_until(task, 1)
+        binlog_mariadb.execute(f"ALTER TABLE {database}.t ADD COLUMN must VARCHAR(5) NOT NULL",
+                               f"INSERT INTO {database}.t VALUES (4, 6, 'x')")
+        (without,) = poll_until(task, 1)
+    finally:
+        task.stop()
+    assert list(after_fields(first)) == ["id"]
+    level = after_fields(added)["level"]
+    assert (level.optional, level.default_value) == (False, 3)
+    assert after_fields(changed)["level"].default_value == 9
+    must = after_fields(without)["must"]  # MariaDB fills the rows there with '', but the column has no default
+    assert (must.optional, must.default_value) == (False, None)
+
+
+def test_enum_set_and_year_have_debeziums_semantic_schemas(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, e ENUM('a,b', 'c\\\\d', 'x'), "
+                           "s SET('p', 'q\\\\r') NOT NULL, y YEAR, j JSON)")
+    rows = ["(1, 'a,b', 'q\\\\r,p', 2026, '[1]')", "(2, 'c\\\\d', '', NULL, NULL)"]
+    snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows)
+    assert snapshot == streamed == [{"e": "a,b", "s": "p,q\\r", "y": 2026, "j": "[1]"},
+                                    {"e": "c\\d", "s": "", "y": None, "j": None}]
+    task = task_for(binlog_mariadb, database)
+    try:
+        fields = after_fields(poll_until(task, 4)[0])
+    finally:
+        task.stop()
+    # Debezium's EnumeratedValues: the labels comma-separated, "," and "\" escaped with "\"
+    assert fields["e"] == SchemaBuilder.string().name("io.debezium.data.Enum").version(1) \
+        .parameter("allowed", "a\\,b,c\\\\d,x").optional().build()
+    assert fields["s"] == SchemaBuilder.string().name("io.debezium.data.EnumSet").version(1) \
+        .parameter("allowed", "p,q\\\\r").build()
+    assert fields["y"] == SchemaBuilder.int32().name("io.debezium.time.Year").version(1).optional().build()
+    # MariaDB's JSON is a LONGTEXT (SHOW CREATE TABLE says so): a plain string, as in Debezium's events
+    assert fields["j"] == Schema.OPTIONAL_STRING
+
+
+def test_mysql_json_columns_are_io_debezium_data_json():
+    from connectd_mysql_cdc.config import settings
+    from connectd_mysql_cdc.schemas import ColumnSpec, TableSchema
+
+    config = settings({"database.hostname": "h", "database.user": "u", "database.server.id": "1",
+                       "topic.prefix": "cdc"})
+    table = TableSchema(config, "db", "t", [ColumnSpec("id", "int", primary=True, nullable=False),
+                                            ColumnSpec("j", "json")])
+    assert table.value_schema.field("j").schema == \
+        SchemaBuilder.string().name("io.debezium.data.Json").version(1).optional().build()
+
+
+def test_uuid_inet6_and_inet4_columns_read_as_mariadb_writes_them(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, u UUID NOT NULL, ip INET6, ip4 INET4)")
+    addresses = ["::", "::1", "1::", "::ffff:1.2.3.4", "::1.2.3.4", "::ffff:0.0.0.1", "2001:db8::ff00:42:8329",
+                 "1:0:0:1::", "fe80::1:0:0:0", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"]
+    uuids = ["01020304-0506-0708-090a-0b0c0d0e0f00", "00000000-0000-0000-0000-000000000000",
+             "7961fcd3-e95e-11f1-91c1-02fc00000001", "ffffffff-ffff-ffff-ffff-ffffffffffff"]
+    fours = ["0.0.0.0", "10.0.0.1", "255.255.255.255"]
+    rows = [f"({i}, '{uuids[i % len(uuids)]}', '{address}', '{fours[i % len(fours)]}')"
+            for i, address in enumerate(addresses)] + ["(99, UUID(), NULL, NULL)"]
+    snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows)
+    # the snapshot reads MariaDB's own text; the binlog the bytes the types are stored as
+    assert [r["ip"] for r in snapshot[:-1]] == addresses
+    assert snapshot[:-1] == streamed[:-1] == [
+        {"u": uuids[i % len(uuids)], "ip": address, "ip4": fours[i % len(fours)]} for i, address in enumerate(addresses)]
+    assert streamed[-1]["ip"] is None and len(streamed[-1]["u"]) == 36
+    binlog_mariadb.execute(f"CREATE TABLE {database}.k (id UUID PRIMARY KEY, v INT)",
+                           f"INSERT INTO {database}.k VALUES ('01020304-0506-0708-090a-0b0c0d0e0f00', 1)")
+    binlog_mariadb.execute(f"DROP TABLE {database}.t")
+    snapshot, update = snapshot_then_change(binlog_mariadb, database, f"UPDATE {database}.k SET v = 2")
+    assert snapshot.key == update.key and update.key.get("id") == "01020304-0506-0708-090a-0b0c0d0e0f00"
+    assert snapshot.key_schema.field("id").schema == SchemaBuilder.string().name("io.debezium.data.Uuid").version(1) \
+        .build()
+    assert after_fields(snapshot) == after_fields(update)
+    assert after_fields(update)["id"] == snapshot.key_schema.field("id").schema
+
+
+def test_a_jdbc_sink_makes_not_null_columns_with_defaults_and_refuses_one_without(binlog_mariadb, database):
+    """What etc/connectors/cdc-to-postgresql.json does with the events (as Confluent's JDBC sink with Debezium's):
+    semantic types are their base types, NOT NULL columns come with their defaults, and a NOT NULL column
+    added without a default cannot be added (rows there would have no value)."""
+    import psycopg
+    from connectd_jdbc.task import JdbcSinkTask
+    from connectd_mysql_cdc.unwrap import ExtractNewRecordState
+
+    from connectd import ConnectException, SinkRecord, SinkTaskContext, TopicPartition
+
+    target = f"{database}_t"
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL DEFAULT 'anon', "
+                           "e ENUM('x', 'y') NOT NULL DEFAULT 'x', s SET('a', 'b'), y YEAR, u UUID, ip INET6)",
+                           f"INSERT INTO {database}.t VALUES (1, 'ada', 'y', 'a,b', 2026, "
+                           "'01020304-0506-0708-090a-0b0c0d0e0f10', '::1')")
+    unwrap = ExtractNewRecordState()
+    unwrap.configure({})
+    sink_config = {"connection.url": "jdbc:postgresql://127.0.0.1:5432/test", "connection.user": "postgres",
+                   "insert.mode": "upsert", "pk.mode": "record_key", "auto.create": "true", "auto.evolve": "true"}
+    sink = JdbcSinkTask()
+    sink.context = SinkTaskContext(sink_config, [TopicPartition(target, 0)])
+    sink.start(sink_config)
+    offset = 0
+
+    def put(records: list[Any]) -> None:
+        nonlocal offset
+        for source in records:
+            offset += 1
+            sink.put([unwrap.apply(SinkRecord(topic=target, kafka_partition=0, key_schema=source.key_schema,
+                                              key=source.key, value_schema=source.value_schema, value=source.value,
+                                              kafka_offset=offset, timestamp=None))])
+
+    def pg(sql: str, *arguments: Any) -> list[tuple]:
+        with psycopg.connect(host="127.0.0.1", port=5432, dbname="test", user="postgres", autocommit=True) as c:
+            found = c.execute(sql, arguments or None)
+            return [tuple(r) for r in found] if found.description else []
+
+    columns = ("SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns "
+               "WHERE table_name = %s ORDER BY ordinal_position")
+    task = task_for(binlog_mariadb, database)
+    try:
+        put(poll_until(task, 1))
+        assert pg(columns, target) == [("id", "integer", "NO", None), ("name", "text", "NO", "'anon'::text"),
+                               ("e", "text", "NO", "'x'::text"), ("s", "text", "YES", None),
+                               ("y", "integer", "YES", None), ("u", "text", "YES", None), ("ip", "text", "YES", None)]
+        binlog_mariadb.execute(f"ALTER TABLE {database}.t ADD COLUMN level INT NOT NULL DEFAULT 3",
+                               f"INSERT INTO {database}.t (id, level) VALUES (2, 4)")
+        put(poll_until(task, 1))
+        assert pg(columns, target)[-1] == ("level", "integer", "NO", "3")
+        assert pg(f'SELECT * FROM "{target}" ORDER BY id') == [
+            (1, "ada", "y", "a,b", 2026, "01020304-0506-0708-090a-0b0c0d0e0f10", "::1", 3),
+            (2, "anon", "x", None, None, None, None, 4)]
+        binlog_mariadb.execute(f"ALTER TABLE {database}.t ADD COLUMN must INT NOT NULL",
+                               f"INSERT INTO {database}.t (id, must) VALUES (3, 5)")
+        with pytest.raises(ConnectException, match="cannot add column must .* required and has no default"):
+            put(poll_until(task, 1))
+    finally:
+        task.stop()
+        sink.stop()
+        pg(f'DROP TABLE IF EXISTS "{target}"')
+
+
+def test_utf16_utf32_and_latin1_enum_labels_read_from_the_binlog_as_in_the_snapshot(binlog_mariadb, database):
+    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, a VARCHAR(10) CHARACTER SET utf16, "
+                           "b VARCHAR(10) CHARACTER SET ucs2, c VARCHAR(10) CHARACTER SET utf32, "
+                           "d VARCHAR(10) CHARACTER SET utf16le, e ENUM('ä', 'b'), s SET('ö', 'x')) CHARACTER SET latin1")
+    rows = ["(1, 'héllo€', 'héllo€', 'héllo😀', 'hé€', 'ä', 'x,ö')", "(2, NULL, '', 'x', 'y', 'b', '')"]
+    snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows)
+    assert snapshot == streamed == [{"a": "héllo€", "b": "héllo€", "c": "héllo😀", "d": "hé€", "e": "ä", "s": "ö,x"},
+                                    {"a": None, "b": "", "c": "x", "d": "y", "e": "b", "s": ""}]

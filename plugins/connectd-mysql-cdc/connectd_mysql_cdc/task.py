@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 def _connect(config: Settings, **extra: Any) -> Any:
     import pymysql
 
-    return pymysql.connect(**config.connection(), charset="utf8mb4", autocommit=False, **extra)
+    return pymysql.connect(**config.connection(), charset="utf8mb4", **{"autocommit": False, **extra})
 
 
 def _binlog_status(cursor: Any) -> tuple[str, int]:
@@ -82,6 +82,103 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+# The server's UTF-16 and UTF-32 character sets → Python's codecs (mysql-replication's: little-endian, or none).
+_CODECS = {"utf16": "utf-16-be", "ucs2": "utf-16-be", "utf32": "utf-32-be", "utf16le": "utf-16-le"}
+
+
+def _is_mariadb(cursor: Any) -> bool:
+    cursor.execute("SELECT VERSION()")
+    return "mariadb" in cursor.fetchone()[0].lower()
+
+
+def _table_columns(cursor: Any, mariadb: bool, where: str = "", args: tuple[str, ...] = ()
+                   ) -> dict[tuple[str, str], list[ColumnSpec]]:
+    """The columns of the base tables (in *where*'s, if given) as information_schema has them."""
+    cursor.execute(
+        "SELECT c.table_schema, c.table_name, c.column_name, c.data_type, c.column_type, c.numeric_precision, "
+        "c.numeric_scale, c.column_key, c.character_octet_length, c.is_nullable, c.column_default, c.extra "
+        "FROM information_schema.columns c JOIN information_schema.tables t ON t.table_schema = c.table_schema AND "
+        f"t.table_name = c.table_name WHERE t.table_type = 'BASE TABLE'{where} "
+        "ORDER BY c.table_schema, c.table_name, c.ordinal_position", args)
+    tables: dict[tuple[str, str], list[ColumnSpec]] = {}
+    for database, table, *column in cursor.fetchall():
+        tables.setdefault((database, table), []).append(ColumnSpec.from_information_schema(*column, mariadb=mariadb))
+    return tables
+
+
+class _Definitions:
+    """What only information_schema knows of a table's columns, for the binlog's changes: their defaults, and
+    which BINARY(n) columns are UUIDs or INET addresses.
+
+    Read when a table's change first comes, and again when a table map's columns differ from what was read
+    (a column added, dropped, retyped or made NOT NULL) or a DDL statement passes in the binlog. A change
+    written before a DDL statement and read after the server ran it (a reader behind, or started from older
+    offsets) gets the definitions of after it, where the columns still match by name and type.
+    """
+
+    def __init__(self, config: Settings) -> None:
+        self._config = config
+        self._connection: Any = None
+        self._mariadb = True
+        self._tables: dict[tuple[str, str], list[ColumnSpec]] = {}
+        # (database, table, a table map's columns) → them with the definitions: one lookup per row event
+        self._merged: dict[tuple[str, str, tuple[ColumnSpec, ...]], list[ColumnSpec]] = {}
+
+    def columns(self, database: str, table: str, columns: list[ColumnSpec]) -> list[ColumnSpec]:
+        key = (database, table, tuple(columns))
+        found = self._merged.get(key)
+        if found is None:
+            defined = self._tables.get((database, table))
+            if defined is None or len(defined) != len(columns) or \
+                    not all(column.matches(other) for column, other in zip(columns, defined, strict=True)):
+                defined = self._tables[(database, table)] = self._read(database, table)
+                self._merged = {k: v for k, v in self._merged.items() if k[:2] != (database, table)}
+            by_name = {column.name: column for column in defined}
+            found = self._merged[key] = [
+                column.defined_as(other) if (other := by_name.get(column.name)) and column.matches(other) else column
+                for column in columns]
+        return found
+
+    def labels(self, database: str, table: str) -> dict[str, tuple[str, ...]]:
+        """The labels of the table's ENUM and SET columns, by column name."""
+        defined = self._tables.get((database, table))
+        if defined is None:
+            defined = self._tables[(database, table)] = self._read(database, table)
+        return {column.name: column.members for column in defined if column.kind in ("enum", "set")}
+
+    def clear(self) -> None:
+        """Forget every definition read: a DDL statement may have changed them."""
+        self._tables.clear()
+        self._merged.clear()
+
+    def _read(self, database: str, table: str) -> list[ColumnSpec]:
+        import pymysql
+
+        try:
+            return self._query(database, table)
+        except pymysql.err.OperationalError:  # the server may have closed a connection idle since the last read
+            self.close()
+            return self._query(database, table)
+
+    def _query(self, database: str, table: str) -> list[ColumnSpec]:
+        if self._connection is None:
+            self._connection = _connect(self._config, autocommit=True)
+            with self._connection.cursor() as cursor:
+                self._mariadb = _is_mariadb(cursor)
+        with self._connection.cursor() as cursor:
+            found = _table_columns(cursor, self._mariadb, " AND c.table_schema = %s AND c.table_name = %s",
+                                   (database, table))
+        return found.get((database, table), [])
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                connection.close()
+            except Exception:  # already gone: nothing to do but say so
+                log.debug("mysql_connection_close_failed", exc_info=True)
+
+
 class _Snapshot:
     """One consistent read of every captured table, as ``op: r`` records, then where the binlog goes on."""
 
@@ -93,8 +190,7 @@ class _Snapshot:
         with self._connection.cursor() as cursor:
             cursor.execute("SET SESSION time_zone = '+00:00'")
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cursor.execute("SELECT VERSION()")
-            mariadb = "mariadb" in cursor.fetchone()[0].lower()
+            mariadb = _is_mariadb(cursor)
             if mariadb:
                 cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
                 cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
@@ -107,17 +203,9 @@ class _Snapshot:
                     self.position = _binlog_status(cursor)
                 finally:
                     cursor.execute("UNLOCK TABLES")
-            cursor.execute(
-                "SELECT c.table_schema, c.table_name, c.column_name, c.data_type, c.column_type, "
-                "c.numeric_precision, c.numeric_scale, c.column_key, c.character_octet_length, c.is_nullable "
-                "FROM information_schema.columns c JOIN information_schema.tables t ON t.table_schema = c.table_schema AND "
-                "t.table_name = c.table_name WHERE t.table_type = 'BASE TABLE' "
-                "ORDER BY c.table_schema, c.table_name, c.ordinal_position")
-            tables: dict[tuple[str, str], list[ColumnSpec]] = {}
-            for database, table, *column in cursor.fetchall():
-                if config.captures(database, table):
-                    tables.setdefault((database, table), []).append(ColumnSpec.from_information_schema(*column))
-        self.tables = [schemas.get(database, table, columns) for (database, table), columns in tables.items()]
+            tables = _table_columns(cursor, mariadb)
+        self.tables = [schemas.get(database, table, columns) for (database, table), columns in tables.items()
+                       if config.captures(database, table)]
         log.info("mysql_snapshot_started: %d tables at %s:%d", len(self.tables), *self.position)
 
     def rows(self) -> Iterator[tuple[TableSchema, dict[str, Any]]]:
@@ -189,6 +277,7 @@ class _Stream:
         self._gtid = gtid
         # table id → its table map's null bitmap: which columns are nullable (mysql-replication's Table forgets it)
         self._null_bitmaps: dict[int, bytes] = {}
+        self._definitions = _Definitions(config)
         log.info("mysql_binlog_reading: %s:%d (skipping %d events, %d rows)", file, pos, skip_events, skip_rows)
 
     def records(self, limit: int, wait_s: float) -> list[SourceRecord]:
@@ -217,6 +306,8 @@ class _Stream:
             self.file, self.pos, self._events = event.next_binlog, event.position, 0
         elif isinstance(event, kinds["table_map"]):
             self._null_bitmaps[event.table_id] = bytes(event.null_bitmask)
+            if self._config.captures(event.schema, event.table):
+                self._decode_as_defined(event)
         elif isinstance(event, kinds["gtid"]):  # MySQL: the BEGIN that follows starts the transaction
             self._gtid = str(event.gtid)
         elif isinstance(event, kinds["mariadb_gtid"]) or query == "BEGIN":
@@ -236,13 +327,37 @@ class _Stream:
             skip_rows, self._skip_rows = self._skip_rows, 0  # only the first row event after the skipped ones
             if self._config.captures(event.schema, event.table):
                 return self._changes(event, self._events, skip_rows)
+        elif query is not None:  # DDL (an ALTER TABLE, …): the columns' defaults may have changed
+            self._definitions.clear()
         return []
+
+    def _decode_as_defined(self, event: Any) -> None:
+        """Have mysql-replication decode the table's strings right, before it reads its rows (it does so
+        lazily, with the table map's columns): UTF-16 and UTF-32 big-endian, as the server writes them, and the
+        ENUM and SET labels of a non-UTF-8 column as information_schema has them (the table map's are decoded
+        as UTF-8: a latin1 'ä' is '')."""
+        labels = None
+        for column in event.columns:
+            codec = _CODECS.get(column.character_set_name or "")
+            if codec is not None:
+                column.character_set_name = codec
+            if (column.enum_values or column.set_values) and not (column.collation_name or "").startswith("utf8"):
+                if labels is None:
+                    labels = self._definitions.labels(event.schema, event.table)
+                defined = labels.get(column.name)
+                if defined is None:
+                    continue
+                if column.enum_values and len(defined) == len(column.enum_values) - 1:
+                    column.enum_values = ["", *defined]  # index 0: an invalid value's ''
+                elif column.set_values and len(defined) == len(column.set_values):
+                    column.set_values = list(defined)
 
     def _changes(self, event: Any, index: int, skip_rows: int) -> list[SourceRecord]:
         nulls = self._null_bitmaps.get(event.table_id)
-        table = self._schemas.get(event.schema, event.table, [
+        columns = self._definitions.columns(event.schema, event.table, [
             ColumnSpec.from_binlog(c, nulls is None or bool(nulls[i // 8] & (1 << i % 8)))
             for i, c in enumerate(event.columns)])
+        table = self._schemas.get(event.schema, event.table, columns)
         sets = {c.name for c in event.columns if c.set_values}
         packet = event.packet
         start = packet.log_pos - packet.event_size
@@ -271,7 +386,10 @@ class _Stream:
         return out
 
     def close(self) -> None:
-        self._reader.close()
+        try:
+            self._reader.close()
+        finally:
+            self._definitions.close()
 
 
 def _values(row: dict[str, Any], image: str, sets: set[str]) -> dict[str, Any]:
