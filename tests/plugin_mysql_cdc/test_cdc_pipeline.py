@@ -56,14 +56,16 @@ class Writer(threading.Thread):
             with connection.cursor() as cursor:
                 for step in range(self.operations):
                     if step == self.operations // 2:
-                        cursor.execute("ALTER TABLE customers ADD COLUMN tier VARCHAR(10)")
+                        cursor.execute("ALTER TABLE customers ADD COLUMN tier VARCHAR(10) DEFAULT 'basic'")
                     customer = chance.randrange(400)
                     kind = chance.random()
-                    tier = ", tier = 'gold'" if step > self.operations // 2 and kind < 0.2 else ""
-                    if kind < 0.5:
-                        cursor.execute("INSERT INTO customers (id, name, balance, seen) VALUES (%s, %s, %s, NOW(3)) "
-                                       "ON DUPLICATE KEY UPDATE name = VALUES(name)",
-                                       (customer, f"customer {customer} at {step}", step / 100))
+                    tier = ", tier = 'gold'" if kind < 0.1 else ", tier = NULL" if kind < 0.2 else ""
+                    tier = tier if step > self.operations // 2 else ""
+                    if kind < 0.5:  # a NULL note is NULL, not the column's default, on both sides
+                        cursor.execute("INSERT INTO customers (id, name, balance, seen, note) "
+                                       "VALUES (%s, %s, %s, NOW(3), %s) ON DUPLICATE KEY UPDATE name = VALUES(name)",
+                                       (customer, f"customer {customer} at {step}", step / 100,
+                                        None if kind < 0.25 else f"n{step}"))
                     elif kind < 0.8:
                         cursor.execute(f"UPDATE customers SET balance = balance + 1.25{tier} WHERE id = %s",
                                        (customer,))
@@ -81,9 +83,10 @@ def test_mariadb_to_postgresql_survives_a_sigkill(binlog_mariadb, database, brok
     table = f"{database}_customers"
     binlog_mariadb.execute(
         f"CREATE TABLE {database}.customers (id INT PRIMARY KEY, name VARCHAR(60), balance DECIMAL(12, 2), "
-        "seen DATETIME(3))",
+        "seen DATETIME(3), note VARCHAR(20) DEFAULT 'none')",
         f"INSERT INTO {database}.customers VALUES " + ", ".join(
-            f"({i}, 'first {i}', {i}.50, '2026-11-25 10:00:00.{i % 1000:03d}')" for i in range(0, 400, 2)))
+            f"({i}, 'first {i}', {i}.50, '2026-11-25 10:00:00.{i % 1000:03d}', {'NULL' if i % 4 else 'DEFAULT'})"
+            for i in range(0, 400, 2)))
     worker = worker_config.file(**{"task.shutdown.graceful.timeout.ms": "20000"})
     # The example configs in etc/, pointed at this test's server and database.
     source = json.loads((ETC / "mariadb-cdc.json").read_text())
@@ -107,8 +110,9 @@ def test_mariadb_to_postgresql_survives_a_sigkill(binlog_mariadb, database, brok
         assert writer.error is None and writer.done == 900, writer.error
 
         def same() -> tuple[list[tuple], list[tuple]]:
-            return (binlog_mariadb.query(f"SELECT id, name, balance, seen, tier FROM {database}.customers ORDER BY id"),
-                    pg_rows(table, "id, name, balance, seen, tier") if "tier" in pg_columns(table) else [])
+            columns = "id, name, balance, seen, note, tier"
+            return (binlog_mariadb.query(f"SELECT {columns} FROM {database}.customers ORDER BY id"),
+                    pg_rows(table, columns) if "tier" in pg_columns(table) else [])
 
         wait_until(same, "PostgreSQL to equal MariaDB", until=lambda pair: pair[0] == pair[1], timeout=240)
         assert connectd_processes.terminate(process) == 0

@@ -187,14 +187,23 @@ class Shapes:
         single = len(names) == 1
         converters = [(at, self._converter(struct_schema.field(name).schema)) for at, name in enumerate(names)]
         converters = [(at, convert) for at, convert in converters if convert is not _same]
+        # A null stays NULL in an optional field, default or not (Kafka's Struct.get, which Confluent's sink
+        # reads fields with, gives the default: a NULL a CDC source saw would arrive as the column's default);
+        # a required field's default stands in for a null.
+        defaults = [(at, schema.default_value) for at, name in enumerate(names)
+                    for schema in [struct_schema.field(name).schema]
+                    if not schema.optional and schema.default_value is not None]
 
         def extract(record: SinkRecord) -> tuple[Any, ...]:
-            picked = pick(part(record).field_values())
+            picked = pick(part(record).field_values(defaults=False))
             if single:
                 picked = (picked,)
-            if not converters:
+            if not converters and not defaults:
                 return picked
             row = list(picked)
+            for at, default in defaults:
+                if row[at] is None:
+                    row[at] = default
             for at, convert in converters:
                 row[at] = convert(row[at])
             return tuple(row)
