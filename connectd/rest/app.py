@@ -42,7 +42,8 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     :param registry: the worker's :class:`connectd.plugins.Registry`, for
         ``/connector-plugins``; by default the herder's.
     """
-    app = web.Application(middlewares=[*middlewares, error_middleware, _starting_gate, forwarding_middleware])
+    app = web.Application(router=_Router(),
+                          middlewares=[*middlewares, error_middleware, _starting_gate, forwarding_middleware])
     app[HERDER] = herder
     app[REGISTRY] = registry if registry is not None else getattr(herder, "registry", None)
     app[INFO] = {"version": version, "commit": commit, "kafka_cluster_id": kafka_cluster_id, "worker_id": worker_id}
@@ -64,10 +65,24 @@ def create_admin_app(*, middlewares: Iterable[Any] = (), herder: Any = None) -> 
     :param middlewares: as for :func:`create_app`; the same security applies.
     :param herder: the worker's herder, for cluster-wide log levels (``scope=cluster``) in a cluster.
     """
-    app = web.Application(middlewares=[*middlewares, error_middleware, forwarding_middleware])
+    app = web.Application(router=_Router(), middlewares=[*middlewares, error_middleware, forwarding_middleware])
     app[HERDER] = herder
     loggers.add_routes(app.router)
     return app
+
+
+class _Router(web.UrlDispatcher):
+    """Routes a path ending in one slash (``/connectors/``, ``/connectors/c/status/``) as the path
+    without it when only that one exists, as Kafka Connect's Jersey does: the route, its
+    parameters and its 405 are the same; the request itself keeps its path."""
+
+    async def resolve(self, request: web.Request) -> Any:
+        match = await super().resolve(request)
+        path = request.rel_url.raw_path
+        if not isinstance(match.http_exception, web.HTTPNotFound) or path == "/" or not path.endswith("/"):
+            return match
+        bare = await super().resolve(request.clone(rel_url=request.rel_url.with_path(path[:-1], encoded=True)))
+        return match if isinstance(bare.http_exception, web.HTTPNotFound) else bare
 
 
 #: How long a write made while the worker starts (Spark, then the herder) waits for it.

@@ -12,10 +12,13 @@ from aiohttp import web
 
 from connectd.cluster.forwarding import FORWARDED_HEADER
 from connectd.errors import BadRequestError, ConnectorError, NotFoundError, PluginError
+from connectd.logging import get_logger
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
 from connectd.rest.errors import RestError
 
-__all__ = ["add_routes", "connector_info", "connector_status", "read_json", "string_map"]
+__all__ = ["add_routes", "connector_info", "connector_status", "query_flag", "read_json", "string_map"]
+
+log = get_logger(__name__)
 
 _INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
 
@@ -34,6 +37,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_put("/connectors/{connector}/resume", _resume)
     router.add_put("/connectors/{connector}/stop", _stop)
     router.add_get("/connectors/{connector}/tasks", _tasks)
+    router.add_get("/connectors/{connector}/tasks-config", _tasks_config)
     router.add_post("/connectors/{connector}/tasks", _put_tasks)
     router.add_get(r"/connectors/{connector}/tasks/{task:\d+}/status", _task_status)
     router.add_post(r"/connectors/{connector}/tasks/{task:\d+}/restart", _restart_task)
@@ -134,8 +138,11 @@ def _location(request: web.Request, name: str) -> str:
     return str(request.url.with_query(None).with_path(f"/connectors/{name}"))
 
 
-def _flag(request: web.Request, key: str) -> bool:
-    value = request.query.get(key, "false").strip().lower()
+def query_flag(request: web.Request, key: str, default: bool = False) -> bool:
+    """A boolean query parameter: ``true`` or ``false`` in any case; absent or empty is *default*, as in Kafka."""
+    value = request.query.get(key, "").strip().lower()
+    if not value:
+        return default
     if value not in ("true", "false"):
         raise RestError(400, f"{key} must be true or false, not {request.query[key]!r}")
     return value == "true"
@@ -212,6 +219,11 @@ async def _put_config(request: web.Request) -> web.Response:
     name = request.match_info["connector"]
     config = string_map(await read_json(request), "config")
     _check_name(config, name)
+    if name.strip() and name != name.strip():
+        # The herder keeps a connector under its name stripped: "a " would be created as "a",
+        # and this answer would be a 404. Kafka keeps such a name as it is.
+        raise RestError(400, f"Connector name {name!r} starts or ends with whitespace; "
+                             "connectd does not accept such a name in the URL")
     config["name"] = name
     async with request.app[CREATE_LOCK]:
         created = name not in herder.connectors()
@@ -252,6 +264,15 @@ async def _tasks(request: web.Request) -> web.Response:
                               for i, config in enumerate(configs)])
 
 
+async def _tasks_config(request: web.Request) -> web.Response:
+    # Kafka deprecated it in 3.7 (KIP-970) and removed it in 4.0; scripts written for 3.x still call it.
+    herder = request.app[HERDER]
+    name = request.match_info["connector"]
+    log.warning("rest_deprecated_endpoint", path="/connectors/{connector}/tasks-config",
+                replacement="/connectors/{connector}/tasks")
+    return web.json_response({f"{name}-{i}": config for i, config in enumerate(_task_configs(herder, name))})
+
+
 async def _put_tasks(request: web.Request) -> web.Response:
     # Kafka Connect's internal endpoint: the worker running a connector gives the leader its task
     # configs. Only another worker of the cluster may call it (signed under connect.protocol=sessioned).
@@ -282,8 +303,8 @@ async def _task_status(request: web.Request) -> web.Response:
 async def _restart(request: web.Request) -> web.Response:
     herder = request.app[HERDER]
     name = request.match_info["connector"]
-    include_tasks = _flag(request, "includeTasks")
-    only_failed = _flag(request, "onlyFailed")
+    include_tasks = query_flag(request, "includeTasks")
+    only_failed = query_flag(request, "onlyFailed")
     _config(herder, name)
     plan = await herder.restart(name, include_tasks=include_tasks, only_failed=only_failed)
     if not include_tasks and not only_failed:

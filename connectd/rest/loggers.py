@@ -35,18 +35,21 @@ async def _get(request: web.Request) -> web.Response:
 
 async def _put(request: web.Request) -> web.Response:
     name = request.match_info["logger"]
-    scope = request.query.get("scope", "worker").strip().lower()
+    # As Kafka: an absent or empty scope is the default, worker.
+    scope = request.query.get("scope", "").strip().lower() or "worker"
     if scope not in _SCOPES:
         raise RestError(400, f"scope must be one of {', '.join(_SCOPES)}, not {request.query['scope']!r}")
     body = await read_json(request)
-    level = body.get("level") if isinstance(body, dict) else None
-    if not isinstance(level, str) or not level.strip():
-        raise RestError(400, "level is required: a log level name such as DEBUG or INFO")
-    level = level.strip().upper()
+    given = body.get("level") if isinstance(body, dict) else None
+    if given is None:
+        raise RestError(400, "Desired 'level' parameter was not specified in request.")
+    level = str(given).strip().upper()
     try:
         check_level(level, f"logger {name!r}")
     except ConfigError as exc:
-        raise RestError(400, str(exc)) from None
+        # Kafka answers a level it does not know with 404, not 400.
+        expected = str(exc).rpartition("; ")[2]
+        raise RestError(404, f"invalid log level '{given}'; {expected}") from None
     herder = request.app.get(HERDER)
     if scope == "cluster" and hasattr(herder, "put_logger_level"):
         # Every worker applies it when it reads it from the config topic, this one included.

@@ -102,7 +102,7 @@ _ERROR_RESPONSES = {
                          "(the message lists every problem, one per line), or a query parameter is wrong")),
     401: ("Unauthorized", "basic authentication is on and the request has no valid credentials"),
     403: ("Forbidden", "the worker's configuration forbids the operation"),
-    404: ("NotFound", "no such connector, task, plugin or logger"),
+    404: ("NotFound", "no such connector, task, plugin or logger; or, setting a log level, no such level (as Kafka)"),
     409: ("Conflict", "the connector already exists, or its state forbids the operation"),
     500: ("InternalServerError", "an unexpected failure; the worker's log has the trace, the answer never does"),
 }
@@ -110,10 +110,13 @@ _ERROR_RESPONSES = {
 
 def _operation(operation_id: str, tag: str, summary: str, responses: dict[str, Any], *,
                parameters: list[dict[str, Any]] | None = None, body: dict[str, Any] | None = None,
-               description: str | None = None, public: bool = False) -> dict[str, Any]:
+               description: str | None = None, public: bool = False,
+               deprecated: bool = False) -> dict[str, Any]:
     operation: dict[str, Any] = {"operationId": operation_id, "tags": [tag], "summary": summary}
     if description:
         operation["description"] = description
+    if deprecated:
+        operation["deprecated"] = True
     if public:
         operation["security"] = []  # answered without credentials even when basic auth is on
     if parameters:
@@ -241,6 +244,14 @@ _PATHS: dict[str, Any] = {
                         "X-Connectd-Forwarded-By and, under connect.protocol=sessioned, a signature made with the "
                         "cluster's session key (X-Connect-Authorization). A standalone worker answers 404."),
     },
+    "/connectors/{connector}/tasks-config": {"get": _operation(
+        "getTasksConfig", "connectors", "deprecated: the task configs as a map `<connector>-<task>` → config",
+        {"200": _answer("one entry per task", {"type": "object", "additionalProperties": {
+            "type": "object", "additionalProperties": {"type": "string"}}}),
+         **_errors(404)},
+        parameters=[_CONNECTOR], deprecated=True,
+        description="Kafka Connect 3.x's form of `GET /connectors/{connector}/tasks` (deprecated by KIP-970, "
+                    "removed in Kafka 4.0); kept for the scripts that call it.")},
     "/connectors/{connector}/tasks/{task}/status": {"get": _operation(
         "getTaskStatus", "connectors", "the state of one task",
         {"200": _answer("the task's state", _ref("TaskState")), **_errors(404)}, parameters=[_CONNECTOR, _TASK])},
@@ -302,7 +313,7 @@ _PATHS: dict[str, Any] = {
             "setLevel", "loggers", "set a logger's level and its descendants'",
             {"200": _answer("the loggers changed", {"type": "array", "items": {"type": "string"}}),
              "204": _answer("scope=cluster in a cluster: every worker sets it when it reads it from the config topic"),
-             **_errors(400, 409)},
+             **_errors(400, 404, 409)},
             parameters=[_path_param("logger"),
                         {"name": "scope", "in": "query", "required": False,
                          "description": "`worker` (the default) or `cluster` (every worker of a cluster; the same "

@@ -25,7 +25,7 @@ from connectd.errors import PluginError
 from connectd.herder import validate_connector
 from connectd.plugins import PluginInfo
 from connectd.rest._keys import HERDER, REGISTRY
-from connectd.rest.connectors import read_json, string_map
+from connectd.rest.connectors import query_flag, read_json, string_map
 from connectd.rest.errors import RestError
 
 __all__ = ["add_routes", "config_infos", "config_key_info", "recommended_values"]
@@ -148,10 +148,7 @@ def config_infos(name: str, definition: ConfigDef, config: Mapping[str, str],
 
 async def _list(request: web.Request) -> web.Response:
     registry = request.app[REGISTRY]
-    only = request.query.get("connectorsOnly", "true").strip().lower()
-    if only not in ("true", "false"):
-        raise RestError(400, f"connectorsOnly must be true or false, not {request.query['connectorsOnly']!r}")
-    groups = ("connector",) if only == "true" else _LISTED_GROUPS
+    groups = ("connector",) if query_flag(request, "connectorsOnly", default=True) else _LISTED_GROUPS
     plugins = []
     for group in groups:
         for info in sorted(registry.in_group(group), key=lambda i: i.class_name):
@@ -188,4 +185,5 @@ async def _validate(request: web.Request) -> web.Response:
     cls = cls or info.cls
     base = SINK_DEF if issubclass(cls, SinkConnector) else SOURCE_DEF
     definition = base.merge(cls.config_def)
-    return web.json_response(config_infos(info.class_name, definition, config, problems))
+    # Kafka names the result after connector.class as the request wrote it (the path's plugin when it has none).
+    return web.json_response(config_infos(config["connector.class"], definition, config, problems))

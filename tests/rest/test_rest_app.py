@@ -89,3 +89,39 @@ def test_a_sinks_offsets_with_no_kafka_answering_are_500_naming_the_cluster_with
     assert status == 500 and took < 10
     assert body["message"] == ("Failed to retrieve consumer group offsets for sink connector s: no answer from the "
                                "Kafka cluster at 127.0.0.1:9 within 1 s")
+
+
+def test_a_trailing_slash_reaches_the_same_route(rest):
+    # Kafka Connect's Jersey matches `/connectors/` as `/connectors`; scripts and tools rely on it.
+    config = {"connector.class": "FileStreamSource", "topic": "t", "file": "/tmp/in.txt"}
+
+    async def scenario(http, herder):
+        answers = {}
+        async with http.post("/connectors/", json={"name": "slash", "config": config,
+                                                   "initial_state": "STOPPED"}) as r:
+            answers["POST /connectors/"] = r.status, r.headers.get("Location", "")
+        for path in ("/connectors/", "/connectors/slash/", "/connectors/slash/status/", "/connectors/slash/config/",
+                     "/connector-plugins/", "/admin/loggers/", "/connectors/ghost/", "/no/such/thing/",
+                     "/connectors//"):
+            async with http.get(path) as r:
+                answers[f"GET {path}"] = r.status, await r.json()
+        async with http.delete("/connectors/") as r:
+            answers["DELETE /connectors/"] = r.status, r.headers.get("Allow", "")
+        async with http.delete("/connectors/slash/") as r:
+            answers["DELETE /connectors/slash/"] = r.status, herder.connectors()
+        return answers
+
+    answers = rest(scenario)
+    assert answers["POST /connectors/"][0] == 201
+    assert answers["POST /connectors/"][1].endswith("/connectors/slash")
+    assert answers["GET /connectors/"] == (200, ["slash"])
+    assert answers["GET /connectors/slash/"][1]["name"] == "slash"
+    assert answers["GET /connectors/slash/status/"][1]["connector"]["state"] == "STOPPED"
+    assert answers["GET /connectors/slash/config/"][1]["topic"] == "t"
+    assert answers["GET /connector-plugins/"][0] == 200 and answers["GET /admin/loggers/"][0] == 200
+    assert answers["GET /connectors/ghost/"] == (404, {"error_code": 404, "message": "Connector ghost not found"})
+    assert answers["GET /no/such/thing/"] == (404, {"error_code": 404, "message": "HTTP 404 Not Found"})
+    assert answers["GET /connectors//"][0] == 404  # one slash only, as Jersey
+    status, allow = answers["DELETE /connectors/"]
+    assert status == 405 and "GET" in allow and "POST" in allow
+    assert answers["DELETE /connectors/slash/"] == (204, [])

@@ -52,8 +52,11 @@ def test_unknown_connector_is_404_everywhere(rest):
     async def scenario(http, herder):
         calls = [("GET", "/connectors/ghost"), ("DELETE", "/connectors/ghost"), ("GET", "/connectors/ghost/config"),
                  ("PATCH", "/connectors/ghost/config"), ("GET", "/connectors/ghost/status"),
-                 ("GET", "/connectors/ghost/tasks"), ("GET", "/connectors/ghost/tasks/0/status"),
-                 ("POST", "/connectors/ghost/restart"), ("POST", "/connectors/ghost/tasks/0/restart"),
+                 ("GET", "/connectors/ghost/tasks"), ("GET", "/connectors/ghost/tasks-config"),
+                 ("GET", "/connectors/ghost/tasks/0/status"), ("POST", "/connectors/ghost/restart"),
+                 # empty flags are their defaults, as in Kafka: not a 400
+                 ("POST", "/connectors/ghost/restart?includeTasks=&onlyFailed="),
+                 ("POST", "/connectors/ghost/tasks/0/restart"),
                  ("PUT", "/connectors/ghost/pause"), ("PUT", "/connectors/ghost/resume"),
                  ("PUT", "/connectors/ghost/stop")]
         answers = []
@@ -128,3 +131,33 @@ def test_exactly_once_requested_is_what_a_worker_without_it_gives(rest):
             return r.status
 
     assert rest(scenario) == 201
+
+
+def test_tasks_config_of_kafka_3_maps_task_ids_to_configs(rest):
+    # GET /connectors/{c}/tasks-config: deprecated by Kafka 3.7 (KIP-970), still called by 3.x scripts.
+    async def scenario(http, herder):
+        config = {**_SOURCE, "name": "parked"}
+        async with http.post("/connectors", json={"name": "parked", "config": config,
+                                                  "initial_state": "STOPPED"}) as r:
+            assert r.status == 201
+        async with http.get("/connectors/parked/tasks-config") as r:
+            stopped = r.status, await r.json()
+        herder.task_configs = lambda name: [{"task.class": "A", "n": "0"}, {"task.class": "A", "n": "1"}]
+        async with http.get("/connectors/parked/tasks-config") as r:
+            running = r.status, await r.json()
+        return stopped, running
+
+    stopped, running = rest(scenario)
+    assert stopped == (200, {})
+    assert running == (200, {"parked-0": {"task.class": "A", "n": "0"}, "parked-1": {"task.class": "A", "n": "1"}})
+
+
+def test_put_config_of_a_name_with_surrounding_whitespace_creates_nothing(rest):
+    # The herder strips names: PUT /connectors/a%20/config would create "a" and then answer 404.
+    async def scenario(http, herder):
+        async with http.put("/connectors/a%20/config", json={**_SOURCE}) as r:
+            return r.status, (await r.json())["message"], herder.connectors()
+
+    status, message, connectors = rest(scenario)
+    assert status == 400 and "'a '" in message and "whitespace" in message
+    assert connectors == []

@@ -57,6 +57,8 @@ def test_connector_lifecycle_over_http(rest, spark, broker, topic_name, tmp_path
             tasks = await r.json()
         assert tasks[0]["id"] == {"connector": "src", "task": 0}
         assert tasks[0]["config"]["topic"] == placeholder and "rest-secret-topic" not in str(tasks)
+        async with http.get("/connectors/src/tasks-config") as r:  # Kafka 3.x's deprecated form
+            assert await r.json() == {"src-0": tasks[0]["config"]}
 
         status = await running()
         assert status == {"name": "src", "type": "source",
@@ -145,6 +147,10 @@ def test_put_config_creates_and_initial_state(rest, spark, broker, topic_name, t
             assert r.status == 201
         async with http.get("/connectors/parked/status") as r:
             assert (await r.json())["connector"]["state"] == "STOPPED"
+        async with http.put("/connectors/parked/pause") as r:  # as Kafka: a STOPPED connector starts paused
+            assert r.status == 202
+        async with http.get("/connectors/parked/status") as r:
+            assert (await r.json())["connector"]["state"] == "PAUSED"
         for name in ("made", "parked"):
             async with http.delete(f"/connectors/{name}") as r:
                 assert r.status == 204

@@ -12,6 +12,10 @@ def test_list_connectors_only_by_default(rest):
             everything = await r.json()
         async with http.get("/connector-plugins?connectorsOnly=maybe") as r:
             assert r.status == 400
+        async with http.get("/connector-plugins?connectorsOnly=") as r:  # empty: the default, as in Kafka
+            assert r.status == 200 and await r.json() == plugins
+        async with http.get("/connector-plugins?connectorsOnly=FALSE") as r:
+            assert await r.json() == everything
         return plugins, everything
 
     plugins, everything = rest(scenario)
@@ -75,3 +79,20 @@ def test_validate_reports_errors_per_key(rest):
                                                   if c["definition"]["group"]))
     assert set(result["configs"][0]) == {"definition", "value"}
     assert clean["error_count"] == 0
+
+
+def test_validate_names_the_result_after_connector_class_as_written(rest):
+    # Kafka's ConfigInfos.name is the request's connector.class, not the plugin's full class name.
+    async def scenario(http, herder):
+        names = []
+        for plugin, config in [("FileStreamSource", {"connector.class": "FileStreamSource", "topic": "t"}),
+                               ("FileStreamSourceConnector",
+                                {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector"}),
+                               ("FileStreamSourceConnector", {"topic": "t"})]:
+            async with http.put(f"/connector-plugins/{plugin}/config/validate", json=config) as r:
+                assert r.status == 200, await r.text()
+                names.append((await r.json())["name"])
+        return names
+
+    assert rest(scenario) == ["FileStreamSource", "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                              "FileStreamSourceConnector"]
