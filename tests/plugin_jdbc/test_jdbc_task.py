@@ -409,3 +409,207 @@ def test_the_example_config_in_etc_is_valid():
     own = {key: value for key, value in config.items() if key in JdbcSinkConnector.config_def}
     assert [p for p in JdbcSinkConnector.config_def.validate(own) if p.is_error] == []
     assert JdbcSinkConnector().validate(own) == []
+
+
+@pytest.mark.parametrize("mode", ["insert", "upsert", "update"])
+def test_key_only_records_write_their_key_columns(database, table, mode):
+    # pk.mode=record_value without pk.fields: every field is a key column, none is left to set.
+    task = task_for(database, **{"auto.create": "true", "insert.mode": mode, "pk.mode": "record_value"})
+    task.put(people(table, (1, "a"), (2, "b")))
+    task.put(people(table, (1, "a"), (3, "c"), start=2) if mode != "insert" else people(table, (3, "c"), start=2))
+    task.stop()
+    assert database.rows(table) == ([] if mode == "update" else [(1, "a"), (2, "b"), (3, "c")])
+
+
+def test_key_only_values_with_record_keys(database, table):
+    task = task_for(database, **{"auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_key",
+                                 "delete.enabled": "true"})
+    task.put([record(table, Struct(PERSON_KEY, {"id": id_}), offset, key=Struct(PERSON_KEY, {"id": id_}),
+                     key_schema=PERSON_KEY, value_schema=PERSON_KEY) for offset, id_ in enumerate([1, 2, 1])]
+             + [keyed(table, 2, None, 3)])
+    task.stop()
+    assert database.columns(table) == ["id"] and database.rows(table) == [(1,)]
+
+
+def test_a_record_that_fills_no_column_is_reported(database, table):
+    empty = SchemaBuilder.struct().build()
+    reporter = Reporter()
+    task = task_for(database, reporter, **{"auto.create": "true"})
+    task.put([record(table, Struct(empty, {}), 0, value_schema=empty), *people(table, (1, "a"), start=1)])
+    task.stop()
+    assert database.rows(table) == [(1, "a")]
+    ((reported, error),) = reporter.reported
+    assert reported.kafka_offset == 0 and "no column to write" in str(error)
+
+
+def test_a_later_record_of_a_cached_shape_without_a_key_is_reported(database, table):
+    reporter = Reporter()
+    task = task_for(database, reporter, **{"auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_key"})
+    keyless = record(table, person(2, "b"), 1, key=None, key_schema=PERSON_KEY)
+    task.put([keyed(table, 1, "a", 0), keyless])
+    task.stop()
+    assert database.rows(table) == [(1, "a")]
+    assert [(r.kafka_offset, "needs a key" in str(e)) for r, e in reporter.reported] == [(1, True)]
+
+
+def test_tombstones_for_a_table_not_there_delete_nothing(database, table):
+    # Confluent's sink would create the table from the key alone; there is nothing to delete in it.
+    task = task_for(database, **{"auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_key",
+                                 "delete.enabled": "true"})
+    task.put([keyed(table, 1, None, 0), keyed(table, 2, "b", 1), keyed(table, 2, None, 2), keyed(table, 3, "c", 3)])
+    task.stop()
+    assert database.columns(table) == ["id", "name"] and database.rows(table) == [(3, "c")]
+    task = task_for(database, **{"insert.mode": "upsert", "pk.mode": "record_key", "delete.enabled": "true"})
+    task.put([keyed("other_" + table, 1, None, 0)])  # no table, no auto.create: nothing to delete either
+    task.stop()
+
+
+def test_defaults_are_written_as_values_are(database, table):
+    instant = datetime.datetime(2026, 1, 1, 12, 0, tzinfo=datetime.UTC)
+    path = "C:\\new\\'é\\"  # MariaDB reads a backslash in a string literal as an escape
+    schema = (SchemaBuilder.struct().field("id", Schema.INT32)
+              .field("path", SchemaBuilder.string().optional().default_value(path).build())
+              .field("raw", SchemaBuilder.bytes().default_value(b"\x00\xff").build())
+              .field("ts", Timestamp.builder().default_value(instant).build()).build())
+    task = task_for(database, **{"auto.create": "true", "db.timezone": "Europe/Paris"})
+    task.put([record(table, Struct(schema, {"id": 1, "path": "x", "raw": b"x", "ts": instant}), 0,
+                     value_schema=schema)])
+    task.stop()
+    database.query(f"INSERT INTO {database.quote(table)} (id) VALUES (2)")
+    rows = [(i, p, bytes(r), ts) for i, p, r, ts in database.rows(table)]
+    paris = datetime.datetime(2026, 1, 1, 13, 0)  # the values' wall-clock time in db.timezone
+    assert rows == [(1, "x", b"x", paris), (2, path, b"\x00\xff", paris)]
+
+
+def test_a_field_with_a_default_made_optional_later_writes_nulls(database, table):
+    # Confluent's sink makes a nullable column of a field with a default, as this one does.
+    required = SchemaBuilder.struct().field("id", Schema.INT32) \
+        .field("level", SchemaBuilder.int32().default_value(7).build()).build()
+    optional = SchemaBuilder.struct().field("id", Schema.INT32).field("level", Schema.OPTIONAL_INT32).build()
+    task = task_for(database, **{"auto.create": "true"})
+    task.put([record(table, Struct(required, {"id": 1, "level": 1}), 0, value_schema=required),
+              record(table, Struct(optional, {"id": 2, "level": None}), 1, value_schema=optional)])
+    task.stop()
+    assert database.rows(table) == [(1, 1), (2, None)]
+
+
+def test_decimal_columns_keep_the_schema_scale(database, table):
+    schema = SchemaBuilder.struct().field("d", Decimal.schema(35)).build()
+    value = decimal.Decimal("1." + "123456789" * 3 + "12345678")  # 35 decimals
+    task = task_for(database, **{"auto.create": "true"})
+    task.put([record(table, Struct(schema, {"d": value}), 0, value_schema=schema)])
+    task.stop()
+    assert database.rows(table) == [(value,)]
+
+
+def test_a_refused_record_leaves_the_row_its_earlier_records_made(database, table):
+    database.query(f"CREATE TABLE {database.quote(table)} (id INT PRIMARY KEY, name VARCHAR(5))")
+    reporter = Reporter()
+    task = task_for(database, reporter, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id"})
+    task.put(people(table, (1, "a"), (2, "b"), (1, "too long for the column"), (2, "b2")))
+    task.stop()
+    assert database.rows(table) == [(1, "a"), (2, "b2")]
+    assert [r.kafka_offset for r, _ in reporter.reported] == [2]
+
+
+def test_nul_characters_postgresql_refuses_are_reported_or_fail_the_task(postgresql):
+    database, table = postgresql, f"jdbc_{uuid.uuid4().hex[:10]}"
+    try:
+        for mode in ("insert", "upsert"):
+            config = {"auto.create": "true", "insert.mode": mode, "pk.mode": "record_value", "pk.fields": "id"}
+            reporter = Reporter()
+            task = task_for(database, reporter, **config)
+            task.put(people(table, (1, "a\x00b"), (2, "ünï😀")))
+            task.stop()
+            assert database.rows(table) == [(2, "ünï😀")]
+            assert [(r.kafka_offset, "NUL" in str(e)) for r, e in reporter.reported] == [(0, True)]
+            with pytest.raises(ConnectException, match=f"records {table}-0@0 to {table}-0@0 failed: .*NUL"):
+                task_for(database, **config).put(people(table, (3, "\x00")))
+            database.query(f"DROP TABLE {database.quote(table)}")
+    finally:
+        database.query(f"DROP TABLE IF EXISTS {database.quote(table)}")
+
+
+def test_nan_and_infinity(database, table):
+    schema = SchemaBuilder.struct().field("id", Schema.INT32).field("f", Schema.FLOAT64).build()
+    values = [1.5, float("nan"), float("inf"), float("-inf")]
+    reporter = Reporter()
+    task = task_for(database, reporter, **{"auto.create": "true"})
+    task.put([record(table, Struct(schema, {"id": i, "f": f}), i, value_schema=schema) for i, f in enumerate(values)])
+    task.stop()
+    rows = database.rows(table)
+    if database.kind == "postgresql":  # stored as they are
+        assert [str(f) for _, f in rows] == ["1.5", "nan", "inf", "-inf"] and reporter.reported == []
+    else:  # MariaDB has no such values: refused, reported
+        assert rows == [(0, 1.5)] and [r.kafka_offset for r, _ in reporter.reported] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("mode", ["insert", "upsert"])
+def test_a_put_longer_than_batch_size_is_still_one_transaction(database, table, mode):
+    database.query(f"CREATE TABLE {database.quote(table)} (id INT PRIMARY KEY, name VARCHAR(20))")
+    config = {"batch.size": "7", "insert.mode": mode, "pk.mode": "record_value", "pk.fields": "id"}
+    task = task_for(database, **config)
+    task.put(people(table, *[(i, f"n{i}") for i in range(50)]))
+    assert len(database.rows(table)) == 50
+    with pytest.raises(ConnectException):  # the last statement fails: nothing of the put stays
+        task.put(people(table, *[(i, "x") for i in range(100, 120)], (1, "far too long for the column"), start=50))
+    task.stop()
+    assert len(database.rows(table)) == 50 and database.rows(table)[1] == (1, "n1")
+
+
+@pytest.mark.parametrize("mode", ["insert", "upsert", "update"])
+def test_columns_the_records_lack_keep_their_default(database, table, mode):
+    database.query(f"CREATE TABLE {database.quote(table)} (id INT PRIMARY KEY, name VARCHAR(20), "
+                   "level INT DEFAULT 7, note VARCHAR(20))")
+    database.query(f"INSERT INTO {database.quote(table)} VALUES (1, 'old', 1, 'kept')")
+    task = task_for(database, **{"insert.mode": mode, "pk.mode": "record_value", "pk.fields": "id"})
+    task.put(people(table, (1, "new")) if mode != "insert" else people(table, (2, "b")))
+    task.put(people(table, (3, "c"), start=1) if mode == "upsert" else [])
+    task.stop()
+    expected = {"insert": [(1, "old", 1, "kept"), (2, "b", 7, None)],
+                "upsert": [(1, "new", 1, "kept"), (3, "c", 7, None)],
+                "update": [(1, "new", 1, "kept")]}[mode]
+    assert database.rows(table) == expected
+
+
+def test_topics_with_dashes_and_unicode_field_names(database):
+    schema = SchemaBuilder.struct().field("id", Schema.INT32).field("prénom", Schema.OPTIONAL_STRING).build()
+    topic = f"orders-{uuid.uuid4().hex[:6]}-eu"
+    task = task_for(database, **{"auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_value",
+                                 "pk.fields": "id", "table.name.format": "kafka_${topic}"})
+    try:
+        task.put([record(topic, Struct(schema, {"id": 1, "prénom": n}), offset, value_schema=schema)
+                  for offset, n in enumerate(["Zoë", "Zoë 😀"])])
+        task.stop()
+        assert database.columns(f"kafka_{topic}") == ["id", "prénom"]
+        assert database.rows(f"kafka_{topic}") == [(1, "Zoë 😀")]
+    finally:
+        database.query(f"DROP TABLE IF EXISTS {database.quote('kafka_' + topic)}")
+
+
+def test_with_a_reporter_records_a_table_cannot_take_are_reported_and_the_others_written(database, table):
+    database.query(f"CREATE TABLE {database.quote(table)} (id INT PRIMARY KEY)")
+    other = f"{table}_b"
+    reporter = Reporter()
+    task = task_for(database, reporter, **{"auto.create": "true"})  # no auto.evolve: name has no column
+    try:
+        task.put([*people(table, (1, "a"), (2, "b")), *people(other, (3, "c"), start=2)])
+        task.stop()
+        assert database.rows(table) == [] and database.rows(other) == [(3, "c")]
+        assert [(r.kafka_offset, "has no column name" in str(e)) for r, e in reporter.reported] == [(0, True),
+                                                                                                     (1, True)]
+    finally:
+        database.query(f"DROP TABLE IF EXISTS {database.quote(other)}")
+
+
+def test_refused_records_are_not_reported_again_when_a_put_is_retried(database):
+    url = database.url.replace(":5432/", f":{free_port()}/").replace(":3306/", f":{free_port()}/")
+    reporter = Reporter()
+    task = task_for(database, reporter, **{"connection.url": url, "connection.attempts": "1", "max.retries": "1",
+                                           "retry.backoff.ms": "1"})
+    batch = [record("t", {"id": 1}, 0, value_schema=None), *people("t", (2, "b"), start=1)]
+    with pytest.raises(RetriableException):
+        task.put(batch)
+    with pytest.raises(ConnectException, match="failed 2 times in a row"):
+        task.put(batch)
+    assert reporter.reported == []  # the put() failed as a whole: its offsets are not committed

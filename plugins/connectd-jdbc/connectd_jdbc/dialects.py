@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import logging
+import math
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -138,9 +139,11 @@ class Dialect:
 
     def column_definition(self, column: Column, key: bool) -> str:
         definition = f"{self.quote(column.name)} {self.column_type(column, key)}"
-        if not column.optional or key:
+        literal = self._literal(column)
+        # As Confluent's: a field with a default makes a nullable column, so that a later version of
+        # the schema may make the field optional and write NULLs to it.
+        if key or (not column.optional and literal is None):
             definition += " NOT NULL"
-        literal = self._literal(column.schema.default_value)
         if literal is not None:
             definition += f" DEFAULT {literal}"
         return definition
@@ -155,16 +158,33 @@ class Dialect:
     def add_column(self, table: str, column: Column) -> str:
         return f"ALTER TABLE {self.table(table)} ADD COLUMN {self.column_definition(column, False)}"
 
-    def _literal(self, value: Any) -> str | None:
-        if value is None or isinstance(value, (bytes, bytearray)):
+    def _literal(self, column: Column) -> str | None:
+        """*column*'s default as SQL, written as the column's values are; ``None`` without one."""
+        value = column.schema.default_value
+        if value is None:
             return None
         if isinstance(value, bool):
             return self._boolean(value)
+        if isinstance(value, (bytes, bytearray)):
+            return self._bytes(bytes(value))
+        if isinstance(value, float) and not math.isfinite(value):
+            return self._string("NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity")
         if isinstance(value, (int, float, decimal.Decimal)):
             return str(value)
+        if isinstance(value, datetime.datetime):
+            if column.schema.name == Timestamp.LOGICAL_NAME:  # an instant: db.timezone's wall-clock time
+                aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+                value = aware.astimezone(self.settings.db_timezone).replace(tzinfo=None)
+            return self._string(value.isoformat(sep=" "))
         if isinstance(value, (datetime.date, datetime.time)):
-            value = value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else value.isoformat()
-        return "'" + str(value).replace("'", "''") + "'"
+            return self._string(value.isoformat())
+        return self._string(str(value))
+
+    def _string(self, value: str) -> str:
+        return "'" + value.replace("'", "''") + "'"
+
+    def _bytes(self, value: bytes) -> str:
+        return f"X'{value.hex()}'"
 
     def _boolean(self, value: bool) -> str:
         return "TRUE" if value else "FALSE"
@@ -238,6 +258,15 @@ class PostgreSql(Dialect):
 
     def fold(self, name: str) -> str:
         return name if self.quoting else name.lower()
+
+    def _string(self, value: str) -> str:
+        if "\\" not in value:
+            return super()._string(value)
+        # an escape string: the same whatever standard_conforming_strings says
+        return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+    def _bytes(self, value: bytes) -> str:
+        return f"decode('{value.hex()}', 'hex')"
 
     def add_column(self, table: str, column: Column) -> str:
         # IF NOT EXISTS: two tasks may evolve the same table at once.
@@ -326,7 +355,13 @@ class MySql(Dialect):
         return found or None
 
     def _decimal_type(self, scale: int) -> str:
-        return f"DECIMAL(65, {min(scale, 30)})"
+        # The schema's scale as it is: a smaller one would round every value (MariaDB allows 38, MySQL 30;
+        # beyond that the server refuses the table).
+        return f"DECIMAL(65, {scale})"
+
+    def _string(self, value: str) -> str:
+        # a backslash starts an escape in MariaDB/MySQL strings (unless sql_mode=NO_BACKSLASH_ESCAPES)
+        return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
     def _boolean(self, value: bool) -> str:
         return "1" if value else "0"

@@ -29,7 +29,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from connectd import Date, Decimal, Schema, SchemaType, SinkRecord, Struct, Time, Timestamp
+from connectd import (
+    Date,
+    Decimal,
+    Schema,
+    SchemaType,
+    SinkRecord,
+    Struct,
+    Time,
+    Timestamp,
+)
 
 from connectd_jdbc.config import Settings
 
@@ -120,7 +129,7 @@ class Shapes:
         value_schema = None if tombstone else record.value_schema
         value_names = [field.name for field in value_schema.fields] if value_schema is not None else []
         key_columns: list[Column] = []
-        key: Callable[[SinkRecord], tuple[Any, ...]] = lambda _record: ()
+        key: Callable[[SinkRecord], tuple[Any, ...]] = _nothing
         if mode == "kafka":
             key_columns = [Column(name, schema) for name, schema in zip(pk_fields, _KAFKA_SCHEMAS, strict=True)]
             key = lambda r: (r.topic, r.kafka_partition, r.kafka_offset)
@@ -136,12 +145,16 @@ class Shapes:
             key = self._extractor(value_schema, names, lambda r: r.value)
         key_names = {column.name for column in key_columns}  # a value field of a key column's name is the key
         value_columns: list[Column] = []
-        values: Callable[[SinkRecord], tuple[Any, ...]] = lambda _record: ()
+        values: Callable[[SinkRecord], tuple[Any, ...]] = _nothing
         if value_schema is not None:
             whitelist = settings.fields_whitelist
             names = [name for name in value_names if name not in key_names and (not whitelist or name in whitelist)]
             value_columns = [self._column(value_schema, name, record) for name in names]
             values = self._extractor(value_schema, names, lambda r: r.value)
+        if not key_columns and not value_columns and not tombstone:
+            raise RecordError(f"record {where(record)}: no column to write: the value has no fields"
+                              f"{' that fields.whitelist keeps' if value_names else ''} and pk.mode={mode} "
+                              "gives no key columns")
         if not key_columns:
             row = values
         elif not value_columns:
@@ -163,14 +176,13 @@ class Shapes:
             if missing:
                 raise RecordError(f"record {where(record)}: pk.fields names {', '.join(missing)}, not fields of "
                                   f"the key (it has {', '.join(key_names)})")
-            return ([self._column(schema, name, record) for name in names],
-                    self._extractor(schema, names, lambda r: r.key))
+            return [self._column(schema, name, record) for name in names], self._extractor(schema, names, _key)
         if schema.type.is_primitive:
             if len(pk_fields) != 1:
                 raise RecordError(f"record {where(record)}: its key is a {schema.type.value}; pk.fields must name "
                                   "the one column it goes to")
             convert = self._converter(schema)
-            return [Column(pk_fields[0], schema)], lambda r: (convert(r.key),)
+            return [Column(pk_fields[0], schema)], lambda r: (convert(_key(r)),)
         raise RecordError(f"record {where(record)}: a {schema.type.value} key cannot be a primary key")
 
     def _column(self, struct_schema: Schema, name: str, record: SinkRecord) -> Column:
@@ -182,6 +194,8 @@ class Shapes:
 
     def _extractor(self, struct_schema: Schema, names: list[str],
                    part: Callable[[SinkRecord], Struct]) -> Callable[[SinkRecord], tuple[Any, ...]]:
+        if not names:  # key-only records: the value's fields are all key columns (or not whitelisted)
+            return _nothing
         positions = {field.name: index for index, field in enumerate(struct_schema.fields)}
         pick = operator.itemgetter(*(positions[name] for name in names))
         single = len(names) == 1
@@ -230,6 +244,17 @@ class Shapes:
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _key(record: SinkRecord) -> Any:
+    # A later record of the same schemas may still have no key (the shape is cached by schemas).
+    if record.key is None:
+        raise RecordError(f"record {where(record)}: pk.mode=record_key needs a key, and this record has none")
+    return record.key
+
+
+def _nothing(_record: SinkRecord) -> tuple[Any, ...]:
+    return ()
 
 
 def _described(value: Any, schema: Schema | None) -> str:

@@ -33,7 +33,8 @@ Failures:
   and each one the database refuses is reported, the others kept; without one,
   the task fails naming the records and the database's message;
 - a missing table without ``auto.create``, a missing column without
-  ``auto.evolve``, DDL the database refuses: the task fails.
+  ``auto.evolve``, DDL the database refuses: the records of that run are
+  reported when there is an errant record reporter, else the task fails.
 """
 
 from __future__ import annotations
@@ -63,18 +64,23 @@ class _Run:
         self._records: list[SinkRecord] = []
         self._rows: list[tuple[Any, ...]] = []
         self._by_key: dict[tuple[Any, ...], tuple[SinkRecord, tuple[Any, ...]]] = {}
+        #: nothing to write: deletes from a table that does not exist, or a table that cannot take the records
+        self.void = False
+        #: why the table cannot take the records (they are reported)
+        self.refusal: ConnectException | None = None
 
     def add(self, record: SinkRecord, row: tuple[Any, ...]) -> None:
+        self._records.append(record)
+        self._rows.append(row)
         if self._keyed:
             key = row[:self._width]
             self._by_key.pop(key, None)  # the last record of a key wins, in its own place
             self._by_key[key] = (record, row)
-        else:
-            self._records.append(record)
-            self._rows.append(row)
 
     def items(self) -> list[tuple[SinkRecord, tuple[Any, ...]]]:
-        return list(self._by_key.values()) if self._keyed else list(zip(self._records, self._rows, strict=True))
+        """Every record and its row, in order: those a later record of their key supersedes too, so that
+        written one by one, a refused record leaves the row as the records before it made it."""
+        return list(zip(self._records, self._rows, strict=True))
 
     def rows(self) -> list[tuple[Any, ...]]:
         return [row for _record, row in self._by_key.values()] if self._keyed else self._rows
@@ -96,7 +102,8 @@ class JdbcSinkTask(SinkTask):
     def put(self, records: list[SinkRecord]) -> None:
         if not records:
             return
-        runs = self._runs(records)
+        refused: list[tuple[SinkRecord, Exception]] = []  # reported once the others are written
+        runs = self._runs(records, refused)
         errors = self._dialect.errors
         try:
             try:
@@ -110,6 +117,9 @@ class JdbcSinkTask(SinkTask):
                         f"writing records {where(records[0])} to {where(records[-1])} failed: {error}".strip()
                     ) from error
                 self._one_by_one(runs)
+            refused += [(record, run.refusal) for run in runs if run.refusal is not None for record, _row in run.items()]
+            for record, error in refused:
+                self._report(record, error)
         except errors as error:  # transient: try the same records again
             self._close()
             if self._retries_left == 0:
@@ -126,7 +136,8 @@ class JdbcSinkTask(SinkTask):
 
     # -- records into runs ------------------------------------------------------------------------
 
-    def _runs(self, records: list[SinkRecord]) -> list[_Run]:
+    def _runs(self, records: list[SinkRecord], refused: list[tuple[SinkRecord, Exception]]) -> list[_Run]:
+        """*records* in runs; those that are no row added to *refused* (or the task fails, without a reporter)."""
         runs: list[_Run] = []
         current: _Run | None = None
         table_format, tables, mode, shape_of = self._settings.table_name_format, self._tables, \
@@ -136,7 +147,9 @@ class JdbcSinkTask(SinkTask):
                 shape = shape_of(record)
                 row = shape.row(record)
             except RecordError as error:
-                self._report(record, error)
+                if self._reporter is None:
+                    raise ConnectException(str(error)) from error
+                refused.append((record, error))
                 continue
             table = tables.get(record.topic)
             if table is None:
@@ -164,7 +177,14 @@ class JdbcSinkTask(SinkTask):
     def _write(self, runs: list[_Run]) -> None:
         connection = self._connect()
         for run in runs:
-            self._prepare(connection, run)
+            try:
+                self._prepare(connection, run)
+            except ConnectException as error:
+                if self._reporter is None:
+                    raise
+                # As Confluent's sink: with error reporting, the records of a table that cannot take them
+                # are reported (once the others are written: not again when the put() is retried).
+                run.refusal, run.void = error, True
         if len(runs) == 1 and self._dialect.atomic_insert(runs[0].operation, len(runs[0].rows())):
             # One statement is a transaction by itself: no BEGIN and COMMIT round trips.
             connection.autocommit = True
@@ -181,6 +201,8 @@ class JdbcSinkTask(SinkTask):
 
     def _write_run(self, cursor: Any, run: _Run, rows: list[tuple[Any, ...]]) -> None:
         dialect, shape = self._dialect, run.shape
+        if run.void:
+            return
         if run.operation == "insert":
             dialect.insert(cursor, run.table, shape.columns, rows)
         elif run.operation == "upsert":
@@ -207,10 +229,19 @@ class JdbcSinkTask(SinkTask):
 
     def _prepare(self, connection: Any, run: _Run) -> None:
         """Make *run*'s table and columns exist (auto.create, auto.evolve), or fail saying why."""
-        if run.operation == "delete":
-            return  # deletes need only the key columns, which the table has if it has rows to delete
         table, settings, dialect = run.table, self._settings, self._dialect
         known = self._columns.get(table)
+        if run.operation == "delete":
+            # Deletes need only the key columns, which the table has if it has rows to delete; a table not
+            # there has none (Confluent's sink would create it with the key columns alone).
+            if known is None:
+                known = self._read_columns(connection, table)
+                if known is not None:
+                    self._columns[table] = known
+            run.void = known is None
+            if run.void:
+                log.info("jdbc_deletes_skipped: table %s does not exist, so it has no rows to delete", table)
+            return
         if known is None or self._missing(known, run.shape):
             known = self._read_columns(connection, table)
         if known is None:
