@@ -1036,7 +1036,9 @@ class StandaloneHerder(HerderBase):
         async with self._lock:
             run = self._run(name)
             if run.target == "STOPPED":
-                raise ConnectorError(f"connector {name} is stopped; resume it to start it")
+                # As Kafka Connect: a STOPPED connector stays stopped (Kafka starts it again in its target
+                # state, STOPPED), and it has no tasks to restart.
+                return RestartPlan(self.status.connector(name) or Status(STOPPED, self.worker_id), {})
             connector_status = self.status.connector(name) or Status(UNASSIGNED, self.worker_id)
             restart_connector = not only_failed or connector_status.state == FAILED
             task_statuses = {task.id: self.status.task(name, task.id) or Status(UNASSIGNED, self.worker_id)

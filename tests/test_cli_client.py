@@ -140,9 +140,12 @@ def test_a_stopped_connector_from_create_to_delete(serve, tmp_path):
     assert "reset successfully" in answer(connectd("connectors", "offsets", "src", "--reset", url=url))["message"]
     assert answer(connectd("connectors", "offsets", "src", url=url)) == {"offsets": []}
 
-    restart = connectd("connectors", "restart", "src", url=url)  # a STOPPED connector does not restart
-    assert restart.returncode == EXIT_FAILURE and restart.stdout == ""
-    assert restart.stderr.startswith("connectd: HTTP 409: ") and "stopped" in restart.stderr
+    # As Kafka Connect: restarting a STOPPED connector succeeds, and it stays stopped.
+    restart = connectd("connectors", "restart", "src", url=url)
+    assert (restart.returncode, restart.stdout, restart.stderr) == (EXIT_OK, "", "")
+    plan = answer(connectd("connectors", "restart", "src", "--include-tasks", url=url))
+    assert plan["connector"]["state"] == "STOPPED" and plan["tasks"] == []
+    assert answer(connectd("connectors", "status", "src", url=url))["connector"]["state"] == "STOPPED"
 
     deleted = connectd("connectors", "delete", "src", url=url)
     assert (deleted.returncode, deleted.stdout, deleted.stderr) == (EXIT_OK, "", "")

@@ -279,9 +279,10 @@ class DistributedHerder(HerderBase):
     async def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> RestartPlan:
         self._require(name)
         await self._as_leader()
-        if self.snapshot.target_states.get(name) == "STOPPED":
-            raise ConnectorError(f"connector {name} is stopped; resume it to start it")
         connector_status = self.status.connector(name) or Status(UNASSIGNED, self.worker_id)
+        if self.snapshot.target_states.get(name) == "STOPPED":
+            # As Kafka Connect: a STOPPED connector stays stopped, and it has no tasks to restart.
+            return RestartPlan(connector_status, {})
         restart_connector = not only_failed or connector_status.state == FAILED
         statuses = {i: self.status.task(name, i) or Status(UNASSIGNED, self.worker_id)
                     for i in range(self.snapshot.task_counts.get(name, 0))}
