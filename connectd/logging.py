@@ -48,7 +48,11 @@ _ROOT = "root"
 # log4j's OFF: above CRITICAL, so nothing passes.
 _OFF = _stdlib_logging.CRITICAL + 10
 
+# log4j's ALL: below DEBUG, so everything passes (NOTSET would mean "as the parent").
+_ALL = 1
+
 _LEVELS: dict[str, int] = {
+    "ALL": _ALL,
     "TRACE": _stdlib_logging.DEBUG,
     "DEBUG": _stdlib_logging.DEBUG,
     "INFO": _stdlib_logging.INFO,
@@ -59,7 +63,7 @@ _LEVELS: dict[str, int] = {
     "CRITICAL": _stdlib_logging.CRITICAL,
     "OFF": _OFF,
 }
-_LEVEL_CHOICES = "TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF"
+_LEVEL_CHOICES = "TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF, ALL"
 
 # Reported with log4j's names, as Kafka Connect's /admin/loggers does.
 _LEVEL_NAMES: dict[int, str] = {
@@ -69,6 +73,7 @@ _LEVEL_NAMES: dict[int, str] = {
     _stdlib_logging.ERROR: "ERROR",
     _stdlib_logging.CRITICAL: "FATAL",
     _OFF: "OFF",
+    _ALL: "ALL",
 }
 
 # Libraries too chatty below this level unless DEBUG was asked for.

@@ -360,6 +360,7 @@ def test_bind_context_is_separate_per_asyncio_task():
         ("fatal", "FATAL"),
         ("CRITICAL", "FATAL"),
         ("off", "OFF"),
+        ("all", "ALL"),
     ],
 )
 def test_level_names_are_case_insensitive_with_log4j_aliases(name, expected):
@@ -377,7 +378,7 @@ def test_bad_level_name_raises_config_error_and_keeps_configuration(bad):
 
     assert excinfo.value.problems == [
         f"--log-level: {bad!r} is not a log level; "
-        "expected one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF"
+        "expected one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF, ALL"
     ]
     get_logger("connectd.x").info("still_here")
     assert _events(stream) == ["still_here"]
