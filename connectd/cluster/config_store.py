@@ -72,6 +72,7 @@ SESSION_KEY_KEY = "session-key"
 LOGGER_PREFIX = "logger-cluster-"
 _SKIPPED_PREFIXES = ("tasks-fencing-",)  # known to Kafka Connect, not used here
 _TASK_NUMBER = re.compile(r"[+-]?[0-9]+")
+_INT32 = range(-(2**31), 2**31)  # Java's Integer.parseInt refuses the rest
 _WRITE_TIMEOUT_S = 30.0  # Kafka Connect's READ_WRITE_TOTAL_TIMEOUT_MS
 
 
@@ -160,9 +161,12 @@ def target_state_value(state: str) -> dict[str, str]:
 
 
 def parse_task_key(key: str, prefix: str = TASK_PREFIX) -> ConnectorTaskId | None:
-    """``task-<connector>-<n>`` → its task id (the last dash separates the number, as in Kafka)."""
-    connector, dash, number = key[len(prefix):].rpartition("-")
-    if not dash or not _TASK_NUMBER.fullmatch(number):
+    """``task-<connector>-<n>`` → its task id (the last dash separates the number, as in Kafka).
+
+    As Kafka's ``key.split("-")``, trailing dashes are ignored, and the number is an int32.
+    """
+    connector, dash, number = key[len(prefix):].rstrip("-").rpartition("-")
+    if not dash or not _TASK_NUMBER.fullmatch(number) or int(number) not in _INT32:
         return None
     return ConnectorTaskId(connector, int(number))
 
@@ -262,10 +266,11 @@ class KafkaConfigStore(LogBackedStore):
         if record.key is None:
             log.error("config_record_skipped", topic=self.topic, offset=record.offset, reason="no key")
             return
+        # Kafka's StringDeserializer replaces bytes that are not UTF-8; the record still counts.
+        key = record.key.decode("utf-8", "replace")
         try:
-            key = record.key.decode("utf-8")
             value = json.loads(record.value) if record.value else None
-        except (UnicodeDecodeError, ValueError) as exc:
+        except ValueError as exc:
             log.error("config_record_skipped", topic=self.topic, offset=record.offset, reason=f"not JSON: {exc}")
             return
         self._offset = record.offset + 1
@@ -401,6 +406,8 @@ class KafkaConfigStore(LogBackedStore):
         if not isinstance(encoded, str) or not isinstance(algorithm, str) or not _is_int(created):
             log.error("config_record_skipped", key=SESSION_KEY_KEY, reason="expected key, algorithm and creation-timestamp")
             return
+        if "=" not in encoded:
+            encoded += "=" * (-len(encoded) % 4)  # Java's Base64 decoder does not need the padding
         try:
             key = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):

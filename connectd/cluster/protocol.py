@@ -205,7 +205,7 @@ def encode_assignment(assignment: ConnectAssignment, version: int) -> bytes:
 
 def decode_assignment(data: bytes) -> ConnectAssignment:
     """Read an assignment (any version from 0 on; missing trailing fields take
-    Kafka's defaults: nothing revoked, no delay). Connectors and tasks come back sorted.
+    Kafka's defaults: nothing assigned or revoked, no delay). Connectors and tasks come back sorted.
 
     :raises ProtocolError: if the bytes are cut short or the version is negative.
     """
@@ -215,7 +215,7 @@ def decode_assignment(data: bytes) -> ConnectAssignment:
     leader = reader.string()
     leader_url = reader.string()
     config_offset = reader.int64()
-    connectors, tasks = _read_work(reader)
+    connectors, tasks = _read_work(reader) if not reader.at_end() else ([], [])
     revoked = WorkerLoad()
     delay_ms = 0
     if not reader.at_end():
@@ -315,10 +315,8 @@ class _Reader:
         size = self.int16()
         if size < 0:
             raise ProtocolError("null string where the Connect protocol needs one")
-        try:
-            return bytes(self._take(size)).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError(f"string is not UTF-8: {exc}") from exc
+        # As Kafka's Utils.utf8: bytes that are not UTF-8 are replaced, not refused.
+        return bytes(self._take(size)).decode("utf-8", "replace")
 
     def nullable_bytes(self) -> bytes | None:
         size = self.int32()

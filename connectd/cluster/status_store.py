@@ -47,6 +47,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from connectd.cluster.config_store import parse_task_key
 from connectd.cluster.kafka_log import KafkaLog, LogBackedStore
 from connectd.errors import ConnectdError
 from connectd.logging import get_logger
@@ -115,10 +116,8 @@ def parse_key(key: str) -> tuple[str, Any] | None:
         connector = key[len(CONNECTOR_PREFIX):]
         return (_CONNECTORS, connector) if connector else None
     if key.startswith(TASK_PREFIX):
-        connector, dash, number = key[len(TASK_PREFIX):].rpartition("-")
-        if not dash or not number.isascii() or not number.lstrip("+-").isdigit():
-            return None
-        return _TASKS, (connector, int(number))
+        task = parse_task_key(key, TASK_PREFIX)  # the config topic's rule: Kafka parses both alike
+        return None if task is None else (_TASKS, (task.connector, task.task))
     if key.startswith(TOPIC_PREFIX):
         # As Kafka: the topic ends at the first ':' (topic names cannot hold one).
         topic, separator, connector = key[len(TOPIC_PREFIX):].partition(TOPIC_SEPARATOR)

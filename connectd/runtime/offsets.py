@@ -22,8 +22,9 @@ messages; the ``*_group_*`` functions read and change a group's offsets.
 Offsets topics (distributed mode)
 ---------------------------------
 :class:`TopicOffsetStore` keeps them in an offsets topic, record for record
-as Kafka Connect does: key ``["<connector>",{<partition>}]`` in compact
-JSON, value the offset's JSON, a tombstone deleting it; keyed records go to
+as Kafka Connect does: key ``["<connector>",{<partition>}]`` and value the
+offset, both as Kafka's JsonConverter writes them (:func:`jackson_json`), a
+tombstone deleting it; keyed records go to
 the partition Java's producer picks (murmur2), so a topic is shared with, or
 taken over from, Kafka Connect. Reads go from the beginning of every
 partition to its end (:mod:`connectd.runtime.topic_reader`), the last
@@ -61,6 +62,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from connectd.data._text import json_double, json_quote
 from connectd.errors import BadRequestError, ConfigError, ConnectorError
 from connectd.logging import get_logger
 
@@ -77,6 +79,7 @@ __all__ = [
     "close_producers",
     "delete_group",
     "group_offsets",
+    "jackson_json",
     "open_offset_store",
     "orphan_offset_topics",
     "parse_sink_offsets",
@@ -190,14 +193,43 @@ _DEFAULT_TIMEOUT_S = 30.0
 
 
 def record_key(connector: str, partition: Mapping[str, Any]) -> bytes:
-    """The offsets topic's key for *partition* of *connector*: compact JSON, keys sorted, UTF-8 as Jackson writes."""
-    return json.dumps([connector, partition], sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """The offsets topic's key for *partition* of *connector*: ``["<connector>",{...}]`` as Kafka's
+    JsonConverter (Jackson) writes it, keys sorted, so equal partitions always give equal bytes."""
+    return jackson_json([connector, partition]).encode("utf-8")
 
 
 def _record_value(offset: Mapping[str, Any] | None) -> bytes | None:
     if offset is None:
         return None
-    return json.dumps(offset, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return jackson_json(offset).encode("utf-8")
+
+
+def jackson_json(value: Any) -> str:
+    """*value* as Kafka's JsonConverter (``schemas.enable=false``) serialises it, objects' keys sorted.
+
+    Byte for byte what Jackson writes for the same values in the same key order: no spaces,
+    UTF-8 unescaped, control characters as ``\\u00XX`` (upper-case hex), doubles in Java's
+    ``Double.toString`` form (``1.0E7``, ``1.5E-5``). Offsets keys compare as bytes, in
+    Kafka Connect's reader and in compaction, so their form must not vary.
+    """
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return json_quote(value)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return json_double(value)
+    if isinstance(value, Mapping):
+        items = sorted(((k if isinstance(k, str) else json.dumps(k), v) for k, v in value.items()), key=lambda kv: kv[0])
+        return "{" + ",".join(f"{jackson_json(k)}:{jackson_json(v)}" for k, v in items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(jackson_json(item) for item in value) + "]"
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _parse_key(key: bytes) -> tuple[str, dict[str, Any]] | None:

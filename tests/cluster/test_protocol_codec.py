@@ -141,3 +141,30 @@ def test_bad_bytes_raise_protocol_error(raw):
 def test_only_versions_1_and_2_are_written():
     with pytest.raises(ValueError):
         encode_assignment(ASSIGNMENT, 0)
+
+
+def test_an_assignment_ending_after_the_config_offset_takes_kafkas_defaults():
+    # ASSIGNMENT_V1 tolerates missing fields with defaults: assignment and revoked null, delay 0.
+    raw = i16(1) + i16(CONFIG_MISMATCH) + s("l") + s("http://l") + i64(42)
+    assert decode_assignment(raw) == ConnectAssignment(CONFIG_MISMATCH, "l", "http://l", 42)
+
+
+def test_strings_that_are_not_utf8_are_replaced_as_kafka_reads_them():
+    raw = i16(1) + i16(0) + i16(2) + b"\xff\xfe" + s("u") + i64(3)
+    assert decode_assignment(raw).leader == "\ufffd\ufffd"
+
+
+def test_metadata_as_a_kafka_connect_worker_writes_it():
+    # IncrementalCooperativeConnectProtocol.serializeMetadata(state, sessioned=true): header v2,
+    # CONFIG_STATE_V1, ALLOCATION_V1 holding serializeAssignment: header v2 + ASSIGNMENT_V1 as
+    # ExtendedAssignment.toStruct writes it (connectors in HashSet order, revoked as an array).
+    allocation = b"".join([
+        i16(2), i16(0), s("w1"), s("http://w1:8083/"), i64(9),
+        i32(2), s("b"), i32(2), i32(-1), i32(0), s("a"), i32(1), i32(-1),
+        i32(0),  # nothing revoked
+        i32(0),  # no delay
+    ])
+    raw = i16(2) + s("http://w2:8083/") + i64(11) + i32(len(allocation)) + allocation
+    assert decode_metadata(raw) == WorkerMetadata("http://w2:8083/", 11, WorkerLoad.of(["a", "b"], [T("b", 0)]))
+    # a worker that has had no assignment yet writes a null allocation (ExtendedAssignment.empty())
+    assert decode_metadata(i16(1) + s("http://w3") + i64(-1) + i32(-1)) == WorkerMetadata("http://w3", -1, None)

@@ -16,6 +16,7 @@ from connectd.runtime.offsets import (
     canonical,
     close_producers,
     open_offset_store,
+    record_key,
     store_offsets_hook,
 )
 from connectd.runtime.topic_reader import read_topic, read_topic_records
@@ -127,6 +128,29 @@ def test_records_are_kafka_connects_bytes_in_javas_partition(settings, topic):
     TopicOffsetStore(topic, settings).put("my-source", {canonical(partition): {"id": 42, "ts": 1.5}})
     key = '["my-source",{"shard":2,"table":"users","ünï":"cödé"}]'.encode()
     assert where(settings, topic) == {key: (java_partition(key, PARTITIONS), b'{"id":42,"ts":1.5}')}
+
+
+def test_keys_are_the_bytes_jackson_writes():
+    # Kafka's JsonConverter (schemas.enable=false) writes through Jackson: \u00XX with upper-case
+    # hex for control characters, doubles as Java's Double.toString, NaN as a string.
+    partition = {"path": "/data/a\x1fb\x0b\n\"\\é", "ratio": 1e7, "tiny": 1.5e-5, "half": 0.5, "n": -3,
+                 "ok": True, "gone": None, "nan": float("nan")}
+    assert record_key("src", partition) == (
+        '["src",{"gone":null,"half":0.5,"n":-3,"nan":"NaN","ok":true,'
+        '"path":"/data/a\\u001Fb\\u000B\\n\\"\\\\é","ratio":1.0E7,"tiny":1.5E-5}]').encode()
+    # one logical key, one form: whatever order the partition's keys came in
+    assert record_key("src", {"b": 1, "a": 2.0}) == record_key("src", {"a": 2.0, "b": 1}) == b'["src",{"a":2.0,"b":1}]'
+
+
+def test_a_partition_with_doubles_and_control_characters_gets_javas_key(settings, topic):
+    partition = {"file": "log\x1b.txt", "shard": 12345678.0}
+    TopicOffsetStore(topic, settings).put("src", {canonical(partition): {"pos": 1e-7}})
+    key = b'["src",{"file":"log\\u001B.txt","shard":1.2345678E7}]'
+    assert where(settings, topic) == {key: (java_partition(key, PARTITIONS), b'{"pos":1.0E-7}')}
+    # written again by another process: the same key, so compaction keeps one record
+    TopicOffsetStore(topic, settings).put("src", {canonical(partition): {"pos": 2.5}})
+    assert where(settings, topic) == {key: (java_partition(key, PARTITIONS), b'{"pos":2.5}')}
+    assert TopicOffsetStore(topic, settings).get("src", [partition]) == {canonical(partition): {"pos": 2.5}}
 
 
 def test_finds_a_record_kafka_connect_wrote_and_updates_it_under_its_key(settings, topic):
