@@ -97,6 +97,11 @@ class ConfigSnapshot:
         connector's task count.
     :attr inconsistent: connectors whose last commit found task configs
         missing; they have no tasks until their tasks are written again.
+    :attr applied_connector_configs: each connector's config as it was when
+        its task configs were last committed (Kafka's applied connector
+        config, KAFKA-9228): a connector config changed since then needs its
+        task configs written again even where they are the same, for its
+        tasks to restart with the new converters, transforms, ….
     """
 
     offset: int = -1
@@ -106,6 +111,7 @@ class ConfigSnapshot:
     target_states: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
     inconsistent: frozenset[str] = frozenset()
     session_key: SessionKey | None = None
+    applied_connector_configs: Mapping[str, Mapping[str, str | None]] = field(default_factory=lambda: _frozen({}))
 
     def contains(self, connector: str) -> bool:
         return connector in self.connector_configs
@@ -204,6 +210,7 @@ class KafkaConfigStore(LogBackedStore):
         self._task_counts: dict[str, int] = {}
         self._target_states: dict[str, str] = {}
         self._inconsistent: set[str] = set()
+        self._applied: dict[str, dict[str, str | None]] = {}
         self._deferred: dict[str, dict[ConnectorTaskId, dict[str, str | None]]] = {}
         self._session_key: SessionKey | None = None
         self._snapshot: ConfigSnapshot | None = None
@@ -253,6 +260,7 @@ class KafkaConfigStore(LogBackedStore):
             target_states=_frozen(self._target_states),
             inconsistent=frozenset(self._inconsistent),
             session_key=self._session_key,
+            applied_connector_configs=_frozen({c: _frozen(p) for c, p in self._applied.items()}),
         )
 
     def contains(self, connector: str) -> bool:
@@ -326,6 +334,7 @@ class KafkaConfigStore(LogBackedStore):
     def _remove_connector(self, connector: str) -> None:
         self._connector_configs.pop(connector, None)
         self._task_counts.pop(connector, None)
+        self._applied.pop(connector, None)
         for task in [t for t in self._task_configs if t.connector == connector]:
             del self._task_configs[task]
         self._deferred.pop(connector, None)
@@ -383,6 +392,7 @@ class KafkaConfigStore(LogBackedStore):
                 del self._task_configs[task]
             updated = sorted(deferred)
             self._inconsistent.discard(connector)
+            self._applied[connector] = dict(self._connector_configs[connector])
         self._task_counts[connector] = count
         self._tell("on_task_configs", updated)
 

@@ -583,11 +583,16 @@ class DistributedHerder(HerderBase):
 
     async def _publish_task_configs(self, run: _ConnectorRun, written: list[dict[str, str]], attempt: int = 0) -> None:
         """Hand new task configs to the leader, unless the config topic has them already."""
-        current = [self.snapshot.task_configs.get(ConnectorTaskId(run.name, i))
-                   for i in range(self.snapshot.task_counts.get(run.name, 0))]
-        if current == written:
+        snapshot = self.snapshot
+        current = [snapshot.task_configs.get(ConnectorTaskId(run.name, i))
+                   for i in range(snapshot.task_counts.get(run.name, 0))]
+        # The same task configs are written again when the connector's config changed since they were
+        # committed (as Kafka does since KAFKA-9228): its tasks restart with its new converters, transforms, ….
+        applied = snapshot.applied_connector_configs.get(run.name) == snapshot.connector_configs.get(run.name)
+        if current == written and applied:
             return
-        log.info("task_configs_changed", connector=run.name, tasks_before=len(current), tasks_after=len(written))
+        log.info("task_configs_changed", connector=run.name, tasks_before=len(current), tasks_after=len(written),
+                 connector_config_changed=not applied)
         try:
             if self.is_leader:
                 await self.config_store.put_task_configs(run.name, written)

@@ -322,3 +322,20 @@ def test_status_keys_parse_as_kafka_parses_them():
     ])
     assert sorted(store.tasks("a-b")) == [3, 4]
     assert store.connectors() == set() and store.topics("c") == set()
+
+
+def test_the_applied_connector_config_is_the_one_its_last_complete_commit_saw():
+    v1 = b'{"properties":{"connector.class":"FileStreamSource","transforms":""}}'
+    v2 = b'{"properties":{"connector.class":"FileStreamSource","transforms":"route"}}'
+    task = b'{"properties":{"task.class":"FileStreamSourceTask"}}'
+    applied = lambda records: {c: dict(p) for c, p in read_config(records).applied_connector_configs.items()}  # noqa: E731
+
+    committed = [("connector-c", v1), ("task-c-0", task), ("commit-c", b'{"tasks":1}')]
+    assert applied(committed) == {"c": {"connector.class": "FileStreamSource", "transforms": ""}}
+    # A new connector config, its task configs not written again yet: the tasks run under v1.
+    assert applied([*committed, ("connector-c", v2)])["c"]["transforms"] == ""
+    assert applied([*committed, ("connector-c", v2), ("task-c-0", task), ("commit-c", b'{"tasks":1}')])["c"] == {
+        "connector.class": "FileStreamSource", "transforms": "route"}
+    # An incomplete commit applies nothing; a deleted connector has no applied config.
+    assert "c" not in applied([("connector-c", v1), ("commit-c", b'{"tasks":1}')])
+    assert applied([*committed, ("connector-c", None)]) == {}

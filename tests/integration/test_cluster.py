@@ -373,6 +373,19 @@ def test_the_leader_leaves_writes_go_on_a_restarted_cluster_remembers_everything
     wait_until(lambda: len(out.read_text().splitlines()) >= 300, "300 lines in the sink's file", timeout=180)
     assert sorted(set(out.read_text().splitlines())) == [f"line {i:06d}" for i in range(300)]
 
+    # A new config that changes only the transforms leaves the task configs as they were: the tasks
+    # restart with it all the same (KAFKA-9228), rather than keep the transforms they started with.
+    hoisted = {**sink, "tasks.max": "1", "transforms": "hoist", "transforms.hoist.field": "line",
+               "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value"}
+    assert workers.call("w1", "PUT", "/connectors/sink/config", hoisted)[0] == 200
+    produced = iter(range(300, 10_000, 10))
+
+    def hoisted_lines() -> list[str]:
+        _produce(broker, topic_name, next(produced), 10, 2)  # until the restarted task reads some
+        return [line for line in out.read_text().splitlines() if line.startswith("Struct{")]
+
+    wait_until(hoisted_lines, "records written through the new transform", timeout=120)
+
     # A follower leaves cleanly: its work goes to the leader at once, not after the 2-minute delay.
     leader = workers.leader()
     follower = next(n for n in workers.workers if n != leader)
