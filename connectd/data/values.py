@@ -4,7 +4,8 @@ Writing (:func:`convert_to_string`): strings as they are, numbers as Java
 prints them, ``true``/``false``, bytes in base64, arrays ``[1,2,3]``, maps
 and structs ``{"key":value,...}`` (strings inside them quoted, ``\\`` and
 ``"`` escaped), dates ``2024-05-01``, times ``13:45:00.000Z``, timestamps
-``2024-05-01T13:45:00.000Z``.
+``2024-05-01T13:45:00.000Z``. As in Kafka the format follows the instant, not
+the type: one before 1970-01-02 is written as a time, a later midnight as a date.
 
 Reading (:func:`parse_string`) infers a schema from the text as Kafka does:
 ``null``; booleans; whole numbers as the smallest of int8/int16/int32/int64
@@ -44,6 +45,8 @@ from connectd.data.schema import INT_RANGES, Schema, SchemaAndValue, SchemaBuild
 __all__ = ["convert_to_string", "infer_schema", "parse_string"]
 
 _UTC = datetime.timezone.utc
+_MILLIS_PER_DAY = 86_400_000
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 
 
 # --- writing ----------------------------------------------------------------------
@@ -56,6 +59,25 @@ def convert_to_string(schema: Schema | None, value: Any) -> str | None:
     out: list[str] = []
     _append(out, value, schema, embedded=False)
     return "".join(out)
+
+
+def _date_text(value: datetime.date | datetime.time) -> str:
+    # As Kafka's Values.dateFormatFor, the format follows the instant, not the type: before the end
+    # of the epoch's first day it is a time, at a later midnight a date, otherwise a timestamp.
+    if isinstance(value, datetime.datetime):
+        millis = Timestamp.from_logical(Timestamp.SCHEMA, value)
+    elif isinstance(value, datetime.date):
+        millis = (value.toordinal() - _EPOCH_ORDINAL) * _MILLIS_PER_DAY
+    else:
+        millis = Time.from_logical(Time.SCHEMA, value)
+    days, of_day = divmod(millis, _MILLIS_PER_DAY)
+    seconds, ms = divmod(of_day, 1000)
+    time = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{ms:03d}Z"
+    if millis < _MILLIS_PER_DAY:
+        return time
+    date = datetime.date.fromordinal(_EPOCH_ORDINAL + days)
+    date_text = f"{date.year:04d}-{date.month:02d}-{date.day:02d}"
+    return date_text if of_day == 0 else f"{date_text}T{time}"
 
 
 def _escape(text: str) -> str:
@@ -107,18 +129,8 @@ def _append(out: list[str], value: Any, schema: Schema | None, embedded: bool) -
             item = value._values[field.index]
             _append(out, field.schema.default_value if item is None else item, field.schema, True)
         out.append("}")
-    elif isinstance(value, datetime.datetime):
-        utc = value.astimezone(_UTC) if value.tzinfo else value
-        out.append(
-            f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
-            f".{utc.microsecond // 1000:03d}Z"
-        )
-    elif isinstance(value, datetime.date):
-        out.append(f"{value.year:04d}-{value.month:02d}-{value.day:02d}")
-    elif isinstance(value, datetime.time):
-        millis = Time.from_logical(Time.SCHEMA, value)
-        seconds, ms = divmod(millis, 1000)
-        out.append(f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{ms:03d}Z")
+    elif isinstance(value, (datetime.date, datetime.time)):
+        out.append(_date_text(value))
     else:
         raise DataError(f"Failed to serialize unexpected value type {type(value).__name__}: {value!r}")
 

@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from connectd.config.definitions import CaseInsensitiveValidString, ConfigKey, Importance, Type
-from connectd.data import Field, Schema, SchemaType, Struct
+from connectd.data import DataError, Field, Schema, Struct
+from connectd.transforms.base import require_map_or_null, require_struct_or_null
 
 __all__ = ["FieldPath", "syntax_version_key"]
 
 V1, V2 = "V1", "V2"
+_NESTED = "nested field access"
 
 
 def syntax_version_key() -> ConfigKey:
@@ -48,29 +50,49 @@ class FieldPath:
         self.steps: tuple[str, ...] = (text,) if version.upper() == V1 else tuple(_parse_v2(text))
 
     def field_from(self, schema: Schema | None) -> Field | None:
-        """The field the path names in struct *schema*, or ``None``."""
-        if schema is None:
+        """The field the path names in struct *schema*, or ``None``.
+
+        :raises DataError: when the path goes through a schema that is not a struct, as Kafka's does.
+        """
+        if schema is None or not self.steps:
             return None
         current = schema
         for step in self.steps[:-1]:
-            if current.type is not SchemaType.STRUCT:
-                return None
             field = current.field(step)
             if field is None:
                 return None
             current = field.schema
-        if current.type is not SchemaType.STRUCT:
-            return None
         return current.field(self.steps[-1])
 
     def value_from(self, value: Struct | Mapping[str, Any] | None, replace_null_with_default: bool = True) -> Any:
-        """The value at the path in a struct or map, or ``None`` when something on the way is missing."""
-        current: Any = value
+        """The value at the path in a struct or map, or ``None`` when something on the way is missing or null.
+
+        A struct is walked through structs only and a map through maps only.
+
+        :raises DataError: when a value on the way is neither null nor of that kind, as Kafka's does.
+        """
+        if value is None:
+            return None
+        if not self.steps:  # Kafka fails here too: an empty V2 path names nothing
+            raise DataError(f"Unknown field: {self.text}")
+        if isinstance(value, Struct):
+            current: Any = value
+            for step in self.steps[:-1]:
+                if current.schema.field(step) is None:
+                    return None
+                current = require_struct_or_null(current.get(step), _NESTED)
+                if current is None:
+                    return None
+            last = self.steps[-1]
+            if current.schema.field(last) is None:
+                return None
+            return current.get(last) if replace_null_with_default else current.get_without_default(last)
+        current = value
         for step in self.steps[:-1]:
-            current = _step(current, step, True)
+            current = require_map_or_null(current.get(step), _NESTED)
             if current is None:
                 return None
-        return _step(current, self.steps[-1], replace_null_with_default)
+        return current.get(self.steps[-1])
 
     def __str__(self) -> str:
         return self.text
@@ -79,19 +101,9 @@ class FieldPath:
         return f"FieldPath({self.text!r}, steps={list(self.steps)!r})"
 
 
-def _step(container: Any, name: str, replace_null_with_default: bool) -> Any:
-    if isinstance(container, Struct):
-        if container.schema.field(name) is None:
-            return None
-        return container.get(name) if replace_null_with_default else container.get_without_default(name)
-    if isinstance(container, Mapping):
-        return container.get(name)
-    return None
-
-
 def _parse_v2(path: str) -> list[str]:
     if not path:
-        return [""]
+        return []
     steps: list[str] = []
     i, n = 0, len(path)
     while i < n:

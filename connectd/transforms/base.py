@@ -105,7 +105,10 @@ def replace_null_key() -> ConfigKey:
 
 
 class NonEmptyList(Validator):
-    """A list with at least one non-blank item (and, with *unique*, no item twice)."""
+    """A list with at least one item (and, with *unique*, no item twice).
+
+    As Kafka's ``NonEmptyListValidator``, blank items are allowed: ``a,`` is ``["a", ""]``.
+    """
 
     def __init__(self, *, unique: bool = False) -> None:
         self.unique = unique
@@ -113,8 +116,8 @@ class NonEmptyList(Validator):
     def __call__(self, value: Any) -> None:
         if value is None:
             return
-        if not value or any(not item for item in value):
-            raise ValueError("expected a non-empty list of non-empty names")
+        if not value:
+            raise ValueError("expected a non-empty list")
         if self.unique:
             repeated = sorted({item for item in value if value.count(item) > 1})
             if repeated:

@@ -3,13 +3,12 @@
 Nested field names are joined with the delimiter: ``{"a": {"b": 1}}`` becomes
 ``{"a.b": 1}``. A flattened field is optional when any struct above it is,
 and takes its default from its own schema or, failing that, from the default
-of a struct above it. Arrays (and, with a schema, maps) are kept whole.
+of a struct above it. Arrays are kept whole; as in Kafka, a map inside a
+struct with a schema cannot be flattened and fails the record.
 """
 
 from __future__ import annotations
 
-import datetime
-import decimal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -32,7 +31,8 @@ __all__ = ["Flatten", "FlattenKey", "FlattenValue"]
 
 PURPOSE = "flattening"
 
-_SCALARS = (str, int, float, bytes, bytearray, decimal.Decimal, datetime.date, datetime.time)
+# What Kafka's ConnectSchema.schemaType knows, less maps and structs; decimals and dates are not among them.
+_SCALARS = (str, int, float, bytes, bytearray)
 
 
 class Flatten(KeyOrValue):
@@ -85,6 +85,11 @@ class Flatten(KeyOrValue):
                 self._flatten_map(item, name, out)
             elif item is None or isinstance(item, (bool, list, tuple, *_SCALARS)):
                 out[name] = item
+            elif not isinstance(item, Struct):
+                raise DataError(
+                    f"Flatten transformation was passed a value of type {type(item).__name__} "
+                    "which is not supported by Connect's data API"
+                )
             else:
                 raise DataError(
                     f"Flatten transformation does not support {type(item).__name__} for record without schemas "
@@ -108,6 +113,8 @@ class Flatten(KeyOrValue):
             if field.schema.type is SchemaType.STRUCT:
                 self._add_fields(field.schema, name, builder, field_optional, default)
                 continue
+            if field.schema.type is SchemaType.MAP:
+                raise DataError(f"Flatten transformation does not support MAP for record with schemas (for field {name}).")
             field_builder = copy_schema_basics(field.schema)
             if field_optional:
                 field_builder.optional()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from connectd.config.definitions import ConfigDef, ConfigKey, Importance, NonEmptyString, Type
+from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, Type
 from connectd.data import parse_string
 from connectd.transforms.base import Transformation
 
@@ -23,14 +23,18 @@ class InsertHeader(Transformation):
     """
 
     config_def = ConfigDef([
-        ConfigKey("header", Type.STRING, "The name of the header to add.", importance=Importance.HIGH,
-                  validator=NonEmptyString()),
+        ConfigKey("header", Type.STRING, "The name of the header to add.", importance=Importance.HIGH),
         ConfigKey("value.literal", Type.STRING,
                   "The value of the header, set on every record. It is parsed as Kafka Connect's Values text, "
                   "so its schema is inferred (42 is an int8, true a boolean, anything else not a number, "
                   "date, array or map a string).",
                   importance=Importance.HIGH),
     ])
+
+    def validate(self, config: dict[str, Any]) -> list[ConfigProblem]:
+        # Kafka's NonNullValidator: an empty name or literal is fine, a null one is not.
+        return [ConfigProblem(None, key, "expected a string, got null")
+                for key in ("header", "value.literal") if key in config and config[key] is None]
 
     def setup(self, config: dict[str, Any]) -> None:
         self.header: str = config["header"]

@@ -6,6 +6,7 @@ import datetime
 import decimal
 import math
 import re
+import struct
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,6 +18,7 @@ from connectd.transforms.base import (
     KeySide,
     NonEmptyList,
     ValueSide,
+    replace_null_key,
     require_map,
     require_struct,
 )
@@ -32,6 +34,7 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
 _INT_RANGES = {
     SchemaType.INT8: 8, SchemaType.INT16: 16, SchemaType.INT32: 32, SchemaType.INT64: 64,
 }
+_F32 = struct.Struct("<f")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
@@ -53,12 +56,14 @@ class MaskField(KeyOrValue):
                   "A value to mask the fields with instead of the empty value of their type, converted to the "
                   "field's type. Only numeric and string fields can take it.",
                   default=None, importance=Importance.LOW, validator=NonEmptyString()),
+        replace_null_key(),
     ])
 
     def setup(self, config: dict[str, Any]) -> None:
         self.fields: list[str] = config["fields"]
         self._masked = frozenset(self.fields)
         self.replacement: str | None = config["replacement"]
+        self.replace_null_with_default: bool = config["replace.null.with.default"]
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = self.operating_schema(record)
@@ -71,8 +76,9 @@ class MaskField(KeyOrValue):
             return self.new_record(record, None, updated)
         struct = require_struct(value, PURPOSE)
         updated_struct = Struct(struct.schema)
+        get = struct.get if self.replace_null_with_default else struct.get_without_default
         for field in struct.schema.fields:
-            original = struct.get(field)
+            original = get(field)
             updated_struct.put(field, self._mask(field.schema, original) if field.name in self._masked else original)
         return self.new_record(record, schema, updated_struct)
 
@@ -146,19 +152,25 @@ def _replacement(schema: Schema | None, value: Any, text: str) -> Any:
     if name is not None:
         raise DataError(f"Cannot mask value of type {_describe(schema, value)} with custom replacement.")
     if kind in _INT_RANGES or (schema is None and isinstance(value, int) and not isinstance(value, bool)):
+        # Kafka's Values: BigDecimal(text).longValue(), then narrowed as Java narrows (wrapping).
         bits = _INT_RANGES.get(kind, 64)  # type: ignore[arg-type]
-        number = int(_parse_number(text))
-        if not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
-            raise DataError(f"Unable to convert {text} (str) to a {bits}-bit integer: out of range")
-        return number
+        number = int(_parse_number(text)) & ((1 << 64) - 1)
+        number &= (1 << bits) - 1
+        return number - (1 << bits) if number >> (bits - 1) else number
     if kind in (SchemaType.FLOAT32, SchemaType.FLOAT64) or (schema is None and isinstance(value, float)):
+        # BigDecimal(text).doubleValue(): too large is infinite, as in Kafka.
         number = float(_parse_number(text))
-        if math.isinf(number):
-            raise DataError(f"Unable to convert {text} (str) to a floating-point number: out of range")
-        return number
+        return _to_float32(number) if kind is SchemaType.FLOAT32 else number
     if kind is SchemaType.STRING or (schema is None and isinstance(value, str)):
         return text
     raise DataError(f"Cannot mask value of type {_describe(schema, value)} with custom replacement.")
+
+
+def _to_float32(number: float) -> float:
+    try:
+        return _F32.unpack(_F32.pack(number))[0]
+    except OverflowError:
+        return math.copysign(math.inf, number)
 
 
 def _parse_number(text: str) -> decimal.Decimal:

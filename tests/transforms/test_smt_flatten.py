@@ -23,7 +23,6 @@ NESTED = (
     .field("maybe", OPTIONAL_INNER)
     .field("deep", SchemaBuilder.struct().field("inner", INNER).build())
     .field("tags", SchemaBuilder.array(Schema.STRING).build())
-    .field("attrs", SchemaBuilder.map(Schema.STRING, Schema.INT32).build())
     .build()
 )
 
@@ -36,7 +35,6 @@ def nested_value(maybe=True):
         "maybe": Struct(OPTIONAL_INNER, {"x": 3}) if maybe else None,
         "deep": Struct(deep_schema, {"inner": Struct(INNER, {"x": 4, "y": None})}),
         "tags": ["a"],
-        "attrs": {"k": 1},
     })
 
 
@@ -45,7 +43,7 @@ def test_nested_structs():
     schema = out.value_schema
     assert schema.name == "Outer" and schema.version == 1
     assert [f.name for f in schema.fields] == [
-        "id", "inner.x", "inner.y", "maybe.x", "maybe.y", "deep.inner.x", "deep.inner.y", "tags", "attrs",
+        "id", "inner.x", "inner.y", "maybe.x", "maybe.y", "deep.inner.x", "deep.inner.y", "tags",
     ]
     assert schema.field("inner.x").schema == Schema.INT32
     # Under an optional struct every field becomes optional.
@@ -54,7 +52,7 @@ def test_nested_structs():
     value = out.value
     assert value.to_dict() == {
         "id": 1, "inner.x": 2, "inner.y": "b", "maybe.x": 3, "maybe.y": None,
-        "deep.inner.x": 4, "deep.inner.y": None, "tags": ["a"], "attrs": {"k": 1},
+        "deep.inner.x": 4, "deep.inner.y": None, "tags": ["a"],
     }
     value.validate()
 
@@ -91,6 +89,12 @@ def test_schemaless_nested_maps():
 def test_schemaless_rejects_structs_inside_maps():
     with pytest.raises(DataError, match=r"Flatten transformation does not support Struct for record without schemas \(for field a\.s\)"):
         flatten().apply(SourceRecord(topic="t", value={"a": {"s": Struct(INNER, {"x": 1})}}))
+
+
+def test_a_map_inside_a_struct_fails_as_in_kafka():
+    schema = SchemaBuilder.struct().field("attrs", SchemaBuilder.map(Schema.STRING, Schema.INT32).build()).build()
+    with pytest.raises(DataError, match=r"does not support MAP for record with schemas \(for field attrs\)"):
+        flatten().apply(SourceRecord(topic="t", value_schema=schema, value=Struct(schema, {"attrs": {"k": 1}})))
 
 
 def test_requires_struct_or_map_and_passes_tombstones():

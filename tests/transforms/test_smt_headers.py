@@ -62,10 +62,10 @@ def test_insert_header_parses_the_literal(literal, schema, value):
 
 def test_insert_header_config_problems_together():
     with pytest.raises(ConfigError) as caught:
-        configured(InsertHeader, header=" ")
+        configured(InsertHeader, header=None)
     assert str(caught.value).splitlines() == [
-        "header=' ': expected a non-empty string",
         "value.literal is required (the value of the header, set on every record)",
+        "header: expected a string, got null",
     ]
 
 
