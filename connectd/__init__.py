@@ -63,6 +63,7 @@ from connectd.data import (
     TimestampType,
     converter_config_def,
 )
+from connectd.data._text import java_string
 from connectd.errors import (
     ConfigError,
     ConnectdError,
@@ -147,4 +148,5 @@ __all__ = [
     "__version__",
     "converter_config_def",
     "hookimpl",
+    "java_string",
 ]

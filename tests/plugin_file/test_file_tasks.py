@@ -5,12 +5,24 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
+import time
 
 import pytest
 from connectd_file.connectors import FileStreamSinkConnector, FileStreamSourceConnector
 from connectd_file.tasks import FileStreamSinkTask, FileStreamSourceTask
 
-from connectd import OffsetStorageReader, SinkRecord, SinkTaskContext, SourceTaskContext, TopicPartition
+from connectd import (
+    ConnectException,
+    OffsetStorageReader,
+    Schema,
+    SchemaBuilder,
+    SinkRecord,
+    SinkTaskContext,
+    SourceTaskContext,
+    Struct,
+    TopicPartition,
+)
 
 
 def source_task(path, stored: dict | None = None, **config: str) -> FileStreamSourceTask:
@@ -130,7 +142,7 @@ def test_sink_appends_lines_and_flush_makes_them_durable(tmp_path, monkeypatch):
     task.put([record("x", 0), record(42, 1), record(None, 2)])
     task.flush({TopicPartition("t", 0): 3})
     assert synced, "flush must fsync before offsets are committed"
-    assert path.read_text() == "already here\nx\n42\nNone\n"
+    assert path.read_text() == "already here\nx\n42\nnull\n"  # String.valueOf(null), as Kafka's println
     task.stop()
 
 
@@ -150,3 +162,152 @@ def test_tasks_report_the_plugin_version(cls):
     from importlib import metadata
 
     assert cls().version() == metadata.version("connectd-file")
+
+
+def test_lines_end_at_cr_lf_and_crlf_as_in_kafka(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"a\rb\r\nc\n\rd\r")
+    task = source_task(path)
+    records = poll_all(task)
+    # A lone \r ends a line too; the final \r may be half of \r\n, so "d" waits for the next byte.
+    assert [r.value for r in records] == ["a", "b", "c", ""]
+    assert [r.source_offset["position"] for r in records] == [2, 5, 7, 8]
+    with open(path, "ab") as f:
+        f.write(b"\ne\rf")
+    records = poll_all(task)
+    assert [(r.value, r.source_offset["position"]) for r in records] == [("d", 11), ("e", 13)]
+    task.stop()
+
+
+def test_cr_ending_a_read_is_not_a_line_yet(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"x\r")
+    task = source_task(path)
+    assert poll_all(task) == []
+    with open(path, "ab") as f:
+        f.write(b"y\n")
+    assert [(r.value, r.source_offset) for r in poll_all(task)] == [("x", {"position": 2}), ("y", {"position": 4})]
+
+
+def test_records_carry_the_read_time_as_kafka_sets_it(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text("a\n")
+    before = time.time_ns() // 1_000_000
+    (record,) = poll_all(source_task(path))
+    assert before <= record.timestamp <= time.time_ns() // 1_000_000
+
+
+def test_a_stored_position_that_is_not_a_number_fails_the_task(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text("a\n")
+    task = source_task(path, stored={"position": "2"})
+    with pytest.raises(ConnectException, match="Offset position is the incorrect type"):
+        task.poll()
+
+
+def test_missing_file_is_logged_once_while_waiting(tmp_path, caplog):
+    path = tmp_path / "later.txt"
+    task = source_task(path)
+    with caplog.at_level(logging.WARNING):
+        assert task.poll() is None
+        assert task.poll() is None
+    assert [r.message for r in caplog.records].count(
+        f"file_missing: couldn't find {path}; waiting for it to be created") == 1
+
+
+def test_without_file_reads_stdin_without_offsets(monkeypatch):
+    read_end, write_end = os.pipe()
+    with open(read_end, "rb") as stdin_bytes, open(write_end, "wb", buffering=0) as writer:
+        monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": stdin_bytes})())
+        settings = {"topic": "lines"}
+        task = FileStreamSourceTask()
+        task.context = SourceTaskContext(settings, OffsetStorageReader(lambda partitions: {}))
+        task.start(settings)
+        assert task.poll() is None  # nothing typed yet: returns instead of blocking
+        writer.write("héllo\nwor".encode())
+        records = poll_all(task, rounds=2)
+        assert [r.value for r in records] == ["héllo"]
+        # As Kafka's: partition {"filename": null}, offset {"position": null}.
+        assert (records[0].source_partition, records[0].source_offset) == ({"filename": None}, {"position": None})
+        writer.write(b"ld\n")
+        assert [r.value for r in poll_all(task, rounds=2)] == ["world"]
+
+
+def test_file_is_optional_for_both_connectors_as_in_kafka():
+    source_problems = FileStreamSourceConnector.config_def.validate({"topic": "connect-test"})
+    assert [p for p in source_problems if p.is_error] == []
+    (warning,) = FileStreamSourceConnector().validate({"topic": "connect-test"})
+    assert (warning.key, warning.is_error) == ("file", False)
+    assert FileStreamSourceConnector().validate({"topic": "t", "file": "/f"}) == []
+    assert [p for p in FileStreamSinkConnector.config_def.validate({}) if p.is_error] == []
+    assert [p.key for p in FileStreamSourceConnector.config_def.validate({"file": "/f"}) if p.is_error] == ["topic"]
+
+
+def test_sink_without_file_writes_to_stdout(capsys):
+    task = FileStreamSinkTask()
+    task.context = SinkTaskContext({}, [TopicPartition("t", 0)])
+    task.start({})
+    task.put([record("to stdout", 0)])
+    task.flush({TopicPartition("t", 0): 1})
+    task.stop()
+    assert capsys.readouterr().out == "to stdout\n"
+    assert not sys.stdout.closed
+
+
+def test_sink_writes_values_as_java_prints_them(tmp_path):
+    path = tmp_path / "out.txt"
+    schema = SchemaBuilder.struct().name("s").field("a", Schema.INT32).field("b", Schema.OPTIONAL_STRING).build()
+    task = FileStreamSinkTask()
+    task.start({"file": str(path)})
+    values = [True, 1.5, 1e7, 1.0e-4, [1, "x", None], {"k": 1, "l": False}, Struct(schema, {"a": 1}), b"raw"]
+    task.put([record(v, i) for i, v in enumerate(values)])
+    task.flush({})
+    task.stop()
+    assert path.read_text().splitlines() == [
+        "true", "1.5", "1.0E7", "1.0E-4", "[1, x, null]", "{k=1, l=false}", "Struct{a=1}", "raw"]
+
+
+def test_sink_that_cannot_create_its_file_says_so(tmp_path):
+    path = tmp_path / "no-such-dir" / "out.txt"
+    with pytest.raises(ConnectException, match=f"Couldn't find or create file '{path}' for FileStreamSinkTask"):
+        FileStreamSinkTask().start({"file": str(path)})
+
+
+def partition(filename) -> str:
+    return json.dumps({"filename": filename}, sort_keys=True, separators=(",", ":"))
+
+
+def test_source_alter_offsets_accepts_what_kafka_accepts():
+    connector = FileStreamSourceConnector()
+    config = {"file": "/f", "topic": "t"}
+    assert connector.alter_offsets(config, {partition("/f"): {"position": 10}, partition("/old"): None}) is True
+    assert connector.alter_offsets(config, {json.dumps({"garbage": 1}): None}) is True  # tombstones clean up anything
+
+
+@pytest.mark.parametrize(
+    ("config", "offsets", "message"),
+    [
+        ({"topic": "t"}, {partition("/f"): {"position": 1}},
+         ("Offsets cannot be modified if the 'file' configuration is unspecified. "
+         "This is because stdin is used for input and offsets are not tracked.")),
+        ({"file": "/f"}, {partition("/f"): {"pos": 1}},
+         "Offset objects should either be null or contain the key 'position'"),
+        ({"file": "/f"}, {partition("/f"): {"position": "1"}},
+         "The value for the 'position' key in the offset is expected to be a Long value"),
+        ({"file": "/f"}, {partition("/f"): {"position": 1.5}},
+         "The value for the 'position' key in the offset is expected to be a Long value"),
+        ({"file": "/f"}, {partition("/f"): {"position": -1}},
+         "The value for the 'position' key in the offset should be a non-negative value"),
+        ({"file": "/f"}, {"null": {"position": 1}}, "Partition objects cannot be null"),
+        ({"file": "/f"}, {json.dumps({"file": "/f"}): {"position": 1}},
+         "Partition objects should contain the key 'filename'"),
+    ],
+)
+def test_source_alter_offsets_refuses_with_kafkas_messages(config, offsets, message):
+    with pytest.raises(ConnectException) as raised:
+        FileStreamSourceConnector().alter_offsets(config, offsets)
+    assert str(raised.value) == message
+
+
+def test_sink_alter_offsets_confirms_as_kafka():
+    assert FileStreamSinkConnector().alter_offsets({"topics": "t"}, {TopicPartition("t", 0): 5}) is True

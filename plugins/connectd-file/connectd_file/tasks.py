@@ -2,50 +2,111 @@
 
 Offsets use Kafka Connect's own keys — source partition ``{"filename": …}``,
 offset ``{"position": <byte offset>}`` — so offsets stored by Kafka Connect's
-FileStreamSource are picked up unchanged, and the other way round.
+FileStreamSource are picked up unchanged, and the other way round. (Kafka's
+task counts the characters it decoded where it means bytes, so for a file
+with non-ASCII text its positions run short of the bytes; connectd counts
+bytes, which is what both seek to on restart.)
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import select
+import sys
 import time
 from collections.abc import Mapping
 
-from connectd import Schema, SinkRecord, SinkTask, SourceRecord, SourceTask, TopicPartition
+from connectd import (
+    ConnectException,
+    Schema,
+    SinkRecord,
+    SinkTask,
+    SourceRecord,
+    SourceTask,
+    TopicPartition,
+    java_string,
+)
 
 log = logging.getLogger(__name__)
 
 # How long poll() waits for a file to grow before returning nothing, so a
 # stopping task is never held up for long.
 _IDLE_WAIT_S = 0.1
+_READ_SIZE = 1 << 20
+
+
+def _lines(data: bytes, start: int, limit: int) -> list[tuple[int, int]]:
+    """Up to *limit* lines of *data* from *start*, by Kafka's rule: a line ends at ``\\n``, ``\\r\\n``
+    or a lone ``\\r``.
+
+    :returns: (end of the line, start of the next) for each complete line — a line is not complete
+        while the data ends in ``\\r``, which may be the first half of ``\\r\\n``.
+    """
+    found: list[tuple[int, int]] = []
+    carriage = data.find(b"\r", start)  # the next \r, looked for again only once passed: no rescans
+    size = len(data)
+    while len(found) < limit:
+        newline = data.find(b"\n", start)
+        if carriage < 0 or 0 <= newline < carriage:
+            if newline < 0:
+                break
+            found.append((newline, newline + 1))
+            start = newline + 1
+            continue
+        if carriage + 1 >= size:
+            break
+        start = carriage + (2 if data[carriage + 1] == 0x0A else 1)
+        found.append((carriage, start))
+        carriage = data.find(b"\r", start)
+    return found
 
 
 class FileStreamSourceTask(SourceTask):
     """Reads complete lines from a file, starting after the stored byte position.
 
-    A line still being written (no newline yet) is left for a later poll. A
-    file that shrank below the stored position was truncated, and one whose
-    inode changed was replaced: both are read again from the start, and the
-    task says so in the log.
+    A line still being written (no line end yet) is left for a later poll.
+    With ``file`` unset it reads standard input, without offsets, as Kafka's
+    does. Kafka's task goes on reading the file it opened whatever happens to
+    the path; this one also notices a file that shrank below the position
+    (truncated) or whose inode changed (replaced) and reads it again from the
+    start, saying so in the log.
     """
 
     def start(self, config: Mapping[str, str]) -> None:
-        self.path = config["file"]
+        self.path = config.get("file") or None
         self.topic = config["topic"]
         self.batch_size = int(config.get("batch.size", "2000"))
         self.partition = {"filename": self.path}
-        stored = self.context.offset_storage_reader.offset(self.partition)
-        self.position = int(stored.get("position", 0)) if stored else 0
+        self.position: int | None = None
         self._file = None
         self._inode: int | None = None
         self._buffer = b""
+        self._said_missing = False
+        if self.path is None:
+            # Kafka tracks no offsets for stdin: its records carry {"position": null}.
+            self._stdin = sys.stdin.buffer.fileno()
+            log.info("file_source_stdin: %s reads lines from standard input", self.topic)
+
+    def _stored_position(self) -> int:
+        stored = self.context.offset_storage_reader.offset(self.partition)
+        position = stored.get("position") if stored else None
+        if position is not None and (not isinstance(position, int) or isinstance(position, bool)):
+            raise ConnectException("Offset position is the incorrect type")
+        return position or 0
 
     def _open(self) -> bool:
         try:
             handle = open(self.path, "rb")  # noqa: SIM115 - kept open across polls
         except FileNotFoundError:
+            if not self._said_missing:
+                log.warning("file_missing: couldn't find %s; waiting for it to be created", self.path)
+                self._said_missing = True
             return False
+        except OSError as exc:
+            raise ConnectException(f"Error while trying to open file {self.path}: {exc}") from exc
+        self._said_missing = False
+        self.position = self._stored_position() if self.position is None else self.position
         stat = os.fstat(handle.fileno())
         if stat.st_size < self.position:
             log.warning("file_truncated: %s is %d bytes, shorter than the stored position %d; reading from the start",
@@ -53,6 +114,7 @@ class FileStreamSourceTask(SourceTask):
             self.position = 0
         handle.seek(self.position)
         self._file, self._inode, self._buffer = handle, stat.st_ino, b""
+        log.debug("file_opened: %s at byte %d", self.path, self.position)
         return True
 
     def _replaced_or_truncated(self) -> bool:
@@ -68,35 +130,40 @@ class FileStreamSourceTask(SourceTask):
             return True
         return False
 
+    def _read(self) -> bytes:
+        if self.path is not None:
+            return self._file.read(_READ_SIZE)
+        ready, _, _ = select.select([self._stdin], [], [], _IDLE_WAIT_S)
+        return os.read(self._stdin, _READ_SIZE) if ready else b""
+
     def poll(self) -> list[SourceRecord] | None:
-        if self._file is None and not self._open():
+        if self.path is not None and self._file is None and not self._open():
             time.sleep(_IDLE_WAIT_S)
             return None
-        assert self._file is not None
         # self._buffer holds bytes read but not yet returned; it starts at self.position.
-        if self._buffer.count(b"\n") < self.batch_size:
-            self._buffer += self._file.read(1 << 20)
-        if b"\n" not in self._buffer:
+        if self._buffer.count(b"\n") + self._buffer.count(b"\r") < self.batch_size:
+            self._buffer += self._read()
+        data, begin = self._buffer, 0
+        now_ms = time.time_ns() // 1_000_000
+        records: list[SourceRecord] = []
+        for end, after in _lines(data, 0, self.batch_size):
+            position = None if self.path is None else self.position + after
+            records.append(self._record(data[begin:end], position, now_ms))
+            begin = after
+        if records:
+            if self.path is not None:
+                self.position += begin
+            self._buffer = data[begin:]
+            return records
+        if self.path is not None:
             if self._replaced_or_truncated():
                 self._file.close()
                 self._file, self.position = None, 0
             else:
                 time.sleep(_IDLE_WAIT_S)
-            return None
-        records: list[SourceRecord] = []
-        data, start = self._buffer, 0
-        while len(records) < self.batch_size:
-            end = data.find(b"\n", start)
-            if end < 0:
-                break
-            line = data[start:end].removesuffix(b"\r")
-            start = end + 1
-            records.append(self._record(line, self.position + start))
-        self.position += start
-        self._buffer = data[start:]
-        return records
+        return None
 
-    def _record(self, line: bytes, end_position: int) -> SourceRecord:
+    def _record(self, line: bytes, position: int | None, timestamp: int) -> SourceRecord:
         return SourceRecord(
             topic=self.topic,
             kafka_partition=None,
@@ -104,9 +171,9 @@ class FileStreamSourceTask(SourceTask):
             key=None,
             value_schema=Schema.STRING,
             value=line.decode("utf-8", errors="replace"),
-            timestamp=None,
+            timestamp=timestamp,
             source_partition=self.partition,
-            source_offset={"position": end_position},
+            source_offset={"position": position},
         )
 
     def stop(self) -> None:
@@ -115,21 +182,42 @@ class FileStreamSourceTask(SourceTask):
             self._file = None
 
 
+def _printed(value: object) -> str:
+    """What Kafka's task writes for a value: ``PrintStream.println``, Java's ``String.valueOf``
+    (``null``, ``true``, ``1.0E7``, ``[a, b]``, ``{k=v}``, ``Struct{a=1}``); bytes as UTF-8 text
+    (Java would print the array's identity, ``[B@1b6d3586``)."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return java_string(value)
+
+
 class FileStreamSinkTask(SinkTask):
-    """Appends each record's value to a file as a line; :meth:`flush` fsyncs it."""
+    """Appends each record's value to a file as a line, or to standard output with ``file`` unset.
+
+    Values are written as Kafka's task prints them (``null``, ``true``,
+    ``[a, b]``, ``{k=v}``, ``Struct{a=1}``); :meth:`flush` also fsyncs the file.
+    """
 
     def start(self, config: Mapping[str, str]) -> None:
-        self.path = config["file"]
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open until stop()
+        self.path = config.get("file") or None
+        if self.path is None:
+            self._file = sys.stdout
+            return
+        try:
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open until stop()
+        except OSError as exc:
+            raise ConnectException(f"Couldn't find or create file '{self.path}' for FileStreamSinkTask") from exc
 
     def put(self, records: list[SinkRecord]) -> None:
-        self._file.writelines(f"{record.value}\n" for record in records)
+        self._file.writelines(f"{value if (value := record.value).__class__ is str else _printed(value)}\n"
+                              for record in records)
 
     def flush(self, offsets: Mapping[TopicPartition, int]) -> None:
         self._file.flush()
-        os.fsync(self._file.fileno())
+        if self.path is not None:
+            os.fsync(self._file.fileno())
 
     def stop(self) -> None:
-        if self._file is not None:
+        if self._file is not None and self.path is not None:
             self._file.close()
-            self._file = None
+        self._file = None
