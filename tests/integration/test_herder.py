@@ -62,7 +62,6 @@ def test_a_bad_config_reports_every_problem_and_changes_nothing(spark, broker, t
         assert "tasks.max='zero': expected a 32-bit integer" in message
         assert "topics.regex='y.*': expected only one of topics and topics.regex" in message
         assert "transforms.t.type is required" in message
-        assert "file" in message  # the plugin's own required key
         assert herder.connectors() == []
         await herder.stop()
 
