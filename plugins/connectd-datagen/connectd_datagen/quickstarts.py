@@ -1,113 +1,95 @@
-"""The built-in quickstarts — users, pageviews, orders — as Connect schemas and value generators.
+"""The built-in quickstarts: kafka-connect-datagen's quickstart names, each an annotated Avro schema and a key field.
 
-Field names, types and value ranges follow kafka-connect-datagen's Avro
-quickstart schemas (``users.avro``, ``pageviews.avro``,
-``orders_schema.avro``, record namespace ``ksql``), so ksqlDB tutorials
-written against them work unchanged. One deliberate difference: the time
-field (``registertime``, ``viewtime``, ``ordertime``) holds the time the
-record was generated, not a random instant in 2017–2018, because it is also
-the record's timestamp and years-old timestamps would fall straight out of a
-topic's retention.
+The schemas describe the same records as Confluent's (record namespace
+``ksql``, the same fields, types, value ranges, patterns and key fields), so
+ksqlDB tutorials written against them work unchanged. connectd ships three of
+Confluent's quickstarts; for another, point ``schema.filename`` at its
+``.avro`` file from kafka-connect-datagen.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
 from dataclasses import dataclass
-
-from connectd import Schema, SchemaBuilder, Struct
+from typing import Any
 
 __all__ = ["QUICKSTARTS", "Quickstart"]
 
-_INT32_SPAN = 2**31
-
-USERS = (
-    SchemaBuilder.struct().name("ksql.users")
-    .field("registertime", Schema.INT64)
-    .field("userid", Schema.STRING)
-    .field("regionid", Schema.STRING)
-    .field("gender", Schema.STRING)
-    .build()
-)
-
-PAGEVIEWS = (
-    SchemaBuilder.struct().name("ksql.pageviews")
-    .field("viewtime", Schema.INT64)
-    .field("userid", Schema.STRING)
-    .field("pageid", Schema.STRING)
-    .build()
-)
-
-ADDRESS = (
-    SchemaBuilder.struct().name("ksql.address")
-    .field("city", Schema.STRING)
-    .field("state", Schema.STRING)
-    .field("zipcode", Schema.INT64)
-    .build()
-)
-
-ORDERS = (
-    SchemaBuilder.struct().name("ksql.orders")
-    .field("ordertime", Schema.INT64)
-    .field("orderid", Schema.INT32)
-    .field("itemid", Schema.STRING)
-    .field("orderunits", Schema.FLOAT64)
-    .field("address", ADDRESS)
-    .build()
-)
-
-_GENDERS = ("MALE", "FEMALE", "OTHER")
+# 2017-02-21 … 2018-02-22 in ms, the span Confluent's time fields are drawn from.
+_TIMES = {"range": {"min": 1487715775521, "max": 1519273364600}}
 
 
-def _digits(rng: random.Random) -> str:
-    # Confluent's regex [1-9]{0,2}: "", "7", "42", …
-    return "".join(rng.choice("123456789") for _ in range(rng.randint(0, 2)))
+def _string(**props: Any) -> dict[str, Any]:
+    return {"type": "string", "arg.properties": props}
 
 
-def _user(rng: random.Random, iteration: int, time_ms: int) -> Struct:
-    return Struct.from_field_values(
-        USERS, [time_ms, f"User_{rng.randint(1, 9)}", f"Region_{rng.randint(1, 9)}", rng.choice(_GENDERS)]
-    )
+USERS = {
+    "type": "record", "namespace": "ksql", "name": "users",
+    "fields": [
+        {"name": "registertime", "type": {"type": "long", "arg.properties": _TIMES}},
+        {"name": "userid", "type": _string(regex="User_[1-9]")},
+        {"name": "regionid", "type": _string(regex="Region_[1-9]")},
+        {"name": "gender", "type": _string(options=["MALE", "FEMALE", "OTHER"])},
+    ],
+}
 
+PAGEVIEWS = {
+    "type": "record", "namespace": "ksql", "name": "pageviews",
+    "fields": [
+        # Not a clock: 1, 11, 21, … (and the record key).
+        {"name": "viewtime", "type": {"type": "long", "arg.properties": {"iteration": {"start": 1, "step": 10}}}},
+        {"name": "userid", "type": _string(regex="User_[1-9]")},
+        {"name": "pageid", "type": _string(regex="Page_[1-9][0-9]")},
+    ],
+}
 
-def _pageview(rng: random.Random, iteration: int, time_ms: int) -> Struct:
-    return Struct.from_field_values(PAGEVIEWS, [time_ms, f"User_{rng.randint(1, 9)}", f"Page_{rng.randint(1, 99)}"])
-
-
-def _order(rng: random.Random, iteration: int, time_ms: int) -> Struct:
-    address = Struct.from_field_values(ADDRESS, [f"City_{_digits(rng)}", f"State_{_digits(rng)}", rng.randint(10000, 99999)])
-    return Struct.from_field_values(
-        # orderid is an int32: wrap rather than fail after 2^31 orders.
-        ORDERS, [time_ms, iteration % _INT32_SPAN, f"Item_{rng.randint(1, 999)}", rng.uniform(0.1, 10.0), address]
-    )
+ORDERS = {
+    "type": "record", "namespace": "ksql", "name": "orders",
+    "fields": [
+        {"name": "ordertime", "type": {"type": "long", "arg.properties": _TIMES}},
+        {"name": "orderid", "type": {"type": "int", "arg.properties": {"iteration": {"start": 0}}}},
+        {"name": "itemid", "type": _string(regex="Item_[1-9][0-9]{0,2}")},
+        {"name": "orderunits", "type": {"type": "double", "arg.properties": {"range": {"min": 0.1, "max": 10.0}}}},
+        {"name": "address", "type": {
+            "type": "record", "name": "address",
+            "fields": [
+                {"name": "city", "type": _string(regex="City_[1-9]{0,2}")},
+                {"name": "state", "type": _string(regex="State_[1-9]{0,2}")},
+                {"name": "zipcode", "type": {"type": "long", "arg.properties": {"range": {"min": 10000, "max": 99999}}}},
+            ],
+        }},
+    ],
+}
 
 
 @dataclass(frozen=True)
 class Quickstart:
-    """One built-in schema and how to fill it.
+    """One built-in schema.
 
-    :param name: the ``quickstart`` setting that selects it.
-    :param schema: the value schema.
-    :param key_field: the field whose value, as a string, is the record key.
-    :param generate: ``generate(rng, iteration, time_ms)`` → a value of *schema*;
-        *iteration* counts the task's records from 0.
+    :param name: the ``quickstart`` setting that selects it (any case).
+    :param schema: the annotated Avro schema, as decoded JSON.
+    :param key_field: the field whose value is the record key unless ``schema.keyfield`` says otherwise.
     """
 
     name: str
-    schema: Schema
+    schema: dict[str, Any]
     key_field: str
-    generate: Callable[[random.Random, int, int], Struct]
-
-    def key(self, value: Struct) -> str:
-        return str(value.get(self.key_field))
 
 
 QUICKSTARTS: dict[str, Quickstart] = {
     q.name: q
     for q in (
-        Quickstart("users", USERS, "userid", _user),
-        Quickstart("pageviews", PAGEVIEWS, "viewtime", _pageview),
-        Quickstart("orders", ORDERS, "orderid", _order),
+        Quickstart("users", USERS, "userid"),
+        Quickstart("pageviews", PAGEVIEWS, "viewtime"),
+        Quickstart("orders", ORDERS, "orderid"),
     )
 }
+
+#: Confluent's other quickstart names: known, so a config naming one gets a precise answer.
+NOT_SHIPPED = (
+    "clickstream_codes", "clickstream", "clickstream_users", "ratings", "users_", "stock_trades", "inventory",
+    "product", "purchases", "transactions", "stores", "credit_cards", "campaign_finance", "fleet_mgmt_description",
+    "fleet_mgmt_location", "fleet_mgmt_sensors", "pizza_orders", "pizza_orders_completed", "pizza_orders_cancelled",
+    "insurance_offers", "insurance_customers", "insurance_customer_activity", "gaming_games", "gaming_players",
+    "gaming_player_activity", "payroll_employee", "payroll_employee_location", "payroll_bonus", "syslog_logs",
+    "device_information", "siem_logs", "shoes", "shoe_customers", "shoe_orders", "shoe_clickstream",
+)
