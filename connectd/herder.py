@@ -63,6 +63,7 @@ from connectd.connector import ConnectorContext, SinkConnector, TopicPartition
 from connectd.errors import (
     BadRequestError,
     ConfigError,
+    ConnectException,
     ConnectorError,
     KafkaUnavailableError,
     NotFoundError,
@@ -605,6 +606,10 @@ class HerderBase:
         except NotImplementedError as exc:
             raise ConnectorError(f"Failed to modify offsets for connector {run.name} because it doesn't support "
                                  "external modification of offsets") from exc
+        except ConnectException as exc:
+            # Kafka's contract: alterOffsets throws ConnectException for offsets it refuses (failed
+            # validation). Kafka Connect answers that with a 500; it is the request that is wrong: 400.
+            raise BadRequestError(f"Failed to modify offsets for {run.kind} connector {run.name}: {exc}") from exc
         except Exception as exc:
             raise ConnectorError(f"Failed to modify offsets for {run.kind} connector {run.name}: "
                                  f"{type(exc).__name__}: {exc}") from exc

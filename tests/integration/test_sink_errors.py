@@ -66,7 +66,7 @@ def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker,
     assert counted["task_dlq_produce_failures_total"] == counted["task_error_retries_total"] == 0
     assert counted["sink_puts_total"] >= 1 and counted["sink_put_seconds_total"] > 0
     assert counted["lag"] == 0
-    assert out.read_text().splitlines() == ["{'n': 1}", "{'n': 2}", "{'n': 4}"]
+    assert out.read_text().splitlines() == ["{n=1}", "{n=2}", "{n=4}"]  # as Kafka's FileStreamSink prints a map
     (dead,) = consume_records(dlq, 1, partitions=1, timeout=30)
     assert dead.value() == b"{not json"
     headers = dict(dead.headers())

@@ -590,13 +590,14 @@ def test_a_jdbc_sink_makes_not_null_columns_with_defaults_and_refuses_one_withou
     task = task_for(binlog_mariadb, database)
     try:
         put(poll_until(task, 1))
-        assert pg(columns, target) == [("id", "integer", "NO", None), ("name", "text", "NO", "'anon'::text"),
-                               ("e", "text", "NO", "'x'::text"), ("s", "text", "YES", None),
+        # A field with a default makes a nullable column with that default (as Confluent's sink does).
+        assert pg(columns, target) == [("id", "integer", "NO", None), ("name", "text", "YES", "'anon'::text"),
+                               ("e", "text", "YES", "'x'::text"), ("s", "text", "YES", None),
                                ("y", "integer", "YES", None), ("u", "text", "YES", None), ("ip", "text", "YES", None)]
         binlog_mariadb.execute(f"ALTER TABLE {database}.t ADD COLUMN level INT NOT NULL DEFAULT 3",
                                f"INSERT INTO {database}.t (id, level) VALUES (2, 4)")
         put(poll_until(task, 1))
-        assert pg(columns, target)[-1] == ("level", "integer", "NO", "3")
+        assert pg(columns, target)[-1] == ("level", "integer", "YES", "3")
         assert pg(f'SELECT * FROM "{target}" ORDER BY id') == [
             (1, "ada", "y", "a,b", 2026, "01020304-0506-0708-090a-0b0c0d0e0f10", "::1", 3),
             (2, "anon", "x", None, None, None, None, 4)]

@@ -118,7 +118,9 @@ def test_connector_lifecycle_over_http(rest, spark, broker, topic_name, tmp_path
         async with http.get("/connectors/src/config") as r:
             assert (await r.json())["batch.size"] == "5"  # config kept
         async with http.post("/connectors/src/restart") as r:
-            assert r.status == 409
+            assert r.status == 204  # as Kafka Connect: it stays stopped
+        async with http.get("/connectors/src/status") as r:
+            assert (await r.json())["connector"]["state"] == "STOPPED"
 
         async with http.delete("/connectors/src") as r:
             assert r.status == 204

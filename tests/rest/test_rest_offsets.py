@@ -18,6 +18,9 @@ ALTERED = ("The Connect framework-managed offsets for this connector have been a
            "this connector manages offsets externally, they will need to be manually altered in the system that "
            "the connector uses.")
 RESET = ALTERED.replace("altered", "reset")
+# The FileStream connectors' alter_offsets say they took the offsets (True), as Kafka's do.
+FILE_ALTERED = "The offsets for this connector have been altered successfully"
+FILE_RESET = FILE_ALTERED.replace("altered", "reset")
 NOT_STOPPED = ("Connectors must be in the STOPPED state before their offsets can be modified. This can be done for "
                "the specified connector by issuing a 'PUT' request to the '/connectors/{}/stop' endpoint")
 
@@ -254,7 +257,7 @@ def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tm
         async with http.put("/connectors/src/stop") as r:
             assert r.status == 204
         assert await _call(http, "PATCH", "/connectors/src/offsets",
-                           {"offsets": [_entry(partition, {"position": 9})]}) == (200, {"message": ALTERED})
+                           {"offsets": [_entry(partition, {"position": 9})]}) == (200, {"message": FILE_ALTERED})
         assert await _offsets(http, "src") == (200, {"offsets": [_entry(partition, {"position": 9})]})
         async with http.put("/connectors/src/resume") as r:
             assert r.status == 202
@@ -263,7 +266,7 @@ def test_source_resumes_from_altered_offsets(rest, spark, broker, topic_name, tm
 
         async with http.put("/connectors/src/stop") as r:
             assert r.status == 204
-        assert await _call(http, "DELETE", "/connectors/src/offsets") == (200, {"message": RESET})
+        assert await _call(http, "DELETE", "/connectors/src/offsets") == (200, {"message": FILE_RESET})
         assert await _offsets(http, "src") == (200, {"offsets": []})
 
     rest(scenario, spark=spark, broker=broker)
@@ -301,7 +304,7 @@ def test_sink_rereads_from_the_start_after_a_reset(rest, spark, broker, topic_na
 
         async with http.put("/connectors/snk/stop") as r:
             assert r.status == 204
-        assert await _call(http, "DELETE", "/connectors/snk/offsets") == (200, {"message": RESET})
+        assert await _call(http, "DELETE", "/connectors/snk/offsets") == (200, {"message": FILE_RESET})
         assert await _offsets(http, "snk") == (200, {"offsets": []})
         async with http.put("/connectors/snk/resume") as r:
             assert r.status == 202

@@ -39,16 +39,16 @@ def test_plugin_config_lists_declared_keys(rest):
 
     keys = {k["name"]: k for k in rest(scenario)}
     assert set(keys) == {"file", "topic", "batch.size"}
-    assert keys["file"]["required"] is True and keys["file"]["default_value"] is None
+    assert keys["file"]["required"] is False and keys["file"]["default_value"] is None  # unset: stdin, as Kafka
     assert keys["batch.size"] == {**keys["batch.size"], "type": "INT", "required": False, "default_value": "2000",
                                   "importance": "LOW", "width": "NONE", "display_name": "batch.size",
                                   "dependents": []}
-    assert keys["topic"]["documentation"] == "The topic to write the lines to."
+    assert keys["topic"]["documentation"] == "The topic to publish data to."  # Kafka's text
 
 
 def test_validate_reports_errors_per_key(rest):
     async def scenario(http, herder):
-        bad = {"connector.class": "FileStreamSource", "tasks.max": "zero", "topic": "t"}
+        bad = {"connector.class": "FileStreamSource", "tasks.max": "zero", "topic": "t", "batch.size": "0"}
         async with http.put("/connector-plugins/FileStreamSource/config/validate", json=bad) as r:
             assert r.status == 200
             result = await r.json()
@@ -69,7 +69,7 @@ def test_validate_reports_errors_per_key(rest):
     values = {c["value"]["name"]: c["value"] for c in result["configs"]}
     assert result["error_count"] == sum(len(v["errors"]) for v in values.values()) >= 3
     assert any("expected a 32-bit integer" in e for e in values["tasks.max"]["errors"])
-    assert values["file"]["errors"] and values["name"]["errors"]
+    assert values["batch.size"]["errors"] and values["name"]["errors"]
     assert values["topic"] == {"name": "topic", "value": "t", "recommended_values": [], "errors": [], "visible": True}
     # a key with a fixed set of values recommends them
     assert values["errors.tolerance"]["recommended_values"] == ["none", "all"]
