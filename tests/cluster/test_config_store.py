@@ -18,29 +18,9 @@ from connectd.cluster.config_store import (
 from connectd.cluster.protocol import ConnectorTaskId
 from connectd.errors import ConfigError
 
+from ._listeners import Recorder
+
 pytestmark = pytest.mark.integration
-
-
-class Recorder:
-    """A ConfigListener that writes down what it is told."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple] = []
-
-    def on_connector_config(self, connector):
-        self.calls.append(("connector", connector))
-
-    def on_task_configs(self, tasks):
-        self.calls.append(("tasks", list(tasks)))
-
-    def on_target_state(self, connector):
-        self.calls.append(("target", connector))
-
-    def on_restart_request(self, request):
-        self.calls.append(("restart", request))
-
-    def on_session_key(self, key):
-        self.calls.append(("session", key))
 
 
 def store(broker, topic: str, listener=None) -> KafkaConfigStore:

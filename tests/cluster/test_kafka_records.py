@@ -24,6 +24,8 @@ from connectd.cluster.protocol import ConnectorTaskId
 from connectd.cluster.status_store import KafkaStatusStore, TopicStatus
 from connectd.status import Status
 
+from ._listeners import Recorder
+
 T = ConnectorTaskId
 _offsets = itertools.count()
 
@@ -33,29 +35,6 @@ def record(key: bytes | str | None, value: bytes | None, offset: int | None = No
     raw_key = key.encode() if isinstance(key, str) else key
     return ConsumerRecord("t", partition, next(_offsets) if offset is None else offset, timestamp, 0, raw_key, value,
                           None, len(raw_key or b""), len(value or b""), [])
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple] = []
-
-    def on_connector_config(self, connector):
-        self.calls.append(("connector", connector))
-
-    def on_task_configs(self, tasks):
-        self.calls.append(("tasks", list(tasks)))
-
-    def on_target_state(self, connector):
-        self.calls.append(("target", connector))
-
-    def on_restart_request(self, request):
-        self.calls.append(("restart", request))
-
-    def on_session_key(self, key):
-        self.calls.append(("session", key))
-
-    def on_logger_level(self, namespace, level):
-        self.calls.append(("logger", namespace, level))
 
 
 def config_store(listener=None) -> KafkaConfigStore:
