@@ -9,7 +9,7 @@ from connectd.errors import ConfigError
 from connectd.transforms import ExtractFieldKey, ExtractFieldValue
 from connectd.transforms._paths import FieldPath
 
-from ._kafka_cases import key_record
+from ._support import key_record
 
 
 def v2(path):

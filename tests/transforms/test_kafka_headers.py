@@ -9,7 +9,7 @@ from connectd.errors import ConfigError
 from connectd.transforms import DropHeaders, HeaderFromKey, HeaderFromValue, InsertHeader
 from connectd.transforms.base import NonEmptyList
 
-from ._kafka_cases import configured
+from ._support import configured
 
 
 def source_record(headers, *, key_schema=None, key="key", value_schema=None, value="value"):

@@ -10,7 +10,7 @@ from connectd.data import DataError, Schema, SchemaBuilder, SchemaType, SourceRe
 from connectd.data.logical import Timestamp
 from connectd.transforms import HoistFieldKey, InsertFieldKey, InsertFieldValue
 
-from ._kafka_cases import configured, key_record
+from ._support import configured, key_record
 
 UTC = datetime.timezone.utc
 

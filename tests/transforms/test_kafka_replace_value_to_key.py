@@ -7,7 +7,7 @@ import pytest
 from connectd.data import DataError, Schema, SchemaBuilder, SinkRecord, Struct
 from connectd.transforms import ReplaceFieldKey, ReplaceFieldValue, ValueToKey
 
-from ._kafka_cases import configured, value_record
+from ._support import configured, value_record
 
 
 SCHEMA = (SchemaBuilder.struct().field("dont", Schema.STRING).field("abc", Schema.INT32)

@@ -8,7 +8,7 @@ from connectd.data import Headers, SinkRecord, SourceRecord
 from connectd.errors import ConfigError
 from connectd.transforms import HasHeaderKey, RegexRouter, TimestampRouter, TopicNameMatches
 
-from ._kafka_cases import configured
+from ._support import configured
 
 
 @pytest.mark.parametrize(("regex", "replacement", "topic", "expected"), [

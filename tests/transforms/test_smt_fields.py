@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import decimal
 
@@ -29,6 +28,8 @@ from connectd.transforms import (
     ValueToKey,
 )
 
+from ._support import configured
+
 UTC = datetime.timezone.utc
 
 ADDRESS = SchemaBuilder.struct().name("Address").field("city", Schema.STRING).field("zip", Schema.OPTIONAL_STRING).build()
@@ -48,12 +49,6 @@ def person(**overrides):
               "address": Struct(PERSON.field("address").schema, {"city": "London", "zip": "N1"})}
     values.update(overrides)
     return Struct(PERSON, values)
-
-
-def configured(cls, **config):
-    transform = cls()
-    transform.configure(config)
-    return transform
 
 
 def on_value(schema, value, **extra):

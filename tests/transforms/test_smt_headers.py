@@ -8,11 +8,7 @@ from connectd.data import DataError, Headers, Schema, SchemaBuilder, SinkRecord,
 from connectd.errors import ConfigError
 from connectd.transforms import DropHeaders, HeaderFromKey, HeaderFromValue, InsertHeader
 
-
-def configured(cls, **config):
-    transform = cls()
-    transform.configure(config)
-    return transform
+from ._support import configured
 
 
 SCHEMA = SchemaBuilder.struct().name("V").field("a", Schema.INT32).field("b", Schema.OPTIONAL_STRING).field("c", Schema.BOOLEAN).build()

@@ -8,11 +8,7 @@ from connectd.data import Headers, SourceRecord
 from connectd.errors import ConfigError
 from connectd.transforms import HasHeaderKey, RecordIsTombstone, TopicNameMatches
 
-
-def configured(cls, **config):
-    predicate = cls()
-    predicate.configure(config)
-    return predicate
+from ._support import configured
 
 
 def test_has_header_key():

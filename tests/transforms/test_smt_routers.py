@@ -13,13 +13,9 @@ from connectd.transforms import RegexRouter, TimestampRouter
 from connectd.transforms._dateformat import JavaDateFormat
 from connectd.transforms._regex import JavaReplacement, compile_java
 
+from ._support import configured
+
 UTC = datetime.timezone.utc
-
-
-def configured(cls, **config):
-    transform = cls()
-    transform.configure(config)
-    return transform
 
 
 def record(topic, timestamp=None):

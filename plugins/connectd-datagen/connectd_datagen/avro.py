@@ -194,7 +194,6 @@ class Generator:
 
     def __init__(self, schema: AvroSchema, rng: random.Random, generation: int = 0,
                  connect: Schema | None = None) -> None:
-        self.schema, self.random, self.generation = schema, rng, generation
         self._make = _Compiler(rng, generation).compile(schema, connect)
 
     def generate(self) -> Any:

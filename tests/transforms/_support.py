@@ -1,4 +1,4 @@
-"""What the ports of Kafka's transform tests (``test_kafka_*.py``) share: a configured transform, and records."""
+"""What the transform and predicate tests share: a configured transform, and records."""
 
 from __future__ import annotations
 
