@@ -613,3 +613,28 @@ def test_refused_records_are_not_reported_again_when_a_put_is_retried(database):
     with pytest.raises(ConnectException, match="failed 2 times in a row"):
         task.put(batch)
     assert reporter.reported == []  # the put() failed as a whole: its offsets are not committed
+
+
+@pytest.mark.parametrize("mode", ["insert", "upsert", "update"])
+def test_percent_signs_in_table_and_field_names(database, mode):
+    # The drivers' parameters are %s: a % in a name must reach the database as itself.
+    schema = (SchemaBuilder.struct().field("id%s", Schema.INT32).field("growth%", Schema.OPTIONAL_STRING)
+              .field("100%%", Schema.OPTIONAL_INT32).build())
+    table = f"p%_{uuid.uuid4().hex[:6]}"
+    task = task_for(database, **{"auto.create": "true", "insert.mode": mode, "pk.mode": "record_value",
+                                 "pk.fields": "id%s", "table.name.format": table,
+                                 "delete.enabled": "false"})
+    try:
+        if mode == "update":
+            database.query(f"CREATE TABLE {database.quote(table)} ({database.quote('id%s')} INT PRIMARY KEY, "
+                           f"{database.quote('growth%')} VARCHAR(9), {database.quote('100%%')} INT)")
+            database.query(f"INSERT INTO {database.quote(table)} VALUES (1, 'x', 0)")
+        ids = [1, 2] if mode == "insert" else [1, 1]
+        task.put([record("t", Struct(schema, {"id%s": i, "growth%": g, "100%%": n}), offset, value_schema=schema)
+                  for offset, (i, g, n) in enumerate(zip(ids, ["5%", "7%"], [1, 2], strict=True))])
+        task.stop()
+        assert database.columns(table) == ["id%s", "growth%", "100%%"]
+        expected = {"insert": [(1, "5%", 1), (2, "7%", 2)]}.get(mode, [(1, "7%", 2)])
+        assert database.rows(table, order_by="3") == expected
+    finally:
+        database.query(f"DROP TABLE IF EXISTS {database.quote(table)}")

@@ -108,6 +108,16 @@ class Dialect:
         """*name* (``table`` or ``schema.table``) as SQL."""
         return ".".join(self.quote(part) for part in name.split("."))
 
+    # Statements with parameters: both drivers' placeholders are ``%s``, so a ``%`` of a name is ``%%``.
+
+    def _p(self, name: str) -> str:
+        """*name* quoted, for a statement with parameters."""
+        return self.quote(name).replace("%", "%%")
+
+    def _ptable(self, name: str) -> str:
+        """:meth:`table` for a statement with parameters."""
+        return self.table(name).replace("%", "%%")
+
     def fold(self, name: str) -> str:
         """*name* as the database compares it to the names it holds."""
         return name
@@ -192,9 +202,9 @@ class Dialect:
     # -- writes -----------------------------------------------------------------------------------
 
     def insert(self, cursor: Any, table: str, columns: Sequence[Column], rows: list[tuple[Any, ...]]) -> None:
-        names = ", ".join(self.quote(c.name) for c in columns)
+        names = ", ".join(self._p(c.name) for c in columns)
         marks = ", ".join(["%s"] * len(columns))
-        self._executemany(cursor, f"INSERT INTO {self.table(table)} ({names}) VALUES ({marks})", rows)
+        self._executemany(cursor, f"INSERT INTO {self._ptable(table)} ({names}) VALUES ({marks})", rows)
 
     def upsert(self, cursor: Any, table: str, key_columns: Sequence[Column], value_columns: Sequence[Column],
                rows: list[tuple[Any, ...]]) -> None:
@@ -205,15 +215,15 @@ class Dialect:
         """*rows* are key values then other values; sent as other values then key values."""
         if not value_columns:
             return  # nothing to set: an update of the key alone changes nothing
-        sets = ", ".join(f"{self.quote(c.name)} = %s" for c in value_columns)
-        keys = " AND ".join(f"{self.quote(c.name)} = %s" for c in key_columns)
+        sets = ", ".join(f"{self._p(c.name)} = %s" for c in value_columns)
+        keys = " AND ".join(f"{self._p(c.name)} = %s" for c in key_columns)
         width = len(key_columns)
-        self._executemany(cursor, f"UPDATE {self.table(table)} SET {sets} WHERE {keys}",
+        self._executemany(cursor, f"UPDATE {self._ptable(table)} SET {sets} WHERE {keys}",
                           [row[width:] + row[:width] for row in rows])
 
     def delete(self, cursor: Any, table: str, key_columns: Sequence[Column], rows: list[tuple[Any, ...]]) -> None:
-        keys = " AND ".join(f"{self.quote(c.name)} = %s" for c in key_columns)
-        self._executemany(cursor, f"DELETE FROM {self.table(table)} WHERE {keys}", rows)
+        keys = " AND ".join(f"{self._p(c.name)} = %s" for c in key_columns)
+        self._executemany(cursor, f"DELETE FROM {self._ptable(table)} WHERE {keys}", rows)
 
     def _executemany(self, cursor: Any, statement: str, rows: list[tuple[Any, ...]]) -> None:
         for chunk in _chunks(rows, self.settings.batch_size):
@@ -282,15 +292,15 @@ class PostgreSql(Dialect):
     def upsert(self, cursor: Any, table: str, key_columns: Sequence[Column], value_columns: Sequence[Column],
                rows: list[tuple[Any, ...]]) -> None:
         columns = [*key_columns, *value_columns]
-        names = ", ".join(self.quote(c.name) for c in columns)
+        names = ", ".join(self._p(c.name) for c in columns)
         marks = ", ".join(["%s"] * len(columns))
-        keys = ", ".join(self.quote(c.name) for c in key_columns)
+        keys = ", ".join(self._p(c.name) for c in key_columns)
         if value_columns:
-            sets = ", ".join(f"{self.quote(c.name)} = EXCLUDED.{self.quote(c.name)}" for c in value_columns)
+            sets = ", ".join(f"{self._p(c.name)} = EXCLUDED.{self._p(c.name)}" for c in value_columns)
             action = f"DO UPDATE SET {sets}"
         else:
             action = "DO NOTHING"
-        self._executemany(cursor, f"INSERT INTO {self.table(table)} ({names}) VALUES ({marks}) "
+        self._executemany(cursor, f"INSERT INTO {self._ptable(table)} ({names}) VALUES ({marks}) "
                                   f"ON CONFLICT ({keys}) {action}", rows)
 
 
@@ -369,12 +379,18 @@ class MySql(Dialect):
     def upsert(self, cursor: Any, table: str, key_columns: Sequence[Column], value_columns: Sequence[Column],
                rows: list[tuple[Any, ...]]) -> None:
         columns = [*key_columns, *value_columns]
-        names = ", ".join(self.quote(c.name) for c in columns)
+        names = ", ".join(self._p(c.name) for c in columns)
         marks = ", ".join(["%s"] * len(columns))
         updated = value_columns or key_columns[:1]  # with no other column, a no-op keeps the row
-        sets = ", ".join(f"{self.quote(c.name)} = VALUES({self.quote(c.name)})" for c in updated)
-        self._executemany(cursor, f"INSERT INTO {self.table(table)} ({names}) VALUES ({marks}) "
-                                  f"ON DUPLICATE KEY UPDATE {sets}", rows)
+        sets = ", ".join(f"{self._p(c.name)} = VALUES({self._p(c.name)})" for c in updated)
+        statement = f"INSERT INTO {self._ptable(table)} ({names}) VALUES ({marks}) ON DUPLICATE KEY UPDATE {sets}"
+        if "%" in sets:
+            # PyMySQL's multi-row executemany() left a %% after VALUES (…) as it was until 2026 (PyMySQL
+            # #1276): such names go row by row, through execute(), which reads %% as % in every version.
+            for row in rows:
+                cursor.execute(statement, row)
+            return
+        self._executemany(cursor, statement, rows)
 
 
 def dialect_for(settings: Settings) -> Dialect:
