@@ -484,7 +484,7 @@ def _orphan_topics(file: str, delete: bool, timeout: float, out: TextIO) -> int:
     try:
         topics = admin.list_topics(timeout=timeout).topics
     except KafkaException as exc:
-        raise ConnectorError(f"cannot list the topics of {config.resolved('bootstrap.servers')}: {exc}") from exc
+        raise ConnectorError(f"cannot list the topics of {','.join(config.get('bootstrap.servers'))}: {exc}") from exc
     orphans = orphan_offset_topics(config.client_config("consumer", "confluent"), topics,
                                    config.resolved("offset.storage.topic") or "",
                                    config.resolved("config.storage.topic") or "", timeout)

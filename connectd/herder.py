@@ -514,7 +514,7 @@ class HerderBase:
             offsets = await asyncio.to_thread(group_offsets, admin, group_id(name), _ADMIN_TIMEOUT_S)
         except Exception as exc:
             if not str(exc) or _unreachable(exc):  # the future, or the request, timed out
-                reason = (f"no answer from the Kafka cluster at {self.worker.raw('bootstrap.servers')} "
+                reason = (f"no answer from the Kafka cluster at {','.join(self.worker.get('bootstrap.servers'))} "
                           f"within {_ADMIN_TIMEOUT_S:g} s")
                 log.error("sink_offsets_unreadable", connector=name, error=reason)
                 raise KafkaUnavailableError(f"Failed to retrieve consumer group offsets for sink connector {name}: "

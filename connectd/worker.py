@@ -129,7 +129,7 @@ class Worker:
             await admin.start()
         except KafkaError as exc:
             await admin.close()
-            servers = self.config.raw("bootstrap.servers")
+            servers = ",".join(self.config.get("bootstrap.servers"))  # its default when the file has none
             raise ConnectdError(f"cannot reach the Kafka cluster at {servers}: {exc}") from exc
         stack.push_async_callback(admin.close)
         return admin

@@ -23,6 +23,7 @@ from connectd.secrets import Secret
 __all__ = ["ClientSettings", "client_settings", "parse_jaas"]
 
 CLIENTS = ("producer", "consumer", "admin")
+DEFAULT_BOOTSTRAP_SERVERS = "localhost:9092"
 
 # Settings shared by every client when written at the top level of a worker file.
 SHARED_KEYS = (
@@ -42,6 +43,9 @@ SHARED_KEYS = (
     "metadata.max.age.ms",
     "request.timeout.ms",
     "retry.backoff.ms",
+    "retry.backoff.max.ms",
+    "socket.connection.setup.timeout.ms",
+    "client.dns.lookup",
     "reconnect.backoff.ms",
     "reconnect.backoff.max.ms",
     "connections.max.idle.ms",
@@ -102,6 +106,7 @@ _CONFLUENT_COMMON: dict[str, tuple[str, Callable[[str], Any]]] = {
     "receive.buffer.bytes": _int("socket.receive.buffer.bytes"),
     "send.buffer.bytes": _int("socket.send.buffer.bytes"),
     "socket.connection.setup.timeout.ms": _int("socket.connection.setup.timeout.ms"),
+    "client.dns.lookup": _same("client.dns.lookup"),
 }
 _CONFLUENT: dict[str, dict[str, tuple[str, Callable[[str], Any]]]] = {
     "producer": {
@@ -235,6 +240,8 @@ def client_settings(
         raise ValueError(f"unknown client library {library!r}")
     # java key → (value, the key as the user wrote it), later sources winning.
     merged: dict[str, tuple[str, str]] = {k: (values[k], k) for k in SHARED_KEYS if k in values}
+    # Kafka Connect's default when a worker file has no bootstrap.servers.
+    merged.setdefault("bootstrap.servers", (DEFAULT_BOOTSTRAP_SERVERS, "bootstrap.servers"))
     prefix = f"{client}."
     merged.update({k[len(prefix):]: (v, k) for k, v in values.items() if k.startswith(prefix)})
     merged.update({k: (v, f"{client}.override.{k}") for k, v in (overrides or {}).items()})

@@ -19,7 +19,8 @@ from connectd.config.definitions import (
     ConfigKey,
     ConfigProblem,
     Importance,
-    NonEmptyString,
+    NonEmptyStringWithoutControlChars,
+    OneOf,
     Range,
     RegexValid,
     TopicName,
@@ -34,7 +35,7 @@ H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
 _COMMON_KEYS = [
     ConfigKey("name", Type.STRING, "Globally unique name of the connector.", importance=H,
-              validator=NonEmptyString(), group="Common"),
+              validator=NonEmptyStringWithoutControlChars(), group="Common"),
     ConfigKey("connector.class", Type.CLASS,
               "The connector's class: Python dotted path, short alias, or Kafka Connect's Java class name "
               "(e.g. org.apache.kafka.connect.file.FileStreamSourceConnector).",
@@ -54,7 +55,7 @@ _COMMON_KEYS = [
               "Accepted for compatibility and ignored: in Kafka Connect, what to do when a config provider "
               "reports that a value will change (restart or none); connectd's config providers never do, so a "
               "connector sees a changed secret when it is restarted.",
-              default="restart", importance=L, validator=CaseInsensitiveValidString("none", "restart"),
+              default="restart", importance=L, validator=OneOf("none", "restart"),
               group="Common", ignored="connectd's config providers never report a changed value"),
     ConfigKey("transforms", Type.LIST,
               "Aliases of the transforms applied to each record, in order; each is set up by "
@@ -65,12 +66,12 @@ _COMMON_KEYS = [
     ConfigKey("errors.retry.timeout", Type.LONG,
               "How long a failed operation is retried, in ms; 0 never retries, -1 retries forever.",
               default=0, importance=M, validator=Range.at_least(-1), group="Error handling"),
-    ConfigKey("errors.retry.delay.max.ms", Type.LONG, "Longest wait between retries.", default=60000,
-              importance=M, validator=Range.at_least(1), group="Error handling"),
+    ConfigKey("errors.retry.delay.max.ms", Type.LONG, "Longest wait between retries; 0 retries at once.",
+              default=60000, importance=M, validator=Range.at_least(0), group="Error handling"),
     ConfigKey("errors.tolerance", Type.STRING,
               "none fails the task at the first bad record; all skips bad records (to the dead-letter "
               "topic if one is set).", default="none", importance=M,
-              validator=CaseInsensitiveValidString("none", "all"), group="Error handling"),
+              validator=OneOf("none", "all"), group="Error handling"),
     ConfigKey("errors.log.enable", Type.BOOLEAN, "Log each failed operation and bad record.", default=False,
               importance=M, group="Error handling"),
     ConfigKey("errors.log.include.messages", Type.BOOLEAN,
@@ -167,23 +168,48 @@ def connector_problems(
         if predicate and predicate.strip() not in defined_predicates:
             found.append(ConfigProblem(origin(key), key, "expected the alias of a predicate listed in predicates", predicate))
     if kind == "sink":
-        topics = _aliases(values.get("topics", ""))
-        regex = str(values.get("topics.regex", "") or "").strip()
-        if topics and regex:
-            found.append(ConfigProblem(origin("topics.regex"), "topics.regex", "expected only one of topics and topics.regex", regex))
-        elif not topics and not regex:
-            found.append(ConfigProblem(origin("topics"), "topics", "one of topics and topics.regex is required"))
-        dlq = str(values.get("errors.deadletterqueue.topic.name", "") or "").strip()
-        if dlq:
-            consumed = dlq in topics
-            if regex and not consumed:
-                try:
-                    consumed = re.fullmatch(regex, dlq) is not None
-                except re.error:
-                    consumed = False
-            if consumed:
-                found.append(ConfigProblem(origin("errors.deadletterqueue.topic.name"), "errors.deadletterqueue.topic.name",
-                                           "expected a topic the connector does not consume (it would read its own failures)", dlq))
+        found.extend(_sink_topic_problems(values, origin))
+    if kind == "source":
+        groups = _aliases(values.get("topic.creation.groups", ""))
+        for group in sorted({g for g in groups if groups.count(g) > 1}):
+            found.append(ConfigProblem(origin("topic.creation.groups"), "topic.creation.groups",
+                                       f"group {group!r} is listed twice", str(values.get("topic.creation.groups"))))
+    return found
+
+
+def _sink_topic_problems(values: Mapping[str, Any], origin: Callable[[str], Origin | None]) -> list[ConfigProblem]:
+    # As Kafka's SinkConnectorConfig.validate: a problem with the pair is
+    # reported on both keys, and a consumed dead-letter topic on the key that
+    # consumes it, so REST validation shows each error at the field to change.
+    topics = _aliases(values.get("topics", ""))
+    regex = str(values.get("topics.regex", "") or "").strip()
+    raw_topics = None if values.get("topics") is None else str(values["topics"])
+    raw_regex = values.get("topics.regex")
+    found = []
+    if topics and regex:
+        found += [ConfigProblem(origin("topics"), "topics", "expected only one of topics and topics.regex", raw_topics),
+                  ConfigProblem(origin("topics.regex"), "topics.regex", "expected only one of topics and topics.regex", regex)]
+    elif not topics and not regex:
+        found += [ConfigProblem(origin("topics"), "topics", "one of topics and topics.regex is required"),
+                  ConfigProblem(origin("topics.regex"), "topics.regex", "one of topics and topics.regex is required")]
+    dlq = str(values.get("errors.deadletterqueue.topic.name", "") or "").strip()
+    if not dlq:
+        return found
+    if dlq in topics:
+        found.append(ConfigProblem(origin("topics"), "topics",
+                                   f"expected topics without the dead-letter topic {dlq!r} "
+                                   "(errors.deadletterqueue.topic.name): the connector would read its own failures",
+                                   raw_topics))
+    if regex:
+        try:
+            matched = re.fullmatch(regex, dlq) is not None
+        except re.error:
+            matched = False  # the regex's own check reports it
+        if matched:
+            found.append(ConfigProblem(origin("topics.regex"), "topics.regex",
+                                       f"expected a regex that does not match the dead-letter topic {dlq!r} "
+                                       "(errors.deadletterqueue.topic.name): the connector would read its own failures",
+                                       str(raw_regex)))
     return found
 
 

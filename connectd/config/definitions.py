@@ -40,6 +40,7 @@ __all__ = [
     "HostPortList",
     "ListenerList",
     "NonEmptyString",
+    "NonEmptyStringWithoutControlChars",
     "OneOf",
     "Range",
     "RegexValid",
@@ -80,7 +81,19 @@ class _NoDefault:
 NO_DEFAULT: Any = _NoDefault()
 
 _INT_BOUNDS = {Type.SHORT: (-(2**15), 2**15 - 1), Type.INT: (-(2**31), 2**31 - 1), Type.LONG: (-(2**63), 2**63 - 1)}
+_JAVA_DOUBLE = re.compile(r"([+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))[fFdD]?")
 _INT_WORDS = {Type.SHORT: "a 16-bit integer", Type.INT: "a 32-bit integer", Type.LONG: "a 64-bit integer"}
+
+
+# Java's String.trim() removes every character up to U+0020, control characters included, and no
+# other: Python's strip() would also remove U+0085 and U+00A0 and keep U+0001.
+_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
+# Kafka splits a list on \s*,\s*, Java's \s being ASCII white space only.
+_LIST_SEPARATOR = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")
+
+
+def _trim(text: str) -> str:
+    return text.strip(_JAVA_TRIMMED)
 
 
 def parse_value(type_: Type, raw: Any) -> Any:
@@ -95,7 +108,7 @@ def parse_value(type_: Type, raw: Any) -> Any:
     if type_ is Type.BOOLEAN:
         if isinstance(raw, bool):
             return raw
-        text = str(raw).strip().lower()
+        text = _trim(str(raw)).lower()
         if text in ("true", "false"):
             return text == "true"
         raise ValueError("expected true or false")
@@ -105,7 +118,7 @@ def parse_value(type_: Type, raw: Any) -> Any:
         if isinstance(raw, int):
             value = raw
         else:
-            text = str(raw).strip()
+            text = _trim(str(raw))
             if not re.fullmatch(r"[+-]?\d+", text):
                 raise ValueError(f"expected {_INT_WORDS[type_]}")
             value = int(text)
@@ -116,25 +129,27 @@ def parse_value(type_: Type, raw: Any) -> Any:
     if type_ is Type.DOUBLE:
         if isinstance(raw, (int, float)) and not isinstance(raw, bool):
             return float(raw)
-        try:
-            return float(str(raw).strip())
-        except ValueError:
-            raise ValueError("expected a number") from None
+        # Java's Double.parseDouble syntax: Python's float() would also take 1_000, inf and nan.
+        match = _JAVA_DOUBLE.fullmatch(_trim(str(raw)))
+        if match is None:
+            raise ValueError("expected a number")
+        return float(match.group(1))
     if type_ is Type.LIST:
         if isinstance(raw, (list, tuple)):
-            return [str(item).strip() for item in raw]
-        text = str(raw).strip()
-        return [item.strip() for item in text.split(",")] if text else []
+            return [_trim(str(item)) for item in raw]
+        text = _trim(str(raw))
+        return _LIST_SEPARATOR.split(text) if text else []
     if type_ is Type.CLASS:
         if isinstance(raw, type):
             return raw
-        text = str(raw).strip()
+        text = _trim(str(raw))
         if not text:
             raise ValueError("expected a class name or alias")
         return text
     if type_ is Type.PASSWORD:
-        return raw if isinstance(raw, Secret) else Secret(str(raw))
-    return str(raw).strip() if type_ is Type.STRING else raw
+        # Trimmed like every other string, as Kafka's ConfigDef does.
+        return raw if isinstance(raw, Secret) else Secret(_trim(str(raw)))
+    return _trim(str(raw)) if type_ is Type.STRING else raw
 
 
 # --- validators -------------------------------------------------------------
@@ -236,11 +251,26 @@ class NonEmptyString(Validator):
     """A string with something in it."""
 
     def __call__(self, value: Any) -> None:
-        if value is not None and not str(value).strip():
+        if value is not None and not _trim(str(value)):
             raise ValueError("expected a non-empty string")
 
     def describe(self) -> str:
         return "non-empty string"
+
+
+class NonEmptyStringWithoutControlChars(NonEmptyString):
+    """A non-empty string without ISO control characters (U+0000–U+001F, U+007F–U+009F), as a connector's name."""
+
+    def __call__(self, value: Any) -> None:
+        super().__call__(value)
+        if value is None:
+            return
+        found = [str(ord(c)) for c in str(value) if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F]
+        if found:
+            raise ValueError(f"expected a string without control characters, got the characters {', '.join(found)}")
+
+    def describe(self) -> str:
+        return "non-empty string without control characters"
 
 
 class RegexValid(Validator):

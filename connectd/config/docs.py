@@ -33,6 +33,35 @@ _SECTIONS: list[tuple[str, str, ConfigDef, ConfigDef | None]] = [
 ]
 
 
+#: Where connectd's checks of these keys knowingly differ from Kafka Connect's ConfigDefs, one line each
+#: with why; the reference ends with them.
+DIFFERENCES = [
+    "Problems are worded connectd's way (`key='value': expected …`, naming file and line) rather than as Kafka's "
+    "`Invalid value … for configuration …`: one style for every check, and the file and line say where to look.",
+    "Some values Kafka Connect accepts and fails on later are refused when the config is checked: "
+    "`bootstrap.servers`, `listeners` and `admin.listeners` must be `host:port` / `http(s)://host:port`; "
+    "`session.timeout.ms`, `heartbeat.interval.ms`, `rebalance.timeout.ms` and `worker.sync.timeout.ms` must be "
+    "at least 1 and the heartbeat under the session timeout; `rest.advertised.port` must be a port and "
+    "`rest.advertised.listener` http or https; `ssl.keystore.type` and `ssl.truststore.type` must be JKS, PKCS12 "
+    "or PEM; `offsets.storage.topic` must be a legal topic name: the worker or the broker would refuse them anyway.",
+    "`errors.retry.timeout` and `errors.deadletterqueue.topic.replication.factor` below -1, and "
+    "`errors.retry.delay.max.ms` below 0, are refused; Kafka Connect declares no bound for them.",
+    "`inter.worker.key.generation.algorithm`, `inter.worker.signature.algorithm` and "
+    "`inter.worker.verification.algorithms` accept HmacSHA256, HmacSHA384 and HmacSHA512 only, not every "
+    "algorithm a JVM has (HmacSHA1, HmacMD5): workers sign with Python's hmac and these are the safe ones.",
+    "`response.http.headers.config` accepts a header value that holds a colon or is empty (as Jetty serves it); "
+    "Kafka Connect's validator refuses both, so a URL cannot be a header value there.",
+    "Top-level client keys (`security.protocol`, `sasl.*`, `ssl.*`, timeouts) apply to the connectors' "
+    "producers, consumers and admin clients too, under their `producer.`, `consumer.` and `admin.` settings; "
+    "Kafka Connect gives connectors' clients only the prefixed keys, so a file written for it says the same "
+    "thing twice, which works unchanged.",
+    "The `config.storage.`, `offset.storage.` and `status.storage.` prefixes pass any other key on as a topic "
+    "config, as in Kafka Connect, so a misspelt `offset.storage.topic` is not warned about as an unknown key.",
+    "`topic.creation.default.partitions` and `.replication.factor` of 0 or below -1 are refused by the "
+    "topic-creation check, which names the key in its message rather than as the problem's key.",
+]
+
+
 def _all_definitions() -> list[ConfigDef]:
     return [definition for _, _, definition, _ in _SECTIONS] + [cls.config_def for cls, _ in BUILTIN_PROVIDERS]
 
@@ -75,6 +104,9 @@ def render_reference() -> str:
                   f"(or `{aliases[0]}`). {_cell((cls.__doc__ or '').strip().splitlines()[0])}", ""]
         lines += _table(list(cls.config_def))
         lines.append("")
+    lines += ["## Where connectd differs from Kafka Connect", ""]
+    lines += [f"- {difference}" for difference in DIFFERENCES]
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -109,7 +109,7 @@ _CLIENT_KEYS = [
     ConfigKey("bootstrap.servers", Type.LIST,
               "The Kafka brokers to connect to first, host:port pairs separated by commas. "
               "Only used to discover the whole cluster, so a few brokers are enough.",
-              importance=H, validator=HostPortList(), group="Kafka"),
+              default="localhost:9092", importance=H, validator=HostPortList(), group="Kafka"),
     ConfigKey("client.id", Type.STRING,
               "Prefix of the client ids of this worker's Kafka clients, shown in broker logs and quotas.",
               default="", importance=L, group="Kafka"),
@@ -159,6 +159,18 @@ _CLIENT_KEYS = [
     ConfigKey("retry.backoff.ms", Type.LONG,
               "Wait before retrying a failed request.", default=100, importance=L, validator=_POSITIVE_MS,
               group="Kafka"),
+    ConfigKey("client.dns.lookup", Type.STRING,
+              "How clients use the addresses a broker's name resolves to: use_all_dns_ips tries each in turn; "
+              "resolve_canonical_bootstrap_servers_only also resolves bootstrap servers to their canonical names. "
+              "Given to the data plane's clients (librdkafka).",
+              default="use_all_dns_ips", importance=M,
+              validator=OneOf("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"), group="Kafka"),
+    ConfigKey("retry.backoff.max.ms", Type.LONG,
+              "Longest wait before retrying a failed request; the wait grows from retry.backoff.ms up to it.",
+              default=1000, importance=L, validator=_POSITIVE_MS, group="Kafka"),
+    ConfigKey("socket.connection.setup.timeout.ms", Type.LONG,
+              "How long a client waits for a connection to a broker to be set up.", default=10000, importance=L,
+              validator=_POSITIVE_MS, group="Kafka"),
     ConfigKey("reconnect.backoff.ms", Type.LONG,
               "Wait before reconnecting to a broker.", default=50, importance=L, validator=_POSITIVE_MS,
               group="Kafka"),
@@ -176,6 +188,73 @@ _CLIENT_KEYS = [
     ConfigKey("metric.reporters", Type.LIST,
               "Accepted for compatibility and ignored: connectd loads no Java metric reporters.",
               default="", importance=L, group="Metrics", ignored="connectd loads no Java metric reporters"),
+]
+
+def _ignored(name: str, type_: Type, default: Any, reason: str, validator: Validator | None = None,
+             group: str = "Kafka") -> ConfigKey:
+    """A key of Kafka Connect's worker config that connectd accepts and does nothing with."""
+    return ConfigKey(name, type_, f"Accepted for compatibility and ignored: {reason}.", default=default,
+                     importance=L, validator=validator, group=group, ignored=reason)
+
+
+_JAVA_SSL = "the Java TLS stack's setting; the Python clients use OpenSSL's"
+_JAVA_SASL = "a setting of Java's SASL login, which the Python clients do not have"
+_NO_JAVA_METRICS = "connectd's metrics are Prometheus metrics, not Java client metrics"
+
+#: Keys of Kafka Connect's WorkerConfig and DistributedConfig (its Kafka client keys) that connectd
+#: has no use for. Declared so that a file brought from Kafka Connect is checked and told why each is
+#: ignored, instead of being warned about as unknown.
+_IGNORED_KAFKA_KEYS = [
+    _ignored("metadata.recovery.strategy", Type.STRING, "none",
+             "the Python clients recover from stale metadata their own way",
+             CaseInsensitiveValidString("none", "rebootstrap")),
+    _ignored("socket.connection.setup.timeout.max.ms", Type.LONG, 30000,
+             "the Python clients have no growing connection set-up timeout", _POSITIVE_MS),
+    _ignored("plugin.discovery", Type.STRING, "hybrid_warn",
+             "connectd finds plugins through Python entry points of installed packages",
+             CaseInsensitiveValidString("only_scan", "hybrid_warn", "hybrid_fail", "service_load"), group="Plugins"),
+    _ignored("metrics.sample.window.ms", Type.LONG, 30000, _NO_JAVA_METRICS, _POSITIVE_MS, group="Metrics"),
+    _ignored("metrics.num.samples", Type.INT, 2, _NO_JAVA_METRICS, Range.at_least(1), group="Metrics"),
+    _ignored("metrics.recording.level", Type.STRING, "INFO", _NO_JAVA_METRICS, OneOf("INFO", "DEBUG"),
+             group="Metrics"),
+    _ignored("ssl.protocol", Type.STRING, "TLSv1.3", _JAVA_SSL, group="Kafka security"),
+    _ignored("ssl.provider", Type.STRING, None, _JAVA_SSL, group="Kafka security"),
+    _ignored("ssl.keymanager.algorithm", Type.STRING, "SunX509", _JAVA_SSL, group="Kafka security"),
+    _ignored("ssl.trustmanager.algorithm", Type.STRING, "PKIX", _JAVA_SSL, group="Kafka security"),
+    _ignored("ssl.secure.random.implementation", Type.STRING, None, _JAVA_SSL, group="Kafka security"),
+    _ignored("ssl.engine.factory.class", Type.CLASS, None, _JAVA_SSL, group="Kafka security"),
+    _ignored("sasl.kerberos.service.name", Type.STRING, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.kerberos.kinit.cmd", Type.STRING, "/usr/bin/kinit", _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.kerberos.ticket.renew.window.factor", Type.DOUBLE, 0.8, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.kerberos.ticket.renew.jitter", Type.DOUBLE, 0.05, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.kerberos.min.time.before.relogin", Type.LONG, 60000, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.login.refresh.window.factor", Type.DOUBLE, 0.8, _JAVA_SASL, Range.between(0.5, 1.0),
+             group="Kafka security"),
+    _ignored("sasl.login.refresh.window.jitter", Type.DOUBLE, 0.05, _JAVA_SASL, Range.between(0.0, 0.25),
+             group="Kafka security"),
+    _ignored("sasl.login.refresh.min.period.seconds", Type.SHORT, 60, _JAVA_SASL, Range.between(0, 900),
+             group="Kafka security"),
+    _ignored("sasl.login.refresh.buffer.seconds", Type.SHORT, 300, _JAVA_SASL, Range.between(0, 3600),
+             group="Kafka security"),
+    _ignored("sasl.client.callback.handler.class", Type.CLASS, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.login.callback.handler.class", Type.CLASS, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.login.class", Type.CLASS, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.login.connect.timeout.ms", Type.INT, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.login.read.timeout.ms", Type.INT, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.login.retry.backoff.max.ms", Type.LONG, 10000, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.login.retry.backoff.ms", Type.LONG, 100, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.scope.claim.name", Type.STRING, "scope", _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.sub.claim.name", Type.STRING, "sub", _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.token.endpoint.url", Type.STRING, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.jwks.endpoint.url", Type.STRING, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.jwks.endpoint.refresh.ms", Type.LONG, 3600000, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", Type.LONG, 10000, _JAVA_SASL,
+             group="Kafka security"),
+    _ignored("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", Type.LONG, 100, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.clock.skew.seconds", Type.INT, 30, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.expected.audience", Type.LIST, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.expected.issuer", Type.STRING, None, _JAVA_SASL, group="Kafka security"),
+    _ignored("sasl.oauthbearer.header.urlencode", Type.BOOLEAN, False, _JAVA_SASL, group="Kafka security"),
 ]
 
 _WORKER_KEYS = [
@@ -261,7 +340,7 @@ _WORKER_KEYS = [
     ConfigKey("ssl.client.auth", Type.STRING,
               "Whether https REST listeners ask clients for a certificate signed by the trust store: "
               "none, requested (checked if given) or required.",
-              default="none", importance=M, validator=CaseInsensitiveValidString("none", "requested", "required"),
+              default="none", importance=M, validator=OneOf("none", "requested", "required"),
               group="REST security"),
     ConfigKey("ssl.enabled.protocols", Type.LIST,
               "TLS versions https REST listeners accept.", default="TLSv1.2,TLSv1.3", importance=M,
@@ -422,8 +501,15 @@ _PREFIXES = {
     "header.converter.": "Settings of the header converter.",
 }
 
-COMMON_WORKER_DEF = ConfigDef(_CLIENT_KEYS + _WORKER_KEYS, prefixes=_PREFIXES)
-DISTRIBUTED_DEF = COMMON_WORKER_DEF.merge(ConfigDef(_DISTRIBUTED_KEYS))
+_DISTRIBUTED_PREFIXES = {
+    f"{topic}.storage.": f"Topic configs of the {topic} topic when the worker creates it ({topic}.storage.<config>, "
+    f"e.g. {topic}.storage.min.insync.replicas=2); cleanup.policy is always compact"
+    + ("; the config topic always has 1 partition." if topic == "config" else ".")
+    for topic in ("config", "offset", "status")
+}
+
+COMMON_WORKER_DEF = ConfigDef(_CLIENT_KEYS + _IGNORED_KAFKA_KEYS + _WORKER_KEYS, prefixes=_PREFIXES)
+DISTRIBUTED_DEF = COMMON_WORKER_DEF.merge(ConfigDef(_DISTRIBUTED_KEYS, prefixes=_DISTRIBUTED_PREFIXES))
 STANDALONE_DEF = COMMON_WORKER_DEF.merge(ConfigDef(_STANDALONE_KEYS))
 
 MODES = ("distributed", "standalone")
@@ -673,6 +759,14 @@ class WorkerConfig:
                 if name in topics:
                     found.append(ConfigProblem(self.origin(key), key, f"expected a topic different from {topics[name]}'s", name))
                 topics.setdefault(name, key)
+            if "offset.storage.file.filename" in self._raw:
+                # Under the offset.storage. prefix it would be a config of the offset topic, as in Kafka Connect.
+                found.append(ConfigProblem(self.origin("offset.storage.file.filename"), "offset.storage.file.filename",
+                                           "is a standalone worker's key: a distributed worker keeps offsets in "
+                                           "offset.storage.topic and would give file.filename to the broker as a "
+                                           "config of that topic, which the broker refuses when it creates the topic; "
+                                           "remove the key", self._raw["offset.storage.file.filename"],
+                                           severity="warning"))
             if self._raw.get("worker.unsync.backoff.ms") is not None:
                 found.append(ConfigProblem(self.origin("worker.unsync.backoff.ms"), "worker.unsync.backoff.ms",
                                            "is not supported yet: a worker that cannot read the config topic "
@@ -684,6 +778,12 @@ class WorkerConfig:
                 found.append(ConfigProblem(self.origin("connect.protocol"), "connect.protocol",
                                            "eager (stop-the-world) rebalancing is not supported: connectd "
                                            "rebalances incrementally; expected compatible or sessioned", "eager"))
+            signature = self._safe_get("inter.worker.signature.algorithm")
+            verification = self._safe_get("inter.worker.verification.algorithms")
+            if signature is not None and verification and signature not in verification:
+                found.append(ConfigProblem(self.origin("inter.worker.signature.algorithm"), "inter.worker.signature.algorithm",
+                                           f"expected one of inter.worker.verification.algorithms ({', '.join(verification)}), "
+                                           "or workers would refuse each other's requests", signature))
             heartbeat, session = self._safe_int("heartbeat.interval.ms"), self._safe_int("session.timeout.ms")
             if heartbeat is not None and session is not None and heartbeat >= session:
                 found.append(ConfigProblem(self.origin("heartbeat.interval.ms"), "heartbeat.interval.ms",
