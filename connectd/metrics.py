@@ -16,12 +16,15 @@ Two kinds of series:
 - **events**, counted as they happen, in the worker process (the control
   plane): start-ups of connectors and tasks, rebalances, and per task its
   micro-batches (duration, records), records read or written, offset
-  commits (:class:`TaskMetrics`, one per running task, whose series go when
-  the task stops). What a sink task's plugin did where it runs (put()
-  calls and time, records sent, failed, skipped, retried, logged,
-  dead-lettered) comes back with each batch's result rows, and its lag per
-  partition with the batch's plan; a source task's poll() calls and errors
-  with its batch's plan (:meth:`TaskMetrics.task_counts`).
+  commits, a sink task's records read and not yet committed (from the
+  offsets of its batches and commits) (:class:`TaskMetrics`, one per running
+  task, whose series go when the task stops). What a sink task's plugin did
+  where it runs (put() calls and time, records sent, failed, skipped,
+  retried, logged, dead-lettered) comes back with each batch's result rows,
+  and its lag per partition with the batch's plan; a source task's poll()
+  calls and errors with its batch's plan (:meth:`TaskMetrics.task_counts`).
+  When the latest rebalance and a task's latest record failure happened are
+  timestamps set as the worker learns of them.
 
 Counting costs a few dictionary look-ups per micro-batch, never per record.
 """
@@ -77,6 +80,9 @@ class WorkerMetrics:
         self.rebalances = Counter(
             "connectd_rebalances", "Rebalances of the Connect group this worker completed.", ["worker"],
             registry=registry)
+        self.last_rebalance = Gauge(
+            "connectd_last_rebalance_timestamp_seconds", "When this worker last completed a rebalance (Unix time); "
+            "absent until its first.", ["worker"], registry=registry)
         self.rebalance_seconds = Histogram(
             "connectd_rebalance_seconds", "How long this worker's rebalances took, from the start of the "
             "rebalance to its assignment applied (revoked work stopped, new work started).", ["worker"],
@@ -109,6 +115,10 @@ class WorkerMetrics:
             "connectd_sink_record_lag", "Records of a partition past what a sink task's last batch of it "
             "read, as its high watermark stood when the batch was planned.", [*_TASK, "topic", "partition"],
             registry=registry)
+        self.sink_active = Gauge(
+            "connectd_sink_records_active", "Records a sink task read and whose offsets it has not committed "
+            "yet (put, and not yet flushed as its pre_commit() allows), as its last batch or commit left them.",
+            _TASK, registry=registry)
         self.source_polls = Counter(
             "connectd_source_polls", "poll() calls of a source task that returned records.", _TASK,
             registry=registry)
@@ -132,6 +142,10 @@ class WorkerMetrics:
             _TASK, registry=registry)
         self.errors_logged = Counter(
             "connectd_task_errors_logged", "Failed records logged (errors.log.enable).", _TASK, registry=registry)
+        self.last_error = Gauge(
+            "connectd_task_last_error_timestamp_seconds", "When the worker learnt of a task's latest record "
+            "failure (Unix time; with the failed record's micro-batch); absent until its first.", _TASK,
+            registry=registry)
         self.dlq_requests = Counter(
             "connectd_task_dlq_produce_requests", "Records sent to the dead-letter queue.", _TASK,
             registry=registry)
@@ -165,6 +179,7 @@ class WorkerMetrics:
 
     def rebalanced(self, seconds: float) -> None:
         self.rebalances.labels(self.worker_id).inc()
+        self.last_rebalance.labels(self.worker_id).set_to_current_time()
         self.rebalance_seconds.labels(self.worker_id).observe(seconds)
 
     def started(self, what: str, ok: bool) -> None:
@@ -199,6 +214,8 @@ class TaskMetrics:
                        "polled": metrics.source_polled, **errors},
         }
         self._lagging: set[tuple[str, str]] = set()  # (topic, partition) with a lag series
+        self._read_to: dict[tuple[str, int], int] = {}  # a sink task's next offset to read, per partition
+        self._committed_to: dict[tuple[str, int], int] = {}  # and to commit
         self._state: str | None = None
         self._since = time.monotonic()
         self._state_seconds: dict[str, float] = {}
@@ -216,11 +233,30 @@ class TaskMetrics:
         ``{(topic, partition): records past the batch's end}``."""
         for key, family in self._counted["source" if lag is None else "sink"].items():
             family.labels(*self._labels).inc(counts.get(key, 0))  # every one exported, at 0 until it counts
+        if counts.get("failures"):
+            self._metrics.last_error.labels(*self._labels).set_to_current_time()
         if "active" in counts:
             self._metrics.source_active.labels(*self._labels).set(counts["active"])
         for (topic, partition), records in (lag or {}).items():
             self._lagging.add((topic, str(partition)))
             self._metrics.sink_lag.labels(*self._labels, topic, str(partition)).set(records)
+
+    def sink_read(self, ends: Mapping[tuple[str, int], int]) -> None:
+        """A sink task's batch read its partitions up to *ends*: ``{(topic, partition): next offset}``."""
+        self._read_to.update(ends)
+        self._active()
+
+    def sink_committed(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """A sink task's group offsets are *offsets* (committed, or found at its start)."""
+        self._committed_to.update(offsets)
+        if self._read_to:  # a Spark-level task reads nothing here: no series
+            self._active()
+
+    def _active(self) -> None:
+        # As Kafka Connect's sink-record-active-count: per partition, read past committed.
+        committed = self._committed_to
+        self._metrics.sink_active.labels(*self._labels).set(sum(
+            max(end - committed[tp], 0) for tp, end in self._read_to.items() if tp in committed))
 
     def state(self, state: str) -> None:
         """The task is in *state* from now on (``RUNNING``, ``PAUSED``, …)."""
@@ -248,6 +284,7 @@ class TaskMetrics:
             del metrics._tasks[self._labels]
         for family in (metrics.batches, metrics.batch_seconds, metrics.batch_records, metrics.source_records,
                        metrics.sink_records, metrics.offset_commit_seconds, metrics.source_active,
+                       metrics.sink_active, metrics.last_error,
                        *self._counted["sink"].values(),
                        *self._counted["source"].values()):
             _remove(family, self._labels)

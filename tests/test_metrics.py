@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -92,3 +95,104 @@ def test_a_tasks_seconds_in_each_state_give_kafka_connects_running_and_pause_rat
     assert found[("connectd_task_state_seconds_total", (labels[0], ("state", "PAUSED"), *labels[2:]))] == 10
     task.remove()
     assert not [key for key in scrape(metrics) if ("connector", "in") in key[1]]
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
+
+
+def exercised() -> WorkerMetrics:
+    """A worker whose every series has a sample: a sink and a source task that did everything."""
+    metrics = WorkerMetrics("w")
+    metrics.watch(View([SINK], {"generation": 3, "leader": False, "rebalancing": True}))
+    metrics.started("connector", True)
+    metrics.spark_hiccups.labels("w").inc()
+    metrics.rebalanced(0.5)
+    counts = {key: 1 for key in ("sent", "puts", "put_seconds", "polls", "poll_seconds", "polled", "failures",
+                                 "skipped", "retries", "logged", "dlq_requests", "dlq_failures")}
+    sink, source = metrics.task("out", 0), metrics.task("in", 0)
+    for task, kind in ((sink, "sink"), (source, "source")):
+        task.state("RUNNING")
+        task.batch(0.1, 10, kind)
+        task.committed(0.01, ok=True)
+    sink.sink_committed({("t", 0): 0})
+    sink.sink_read({("t", 0): 10})
+    sink.task_counts(counts, {("t", 0): 5})
+    source.task_counts({**counts, "active": 4})
+    return metrics
+
+
+def documented() -> dict[str, set[str]]:
+    """The series docs/metrics.md's table lists: name → its labels besides ``worker``."""
+    text = DOCS.read_text()
+    table = text[text.index("## The series"):text.index("\n## ", text.index("## The series") + 1)]
+    found = {}
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            for name, labels in re.findall(r"`(connectd_[a-z_]+)(?:\{([a-z_,]+)\})?`", row.split(" | ")[0]):
+                found[name] = set(labels.split(",")) if labels else set()
+    return found
+
+
+def test_the_docs_list_every_series_a_worker_registers_and_no_other_with_its_labels():
+    registered = {}
+    for family in exercised().registry.collect():
+        name = family.name + {"counter": "_total", "info": "_info"}.get(family.type, "")
+        samples = [s for s in family.samples if not s.name.endswith("_created")]
+        assert samples, f"{name} has no sample: the test does not exercise it"
+        assert all(s.labels.get("worker") == "w" for s in samples), name
+        registered[name] = {key for s in samples for key in s.labels} - {"worker", "le"}
+    assert registered == documented()
+
+
+def test_a_sink_tasks_active_records_are_those_read_past_their_committed_offsets():
+    metrics = WorkerMetrics("w")
+    task = metrics.task("out", 0)
+    labels = {"worker": "w", "connector": "out", "task": "0"}
+    task.sink_committed({("t", 0): 100, ("t", 1): 0})  # where the group stood at the start
+    assert metrics.registry.get_sample_value("connectd_sink_records_active", labels) is None  # nothing read yet
+    task.sink_read({("t", 0): 150, ("t", 1): 20})
+    assert metrics.registry.get_sample_value("connectd_sink_records_active", labels) == 70
+    task.sink_committed({("t", 0): 150})  # pre_commit let one partition's offsets go
+    assert metrics.registry.get_sample_value("connectd_sink_records_active", labels) == 20
+    task.sink_read({("t", 1): 10})  # rewound by the task, below what is committed: counts as none
+    task.sink_committed({("t", 1): 15})
+    assert metrics.registry.get_sample_value("connectd_sink_records_active", labels) == 0
+    task.remove()
+    assert metrics.registry.get_sample_value("connectd_sink_records_active", labels) is None
+
+
+def test_a_spark_level_sink_task_that_reads_nothing_here_has_no_active_records_series():
+    metrics = WorkerMetrics("w")
+    metrics.task("out", 0).sink_committed({("t", 0): 5})
+    assert metrics.registry.get_sample_value(
+        "connectd_sink_records_active", {"worker": "w", "connector": "out", "task": "0"}) is None
+
+
+def test_the_last_error_and_last_rebalance_are_timestamps_set_when_they_happen(monkeypatch):
+    import prometheus_client.metrics
+
+    monkeypatch.setattr(prometheus_client.metrics.time, "time", lambda: 1700000000.0)
+    metrics = WorkerMetrics("w")
+    task = metrics.task("out", 0)
+    labels = {"worker": "w", "connector": "out", "task": "0"}
+    task.task_counts({"sent": 3}, {})
+    assert metrics.registry.get_sample_value("connectd_task_last_error_timestamp_seconds", labels) is None
+    assert metrics.registry.get_sample_value("connectd_last_rebalance_timestamp_seconds", {"worker": "w"}) is None
+    task.task_counts({"failures": 1, "skipped": 1}, {})
+    metrics.rebalanced(2.0)
+    assert metrics.registry.get_sample_value("connectd_task_last_error_timestamp_seconds", labels) == 1700000000
+    assert metrics.registry.get_sample_value("connectd_last_rebalance_timestamp_seconds", {"worker": "w"}) == 1700000000
+
+
+def test_a_stopped_tasks_every_series_goes_and_its_counters_only_went_up():
+    metrics = exercised()
+    before = scrape(metrics)
+    for task in list(metrics._tasks.values()):
+        task.task_counts({"sent": 2}, {("t", 0): 1})  # counts again: every counter stays or grows
+    after = scrape(metrics)
+    assert all(after[key] >= value for key, value in before.items() if key[0].endswith("_total"))
+    for task in list(metrics._tasks.values()):
+        task.remove()
+    left = [key for key in scrape(metrics) if ("task", "0") in key[1]
+            and key[0] not in ("connectd_task_status", "connectd_sink_task_partitions")]  # the herder's view
+    assert left == []

@@ -239,7 +239,12 @@ class TaskAssembler:
         from connectd.runtime.converters import configure_converters
         from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
         from connectd.runtime.executor_sink import SinkSpec
-        from connectd.runtime.kafka_io import RangeReader, consumer_settings, encode_tp
+        from connectd.runtime.kafka_io import (
+            RangeReader,
+            consumer_settings,
+            decode_tp,
+            encode_tp,
+        )
         from connectd.runtime.queries import start_sink_query, start_spark_sink_query
         from connectd.runtime.sink_task import (
             SinkTaskRunner,
@@ -265,8 +270,12 @@ class TaskAssembler:
             with timed_commit(metrics):
                 group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
                              asynchronous=False)
+            if metrics is not None:
+                metrics.sink_committed({(tp.topic, tp.partition): o for tp, o in offsets.items()})
 
         start = start_offsets(group, assigned, consumer_config.get("auto.offset.reset", "earliest"))
+        if metrics is not None:  # what it reads from there on is active until committed
+            metrics.sink_committed({decode_tp(key): offset for key, offset in start.items()})
         if issubclass(task_class, SparkSinkTask):
             from connectd.connector import SinkTaskContext
 

@@ -367,6 +367,8 @@ def start_sink_query(
                                                              for row in results if row["paused"]})
                 if metrics is not None:
                     metrics.batch(time.monotonic() - began, sum(row["records"] or 0 for row in results), "sink")
+                    metrics.sink_read({(row["topic"], row["partition"]): row["end"]
+                                       for row in results if row["end"] is not None})
                     for row in results:
                         if row["stats"] is not None:
                             counts = json.loads(row["stats"])
@@ -393,6 +395,7 @@ def start_sink_query(
                                         {kafka_io.encode_tp(tp.topic, tp.partition) for tp in runner.paused})
                     if metrics is not None:
                         metrics.batch(time.monotonic() - began, sum(end - begin for _, _, begin, end in ranges), "sink")
+                        metrics.sink_read({(topic, partition): end for topic, partition, _, end in ranges})
                         metrics.task_counts(runner.take_counts(), {(row["topic"], row["partition"]): row["lag"]
                                                                    for row in rows if row["lag"] is not None})
 

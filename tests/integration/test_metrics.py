@@ -104,6 +104,9 @@ def test_metrics_show_states_start_ups_batches_records_and_commits(broker, spark
     assert value(found, "connectd_sink_puts_total", connector="lines-out", task="0") >= 1
     assert value(found, "connectd_sink_put_seconds_total", connector="lines-out", task="0") > 0
     assert value(found, "connectd_task_record_failures_total", connector="lines-out", task="0") == 0
+    assert value(found, "connectd_task_last_error_timestamp_seconds", connector="lines-out", task="0") is None
+    # every record read is committed by now (its batch was counted when its offsets were)
+    assert value(found, "connectd_sink_records_active", connector="lines-out", task="0") == 0
     # time in each state, whose rate() is Kafka Connect's running-ratio
     assert value(found, "connectd_task_state_seconds_total", connector="lines-in", task="0", state="RUNNING") > 0
     assert value(found, "connectd_task_state_seconds_total", connector="lines-in", task="0", state="PAUSED") is None
@@ -123,6 +126,7 @@ def test_metrics_show_states_start_ups_batches_records_and_commits(broker, spark
     assert value(samples(after_delete), "connectd_worker_tasks", state="RUNNING") == 1
     if mode == "distributed":
         assert value(found, "connectd_group_leader") == 1 and value(found, "connectd_rebalancing") == 0
+        assert value(found, "connectd_last_rebalance_timestamp_seconds") > 0
         assert value(found, "connectd_group_generation") >= 1
         assert value(found, "connectd_rebalances_total") >= 1
         assert value(found, "connectd_rebalance_seconds_count") == value(found, "connectd_rebalances_total")
