@@ -21,6 +21,7 @@ SimpleHeaderConverter  org.apache.kafka.connect.storage.SimpleHeader…      see
 from __future__ import annotations
 
 import codecs
+import re
 import struct
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -325,6 +326,12 @@ class SimpleHeaderConverter(HeaderConverter):
     """
 
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
+        # Most header values are plain strings and integers, whose text is the same whatever the schema.
+        cls = value.__class__
+        if cls is str:
+            return value.encode("utf-8")
+        if cls is int:
+            return int.__repr__(value).encode("ascii")
         if value is None:
             return None
         return convert_to_string(schema, value).encode("utf-8")  # type: ignore[union-attr]
@@ -333,9 +340,28 @@ class SimpleHeaderConverter(HeaderConverter):
         if value is None:
             return SchemaAndValue.NULL
         try:
-            return parse_string(bytes(value).decode("utf-8", "replace"))
+            text = value.decode("utf-8", "replace") if value.__class__ is bytes else bytes(value).decode("utf-8", "replace")
+            # What parse_string gives for the common texts, without tokenizing them.
+            if _SHORT_INTEGER(text):
+                number = int(text)
+                for low, high, schema in _INTEGER_SCHEMAS:
+                    if low <= number <= high:
+                        return SchemaAndValue(schema, number)
+            if _PLAIN_TEXT(text) and text.rstrip() not in _LITERALS:
+                return SchemaAndValue(Schema.STRING, text)
+            return parse_string(text)
         except Exception:  # as Kafka: whatever cannot be parsed stays bytes
             return SchemaAndValue(Schema.BYTES, bytes(value))
+
+
+# Texts parse_string reads as an integer (up to 18 digits always fit int64), and as themselves:
+# no delimiter, and not starting like a number or with white space (which parse_string strips).
+_SHORT_INTEGER = re.compile(r"-?[0-9]{1,18}").fullmatch
+_PLAIN_TEXT = re.compile(r'[^\s0-9+\-:,{}\[\]"][^:,{}\[\]"]*').fullmatch
+_LITERALS = frozenset(("true", "false", "null"))
+_INTEGER_SCHEMAS = tuple(
+    (*INT_RANGES[schema.type], schema) for schema in (Schema.INT8, Schema.INT16, Schema.INT32, Schema.INT64)
+)
 
 
 def _aliases(cls: type, java_package: str) -> tuple[str, ...]:

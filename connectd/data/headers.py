@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from connectd.data.errors import DataError
-from connectd.data.schema import Schema, validate_value
+from connectd.data.schema import Schema, StructBase, validate_value
 
 __all__ = ["Header", "Headers"]
 
@@ -53,15 +53,22 @@ class Headers:
     def add(self, key: str, value: Any, schema: Schema | None = None) -> Headers:
         """Append a header; returns ``self``.
 
+        As in Kafka, a struct added without a schema gets its own schema, and ``None``
+        needs an optional schema (a default does not stand in for it).
+
         :raises DataError: if *key* is not a string or *value* does not fit *schema*.
         """
         if not isinstance(key, str):
             raise DataError(f"header key must be a string, got {key!r}")
         if schema is not None:
+            if value is None and not schema.optional:
+                raise DataError(f"{key}: a null value requires an optional schema but was {schema!r}")
             try:
                 validate_value(schema, value)
             except DataError as exc:
                 raise exc.at(key) from None
+        elif isinstance(value, StructBase):
+            schema = value.schema
         items = self._items
         if items.__class__ is not list:
             items = self._items = list(items)

@@ -123,6 +123,26 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# A JSON string, or the zeros leading a number (not those after a digit, a point or an exponent's sign).
+_LEADING_ZEROS = re.compile(r'("(?:[^"\\]|\\.)*")|(?<![\w.+-])(-?)0+(?=[0-9])')
+
+
+def _parse_allowing_leading_zeros(parse: Callable[[str], Any], text: str, error: ValueError) -> Any:
+    """Parse *text*, which failed with *error*, again without zeros leading its numbers.
+
+    Kafka's reader accepts them (Jackson's ALLOW_LEADING_ZEROS_FOR_NUMBERS: ``007``
+    reads as 7); JSON does not. Only text that failed to parse comes here.
+    :raises ValueError: *error*, when that does not help.
+    """
+    fixed = _LEADING_ZEROS.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+    if fixed != text:
+        try:
+            return parse(fixed)
+        except (ValueError, RecursionError):
+            pass
+    raise error
+
+
 def _node_type(value: Any) -> str:
     # Jackson's node type names, for messages that match Kafka's.
     if value is None:
@@ -277,7 +297,13 @@ class JsonConverter(Converter, HeaderConverter):
             raise DataError(f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}") from None
         if not self.schemas_enabled:
             try:
-                return SchemaAndValue(None, json.loads(text, parse_constant=_reject_constant))
+                try:
+                    value = json.loads(text, parse_constant=_reject_constant)
+                except ValueError as exc:
+                    value = _parse_allowing_leading_zeros(
+                        lambda fixed: json.loads(fixed, parse_constant=_reject_constant), text, exc
+                    )
+                return SchemaAndValue(None, value)
             except (ValueError, RecursionError) as exc:
                 raise DataError(
                     f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}"
@@ -680,7 +706,10 @@ class JsonConverter(Converter, HeaderConverter):
             except (ValueError, RecursionError):
                 pass
         try:
-            envelope = self._json.decode(text)
+            try:
+                envelope = self._json.decode(text)
+            except ValueError as exc:
+                envelope = _parse_allowing_leading_zeros(self._json.decode, text, exc)
         except (ValueError, RecursionError) as exc:
             raise DataError(f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}") from None
         if not isinstance(envelope, dict) or len(envelope) != 2 or "schema" not in envelope or "payload" not in envelope:

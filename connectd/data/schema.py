@@ -759,8 +759,19 @@ class SchemaBuilder:
         return self
 
     def default_value(self, value: Any) -> SchemaBuilder:
-        """The value used when a value is ``None``; validated when :meth:`build` runs."""
+        """The value used when a value is ``None``.
+
+        Checked against the schema built so far straight away, as in Kafka (a struct's
+        default when :meth:`build` runs, once all its fields are there).
+
+        :raises DataError: if *value* does not fit.
+        """
         self._check_can_set("default", self._default, value)
+        if value is not None and self._type is not _STRUCT:
+            try:
+                validate_value(self._built(default=None), value)
+            except DataError as exc:
+                raise DataError(f"Invalid default value: {exc}") from None
         self._default = value
         return self
 
@@ -819,10 +830,13 @@ class SchemaBuilder:
 
     def build(self) -> Schema:
         """The immutable schema. :raises DataError: if the default value does not fit."""
+        return self._built(self._default)
+
+    def _built(self, default: Any) -> Schema:
         return Schema(
             self._type,
             optional=bool(self._optional),
-            default_value=self._default,
+            default_value=default,
             name=self._name,
             version=self._version,
             doc=self._doc,
