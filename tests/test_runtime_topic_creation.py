@@ -50,3 +50,21 @@ def test_every_problem_at_once():
     assert any("both required" in p for p in problems)
     assert any("topic.creation.default.partitions='0': expected at least 1" in p for p in problems)
     assert any("topic.creation.g.include='(': expected a regular expression" in p for p in problems)
+
+
+def test_any_topic_creation_key_asks_for_creation_and_then_needs_both_defaults():
+    # As Kafka's SourceConnectorConfig: groups without the default counts are refused, not ignored.
+    with pytest.raises(ConfigError) as info:
+        TopicCreationRules.from_config({"topic.creation.groups": "g", "topic.creation.g.include": "t.*",
+                                        "topic.creation.g.partitions": "2"})
+    assert any("both required" in p for p in info.value.problems)
+    assert not TopicCreationRules.from_config({"topic.creation.groups": "g"}, worker_enabled=False).enabled
+
+
+def test_the_default_group_takes_every_other_topic_whatever_its_include_and_exclude_say():
+    rules = TopicCreationRules.from_config({**BASE, "topic.creation.groups": "default, g",
+                                            "topic.creation.g.include": "g-.*", "topic.creation.g.partitions": "5",
+                                            "topic.creation.default.include": "nothing",
+                                            "topic.creation.default.exclude": "other"})
+    assert rules.settings_for("g-1") == TopicSettings(5, 1, {})
+    assert rules.settings_for("other") == TopicSettings(3, 1, {})

@@ -14,9 +14,16 @@ refine the settings per topic::
 
 The first group (in ``topic.creation.groups`` order) whose ``include``
 matches and ``exclude`` does not decides; the ``default`` group matches
-every other topic. A group's missing ``partitions`` / ``replication.factor``
+every other topic (as in Kafka Connect, its own ``include`` and ``exclude``
+are ignored, and ``default`` listed in ``topic.creation.groups`` is the
+default group). A group's missing ``partitions`` / ``replication.factor``
 come from the default group; any other ``topic.creation.<group>.<key>`` is
 a topic config (``cleanup.policy``, ``retention.ms``, …).
+
+As in Kafka Connect, any ``topic.creation.`` key in a connector's config
+asks for topic creation, and then both default counts are required: a
+config with groups but no defaults is refused, not quietly left creating
+nothing.
 """
 
 from __future__ import annotations
@@ -72,13 +79,14 @@ class TopicCreationRules:
         """
         default_partitions = config.get(f"{_PREFIX}default.partitions")
         default_factor = config.get(f"{_PREFIX}default.replication.factor")
-        if not worker_enabled or (default_partitions is None and default_factor is None):
+        if not worker_enabled or not any(key.startswith(_PREFIX) for key in config):
             return cls([])
         problems: list[str] = []
         if default_partitions is None or default_factor is None:
             problems.append(f"{_PREFIX}default.partitions and {_PREFIX}default.replication.factor "
-                            "are both required to create topics")
-        names = [g.strip() for g in str(config.get(f"{_PREFIX}groups", "")).split(",") if g.strip()]
+                            f"are both required to create topics (the connector has {_PREFIX}* settings)")
+        names = [g.strip() for g in str(config.get(f"{_PREFIX}groups", "")).split(",")
+                 if g.strip() and g.strip() != "default"]
         defaults = {
             "partitions": _count(default_partitions, f"{_PREFIX}default.partitions", problems),
             "replication.factor": _count(default_factor, f"{_PREFIX}default.replication.factor", problems),
@@ -91,8 +99,9 @@ class TopicCreationRules:
                 key: _count(values[key], prefix + key, problems) if key in values and name != "default" else defaults[key]
                 for key in ("partitions", "replication.factor")
             }
-            include = _patterns(".*" if name == "default" else values.get("include", ""), f"{prefix}include", problems)
-            exclude = _patterns(values.get("exclude", ""), f"{prefix}exclude", problems)
+            default = name == "default"
+            include = _patterns(".*" if default else values.get("include", ""), f"{prefix}include", problems)
+            exclude = _patterns("" if default else values.get("exclude", ""), f"{prefix}exclude", problems)
             if None in counts.values() or include is None or exclude is None:
                 continue
             configs = {k: v for k, v in values.items() if k not in _RESERVED}
