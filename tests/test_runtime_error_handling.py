@@ -34,17 +34,18 @@ def test_failure_without_tolerance_names_stage_and_record():
     handler = ErrorHandler(ErrorPolicy(), "c", 0)
     with pytest.raises(RecordFailure) as info:
         handler.run("VALUE_CONVERTER", "JsonConverter", lambda: 1 / 0, ORIGINAL)
-    assert str(info.value) == ("VALUE_CONVERTER (JsonConverter) failed on record topic=orders partition=2 offset=41: "
-                               "ZeroDivisionError: division by zero")
+    assert str(info.value) == ("Tolerance exceeded in error handler: VALUE_CONVERTER (JsonConverter) failed on record "
+                               "topic=orders partition=2 offset=41: ZeroDivisionError: division by zero")
     assert isinstance(info.value.__cause__, ZeroDivisionError)
 
 
-def test_retriable_errors_are_retried_with_doubling_waits_up_to_the_cap():
+def test_retriable_errors_are_retried_with_doubling_waits_then_random_ones_below_the_cap():
     waits = []
-    handler = ErrorHandler(ErrorPolicy(retry_timeout_ms=-1, retry_delay_max_ms=1000), "c", 0, sleep=waits.append)
+    handler = ErrorHandler(ErrorPolicy(retry_timeout_ms=-1, retry_delay_max_ms=1000), "c", 0, sleep=waits.append,
+                           jitter=lambda: 0.25)
     flaky = Flaky(4)
     assert handler.run("TASK_PUT", "T", flaky, ORIGINAL) == (True, "done")
-    assert waits == [0.3, 0.6, 1.0, 1.0]
+    assert waits == [0.3, 0.6, 0.25, 0.25]
     assert handler.retries == 4
 
 
@@ -58,12 +59,19 @@ def test_no_retry_when_the_timeout_is_zero_or_the_error_is_not_retriable():
     assert waits == []
 
 
-def test_retries_stop_when_the_timeout_would_be_exceeded():
+def test_retries_stop_at_the_timeout_with_a_last_wait_up_to_it():
+    now = [0]
     waits = []
-    handler = ErrorHandler(ErrorPolicy(retry_timeout_ms=1000), "c", 0, sleep=waits.append)
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += round(seconds * 1e9)
+
+    handler = ErrorHandler(ErrorPolicy(retry_timeout_ms=1000), "c", 0, sleep=sleep, clock=lambda: now[0])
+    flaky = Flaky(100)
     with pytest.raises(RecordFailure):
-        handler.run("TASK_PUT", "T", Flaky(100), ORIGINAL)
-    assert sum(waits) <= 1.0 and waits  # 0.3 + 0.6, and no wait past the timeout
+        handler.run("TASK_PUT", "T", flaky, ORIGINAL)
+    assert waits == [0.3, 0.6, 0.1] and flaky.calls == 4  # the last wait ends at the timeout; one more try
 
 
 def test_tolerated_failures_go_to_the_dead_letter_topic_with_context_headers():
@@ -71,7 +79,7 @@ def test_tolerated_failures_go_to_the_dead_letter_topic_with_context_headers():
     policy = ErrorPolicy(tolerate_all=True, dlq_topic="dlq", dlq_context_headers=True)
     handler = ErrorHandler(policy, "orders-sink", 3, send_to_dlq=lambda *args: sent.append(args))
     assert handler.run("VALUE_CONVERTER", "JsonConverter", lambda: 1 / 0, ORIGINAL) == (False, None)
-    (topic, key, value, headers) = sent[0]
+    (topic, key, value, headers, _, _) = sent[0]
     assert (topic, key, value) == ("dlq", b"k", b"{bad")
     named = dict(headers)
     assert headers[0] == ("trace", b"1")  # the record's own headers come first
@@ -143,7 +151,7 @@ def test_an_errant_record_is_sent_with_its_context_and_its_future_completes_on_d
     policy = ErrorPolicy(tolerate_all=True, dlq_topic="dlq", dlq_context_headers=True)
     handler = ErrorHandler(policy, "c", 3, send_to_dlq=lambda *record: sent.append(record))
     future = handler.report_errant("MySinkTask", ValueError("no room"), ORIGINAL)
-    ((topic, key, value, headers, delivered),) = sent
+    ((topic, key, value, headers, delivered, _),) = sent
     assert (topic, key, value) == ("dlq", b"k", b"{bad") and delivered is future and not future.done()
     context = dict(headers)
     assert context["__connect.errors.stage"] == b"TASK_PUT" and context["__connect.errors.class.name"] == b"MySinkTask"

@@ -47,15 +47,20 @@ class DeadLetterQueue:
 
     def _delivered(self, error: Any, message: Any) -> None:
         if error is not None:
+            # Kafka Connect's line, for those who alert on it.
+            log.error("dlq_produce_failed", message=f"Could not produce message to dead letter queue. "
+                      f"topic={self.topic}", topic=self.topic, error=str(error))
             with self._lock:
                 self._failures.append(str(error))
                 self.failed += 1
 
-    def send(self, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]],
-             delivered: Future[None] | None = None) -> None:
+    def send(self, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes | None]],
+             delivered: Future[None] | None = None, timestamp: int | None = None) -> None:
         """Queue one record (the ``send_to_dlq`` of :class:`~connectd.runtime.error_handling.ErrorHandler`).
 
         :param delivered: completed when Kafka acknowledged the record, or failed with the error.
+        :param timestamp: the failed record's own timestamp (ms), kept as Kafka Connect keeps it;
+            ``None``: the time of sending.
         """
         on_delivery = self._delivered
         if delivered is not None:
@@ -65,7 +70,11 @@ class DeadLetterQueue:
                     delivered.set_result(None)
                 else:
                     delivered.set_exception(ConnectorError(f"dead-letter record not delivered to {topic}: {error}"))
-        self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
+        if timestamp is not None and timestamp >= 0:
+            self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery,
+                                   timestamp=timestamp)
+        else:
+            self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
         self._producer.poll(0)
 
     def flush(self, timeout_s: float = _FLUSH_TIMEOUT_S) -> None:

@@ -3,11 +3,21 @@
 Kafka Connect's ``errors.*`` settings, per operation on a record (a stage)::
 
     run ──ok──► result
-     └─error─► retriable and errors.retry.timeout not spent? ─yes─► wait (doubling, ≤ errors.retry.delay.max.ms) ─► run
-                 └─no─► errors.tolerance=none ─► the task fails; the error names stage, topic, partition, offset
-                        errors.tolerance=all  ─► logged (errors.log.enable), sent to the dead-letter topic
-                                                  (errors.deadletterqueue.topic.name) with __connect.errors.*
-                                                  headers, and skipped; the task goes on
+     └─error─► retriable (a ConnectorError with retriable=True) and errors.retry.timeout not spent?
+                 ─yes─► wait 0.3 s, 0.6 s, … (past errors.retry.delay.max.ms: a random wait below it;
+                        never past the timeout) ─► run
+                 └─no─► logged (errors.log.enable) and sent to the dead-letter topic
+                        (errors.deadletterqueue.topic.name, with __connect.errors.* headers), then:
+                        errors.tolerance=none ─► the task fails ("Tolerance exceeded in error handler: …",
+                                                 naming stage, topic, partition, offset)
+                        errors.tolerance=all  ─► the record is skipped; the task goes on
+
+As Kafka Connect's ``RetryWithToleranceOperator``, only converters and transforms
+(``KEY_CONVERTER``, ``VALUE_CONVERTER``, ``HEADER_CONVERTER``, ``TRANSFORMATION``)
+are tolerated whatever they raise; in the other stages only a retriable error
+whose retries ran out is, anything else fails the task ("Unhandled exception in
+error handler"). Unlike Kafka Connect before KAFKA-18073, a retriable error whose
+retries ran out under ``errors.tolerance=none`` fails the task too.
 
 Sink tasks send the record as it was consumed (key and value bytes, headers);
 source tasks — a connectd extension, Kafka Connect has no dead-letter queue
@@ -18,6 +28,7 @@ where it came from.
 
 from __future__ import annotations
 
+import random
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -29,14 +40,29 @@ from connectd.errors import ConnectorError
 from connectd.logging import get_logger
 from connectd.secrets import redact
 
-__all__ = ["STAGES", "ErrorHandler", "ErrorPolicy", "Original", "RecordFailure", "TaskCounts"]
+__all__ = ["STAGES", "ErrorHandler", "ErrorPolicy", "Original", "RecordFailure", "TaskCounts", "class_name"]
 
 log = get_logger(__name__)
 
 STAGES = ("KEY_CONVERTER", "VALUE_CONVERTER", "HEADER_CONVERTER", "TRANSFORMATION", "TASK_PUT", "TASK_POLL",
           "KAFKA_PRODUCE", "KAFKA_CONSUME")
 HEADER_PREFIX = "__connect.errors."
-_FIRST_DELAY_S = 0.3
+_FIRST_DELAY_MS = 300
+#: Stages whose failures errors.tolerance=all skips, whatever was raised (Kafka Connect's TOLERABLE_EXCEPTIONS).
+_TOLERABLE_STAGES = frozenset(("KEY_CONVERTER", "VALUE_CONVERTER", "HEADER_CONVERTER", "TRANSFORMATION"))
+_TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}  # librdkafka's codes
+
+
+def class_name(cls: type | str) -> str:
+    """A class as the ``class.name`` header and the error log name it: its Python dotted path
+    (Kafka Connect gives the Java class's full name); a string is taken as it is."""
+    return cls if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _is_retriable(error: BaseException) -> bool:
+    # Kafka Connect retries its RetriableException only; connectd's is a ConnectorError(retriable=True).
+    # Not any object with a "retriable" attribute: confluent-kafka's KafkaError has a retriable() method.
+    return isinstance(error, ConnectorError) and error.retriable is True
 
 
 class RecordFailure(ConnectorError):
@@ -55,6 +81,10 @@ class Original:
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
     source_partition: str | None = None
     source_offset: str | None = None
+    #: The consumed record's timestamp (ms) and librdkafka timestamp type (1 create, 2 log append time);
+    #: the dead-letter record keeps the timestamp, as Kafka Connect's does.
+    timestamp: int | None = None
+    timestamp_type: int = 0
 
     def where(self) -> str:
         if self.offset is not None:
@@ -62,6 +92,17 @@ class Original:
         if self.source_partition is not None:
             return f"topic={self.topic} source partition={self.source_partition} offset={self.source_offset}"
         return f"topic={self.topic}"
+
+    def described(self) -> str:
+        """The record as Kafka Connect's error log describes it with ``errors.log.include.messages``:
+        where it is, never its key or value."""
+        if self.offset is not None:
+            text = f"consumed record is {{topic='{self.topic}', partition={self.partition}, offset={self.offset}"
+            if self.timestamp is not None and self.timestamp_type in _TIMESTAMP_TYPES:
+                text += f", timestamp={self.timestamp}, timestampType={_TIMESTAMP_TYPES[self.timestamp_type]}"
+            return text + "}"
+        return (f"source record is = {{topic='{self.topic}', kafkaPartition={self.partition}, "
+                f"sourcePartition={self.source_partition}, sourceOffset={self.source_offset}}}")
 
 
 @dataclass(frozen=True)
@@ -95,9 +136,12 @@ class ErrorPolicy:
 class ErrorHandler:
     """Runs one stage of one record under a connector's error policy.
 
-    :param send_to_dlq: ``send(topic, key, value, headers[, delivered])`` (a future completed
-        on acknowledgement, for errant records); flushed by the caller
-        before offsets move past the failed record.
+    :param send_to_dlq: ``send(topic, key, value, headers, delivered, timestamp)`` (*delivered*: a
+        future completed on acknowledgement, for errant records, else ``None``); flushed by the
+        caller before offsets move past the failed record.
+    :param sleep: waits between retries (seconds); may raise to give up (a task being stopped).
+    :param clock: a monotonic clock in nanoseconds.
+    :param jitter: a random number in [0, 1), for waits past ``errors.retry.delay.max.ms``.
     """
 
     def __init__(
@@ -107,93 +151,144 @@ class ErrorHandler:
         task_id: int,
         send_to_dlq: Callable[..., None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], int] = time.monotonic_ns,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.policy = policy
         self.connector = connector
         self.task_id = task_id
         self._send = send_to_dlq
         self._sleep = sleep
+        self._clock = clock
+        self._jitter = jitter
         self.failures = 0
         self.skipped = 0
         self.retries = 0
         self.logged = 0
         self.dlq_produced = 0
+        #: The first errant record reported while errors are not tolerated (see :meth:`check_errant`).
+        self.errant_failure: RecordFailure | None = None
 
-    def run(self, stage: str, executing: str, operation: Callable[[], Any],
+    def run(self, stage: str, executing: str | type, operation: Callable[[], Any],
             original: Original | Callable[[], Original]) -> tuple[bool, Any]:
         """``(True, result)``, or ``(False, None)`` when the record failed and is tolerated.
 
+        :param executing: the class doing the work (or its name), for the log and the headers.
         :param original: the record's origin, or a function making it (called only on failure,
             so the common path pays nothing for it).
         :raises RecordFailure: when the record failed and errors are not tolerated.
         """
-        started = time.monotonic()
-        delay = _FIRST_DELAY_S
-        while True:
+        try:
+            return True, operation()
+        except Exception as exc:
+            return self._retry(stage, executing, operation, original, exc)
+
+    def _retry(self, stage: str, executing: str | type, operation: Callable[[], Any],
+               original: Original | Callable[[], Original], error: Exception) -> tuple[bool, Any]:
+        timeout_ms = self.policy.retry_timeout_ms
+        # From the first failure (Kafka Connect: from the first attempt), so success reads no clock.
+        deadline = None if timeout_ms < 0 else self._clock() + timeout_ms * 1_000_000
+        attempt = 1
+        while _is_retriable(error) and (deadline is None or self._clock() < deadline):
+            self._sleep(self._backoff(attempt, deadline) / 1e9)
+            self.retries += 1
+            attempt += 1
             try:
                 return True, operation()
             except Exception as exc:
-                if getattr(exc, "retriable", False) and self._may_retry(started, delay):
-                    self.retries += 1
-                    self._sleep(delay)
-                    delay = min(delay * 2, self.policy.retry_delay_max_ms / 1000)
-                    continue
-                self._failed(stage, executing, exc, original() if callable(original) else original)
-                return False, None
+                error = exc
+        self._failed(stage, executing, error, original() if callable(original) else original)
+        return False, None
 
-    def _may_retry(self, started: float, delay: float) -> bool:
-        timeout = self.policy.retry_timeout_ms
-        if timeout == 0:
-            return False
-        return timeout < 0 or (time.monotonic() - started + delay) * 1000 <= timeout
+    def _backoff(self, attempt: int, deadline: int | None) -> int:
+        """Nanoseconds to wait after *attempt* failed: 300 ms doubling; past the cap a random wait
+        below it (so tasks failing together do not retry together); never past *deadline*."""
+        delay_ms: float = _FIRST_DELAY_MS << min(attempt - 1, 40)
+        cap_ms = self.policy.retry_delay_max_ms
+        if delay_ms > cap_ms:
+            delay_ms = self._jitter() * cap_ms
+        delay = int(delay_ms * 1_000_000)
+        if deadline is not None:
+            delay = max(0, min(delay, deadline - self._clock()))
+        return delay
 
-    def _failed(self, stage: str, executing: str, exc: Exception, original: Original) -> None:
+    def _failed(self, stage: str, executing: str | type, exc: Exception, original: Original) -> None:
         self.failures += 1
-        message = f"{stage} ({executing}) failed on record {original.where()}: {type(exc).__name__}: {exc}"
-        if not self.policy.tolerate_all:
-            raise RecordFailure(message) from exc
-        self.skipped += 1
+        # Reported first, tolerated or not, as Kafka Connect reports before it fails the task.
         self._report(stage, executing, exc, original)
+        detail = (f"{stage} ({class_name(executing)}) failed on record {original.where()}: "
+                  f"{type(exc).__name__}: {exc}")
+        if stage not in _TOLERABLE_STAGES and not _is_retriable(exc):
+            raise RecordFailure(f"Unhandled exception in error handler: {detail}") from exc
+        if not self.policy.tolerate_all:
+            raise RecordFailure(f"Tolerance exceeded in error handler: {detail}") from exc
+        self.skipped += 1
 
-    def _report(self, stage: str, executing: str, exc: BaseException, original: Original,
+    def log_message(self, stage: str, executing: str | type, original: Original) -> str:
+        """Kafka Connect's error log line for a failed record (its ``LogReporter``)."""
+        text = (f"Error encountered in task {self.connector}-{self.task_id}. "
+                f"Executing stage '{stage}' with class '{class_name(executing)}'")
+        if self.policy.log_include_messages:
+            text += ", where " + original.described()
+        return text + "."
+
+    def _report(self, stage: str, executing: str | type, exc: BaseException, original: Original,
                 delivered: Future[None] | None = None) -> None:
         """Log the failed record and send it to the dead-letter queue, as the policy says;
         *delivered* completes once Kafka acknowledged it (at once when nothing is sent)."""
         if self.policy.log_enable:
-            details: dict[str, Any] = {"connector": self.connector, "task": self.task_id, "stage": stage}
+            details: dict[str, Any] = {}
             if self.policy.log_include_messages:
-                details["record"] = original.where()
-            log.error("record_failed", error=f"{type(exc).__name__}: {exc}", **details)
+                details.update(topic=original.topic, partition=original.partition, offset=original.offset)
+                if original.source_partition is not None:
+                    details.update(source_partition=original.source_partition,
+                                   source_offset=original.source_offset)
+            # Kafka Connect's text for those who alert on it; never the record's key or value.
+            log.error("record_failed", message=self.log_message(stage, executing, original),
+                      connector=self.connector, task=self.task_id, stage=stage, class_name=class_name(executing),
+                      error=f"{type(exc).__name__}: {exc}", exc_info=exc, **details)
             self.logged += 1
         if self.policy.dlq_topic and self._send is not None:
             headers = list(original.headers)
             if self.policy.dlq_context_headers:
                 headers += self._context_headers(stage, executing, exc, original)
-            if delivered is None:
-                self._send(self.policy.dlq_topic, original.key, original.value, headers)
-            else:
-                self._send(self.policy.dlq_topic, original.key, original.value, headers, delivered)
+            self._send(self.policy.dlq_topic, original.key, original.value, headers, delivered, original.timestamp)
             self.dlq_produced += 1
         elif delivered is not None:
             delivered.set_result(None)
 
-    def report_errant(self, executing: str, exc: BaseException, original: Original) -> Future[None]:
+    def report_errant(self, executing: str | type, exc: BaseException, original: Original) -> Future[None]:
         """A sink task's errant record (KIP-610): logged and sent to the dead-letter queue as a
         failed ``put`` would be; the future completes once Kafka acknowledged it.
 
         :raises RecordFailure: after reporting, when errors are not tolerated (the task fails,
-            as Kafka Connect's "Tolerance exceeded in error handler").
+            as Kafka Connect's "Tolerance exceeded in error handler"); kept in
+            :attr:`errant_failure` too, for :meth:`check_errant`.
         """
         self.failures += 1
         delivered: Future[None] = Future()
         self._report("TASK_PUT", executing, exc, original, delivered)
         if not self.policy.tolerate_all:
-            raise RecordFailure(f"Tolerance exceeded in error handler: TASK_PUT ({executing}) reported record "
-                                f"{original.where()} as errant: {type(exc).__name__}: {exc}") from exc
+            failure = RecordFailure(f"Tolerance exceeded in error handler: TASK_PUT ({class_name(executing)}) "
+                                    f"reported record {original.where()} as errant: {type(exc).__name__}: {exc}")
+            failure.__cause__ = exc
+            if self.errant_failure is None:
+                self.errant_failure = failure
+            raise failure
         self.skipped += 1
         return delivered
 
-    def _context_headers(self, stage: str, executing: str, exc: Exception, original: Original) -> list[tuple[str, bytes]]:
+    def check_errant(self) -> None:
+        """Raise the failure of an errant record reported while errors are not tolerated, for a
+        task that caught it in ``put()`` (Kafka Connect's check after each ``put()``).
+
+        :raises RecordFailure: the first such failure.
+        """
+        if self.errant_failure is not None:
+            raise self.errant_failure
+
+    def _context_headers(self, stage: str, executing: str | type, exc: BaseException, original: Original
+                         ) -> list[tuple[str, bytes | None]]:
         values: dict[str, Any] = {
             "topic": original.topic,
             "partition": original.partition,
@@ -203,13 +298,19 @@ class ErrorHandler:
             "connector.name": self.connector,
             "task.id": self.task_id,
             "stage": stage,
-            "class.name": executing,
-            "exception.class.name": f"{type(exc).__module__}.{type(exc).__qualname__}",
-            # Resolved secrets hidden: a message may quote a config value (the record's data stays).
-            "exception.message": redact(str(exc)),
-            "exception.stacktrace": redact("".join(traceback.format_exception(exc))),
+            "class.name": class_name(executing),
+            "exception.class.name": class_name(type(exc)),
         }
-        return [(HEADER_PREFIX + k, str(v).encode()) for k, v in values.items() if v is not None]
+        headers = [(HEADER_PREFIX + k, str(v).encode()) for k, v in values.items() if v is not None]
+        # Kafka Connect's header is null for an exception without a message (Java's getMessage() null).
+        # Resolved secrets hidden: a message may quote a config value (the record's data stays).
+        text = str(exc)
+        message = redact(text).encode() if text or exc.args else None
+        headers.append((HEADER_PREFIX + "exception.message", message))
+        # Python's traceback (most recent call last, causes first), where Kafka Connect has Java's.
+        trace = redact("".join(traceback.format_exception(exc)))
+        headers.append((HEADER_PREFIX + "exception.stacktrace", trace.encode()))
+        return headers
 
 
 class TaskCounts:

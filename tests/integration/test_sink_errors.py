@@ -76,7 +76,12 @@ def test_tolerated_malformed_record_goes_to_the_dead_letter_topic(spark, broker,
     assert headers["__connect.errors.offset"] == b"2"
     assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
     assert headers["__connect.errors.connector.name"] == b"tolerant"
-    assert b"DataError" in headers["__connect.errors.exception.class.name"]
+    assert headers["__connect.errors.task.id"] == b"0"
+    assert headers["__connect.errors.class.name"].endswith(b"JsonConverter")
+    assert headers["__connect.errors.exception.class.name"].endswith(b".DataError")
+    assert headers["__connect.errors.exception.message"]
+    trace = headers["__connect.errors.exception.stacktrace"].decode()
+    assert trace.startswith("Traceback (most recent call last):") and "DataError" in trace.splitlines()[-1]
 
 
 def test_untolerated_malformed_record_fails_the_task_naming_where(spark, broker, topic_name, tmp_path,
@@ -96,4 +101,6 @@ def test_untolerated_malformed_record_fails_the_task_naming_where(spark, broker,
             await herder.stop()
 
     trace = asyncio.run(scenario())
-    assert f"VALUE_CONVERTER (JsonConverter) failed on record topic={topic_name} partition=0 offset=2" in trace
+    # Kafka Connect's words first, then where: the stage, the converter, the record.
+    assert "Tolerance exceeded in error handler: VALUE_CONVERTER (" in trace
+    assert f"JsonConverter) failed on record topic={topic_name} partition=0 offset=2" in trace
