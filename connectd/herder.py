@@ -727,10 +727,9 @@ class HerderBase:
         """The connector's task configs as written (placeholders back), ``tasks.max`` enforced."""
         max_tasks = int(resolved.get("tasks.max", "1"))
         task_configs = await asyncio.to_thread(instance.task_configs, max_tasks)
-        if len(task_configs) > max_tasks:
-            if resolved.get("tasks.max.enforce", "true").lower() == "true":
-                raise ConnectorError(f"{run.cls.__name__} returned {len(task_configs)} task configs for "
-                                     f"tasks.max={max_tasks}")
+        too_many = too_many_tasks(run.name, len(task_configs), resolved)
+        if too_many is not None:
+            raise ConnectorError(too_many)
         return self._written_task_configs(run, resolved, task_configs)
 
     async def _prepare_task(self, run: _ConnectorRun) -> None:
@@ -914,7 +913,7 @@ class HerderBase:
         self._set(run.name, task.id, RESTARTING)
         task.restart_at, task.restarts = None, 0
         await asyncio.to_thread(self._stop_task, run, task)
-        await self._start_task(run, task, len(run.tasks))
+        await self._start_task(run, task, self._task_count(run))
 
     async def _start_connector_only(self, run: _ConnectorRun) -> None:
         resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
@@ -1087,14 +1086,12 @@ class StandaloneHerder(HerderBase):
             if self._connectors.get(run.name) is not run or run.instance is None or run.target == "STOPPED":
                 return
             resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
-            max_tasks = int(resolved.get("tasks.max", "1"))
             with bind_context(connector=run.name):
                 try:
-                    configs = await asyncio.to_thread(run.instance.task_configs, max_tasks)
+                    written = await self._generate_task_configs(run, run.instance, resolved)
                 except Exception as exc:
                     self._set(run.name, None, FAILED, _trace(exc))
                     return
-                written = self._written_task_configs(run, resolved, configs[:max_tasks])
                 if written == [task.config for task in run.tasks]:
                     log.info("task_reconfiguration_unchanged")
                     return
@@ -1105,6 +1102,25 @@ class StandaloneHerder(HerderBase):
                 run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
                 for task in run.tasks:
                     await self._start_task(run, task, len(run.tasks))
+
+
+def too_many_tasks(connector: str, count: int, resolved: Mapping[str, str]) -> str | None:
+    """Why *count* tasks are too many for *connector* (KIP-1004), in Kafka's words, or ``None``.
+
+    More tasks than ``tasks.max`` fail the connector (or a task started from an older, larger
+    task set) unless ``tasks.max.enforce`` is false; a bad ``tasks.max`` is reported elsewhere.
+    """
+    try:
+        max_tasks = int(str(resolved.get("tasks.max", "1")).strip())
+    except ValueError:
+        return None
+    if count <= max_tasks or str(resolved.get("tasks.max.enforce", "true")).strip().lower() == "false":
+        return None
+    return (f"The connector {connector} has generated {count} tasks, which is greater than {max_tasks}, "
+            "the maximum number of tasks it is configured to create. This behaviour should be considered "
+            "a bug and is disallowed. If necessary, it can be permitted by reconfiguring the connector "
+            "with 'tasks.max.enforce' set to false; however, this option will be removed in a future "
+            "release of Kafka Connect.")
 
 
 #: The longest connector name accepted: it names files, consumer groups and status records.

@@ -59,7 +59,7 @@ from connectd.errors import (
     NotLeaderError,
     RebalanceInProgressError,
 )
-from connectd.herder import HerderBase, RestartPlan, _ConnectorRun, _restarting, _TaskRun
+from connectd.herder import HerderBase, RestartPlan, _ConnectorRun, _restarting, _TaskRun, too_many_tasks
 from connectd.logging import bind_context, get_logger
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED, UNASSIGNED, Status
 
@@ -469,6 +469,7 @@ class DistributedHerder(HerderBase):
             if not assignment.revoked and not assignment.delay_ms:
                 self._settled.set()
             if self.is_leader:
+                self._clean_deleted_statuses()
                 self._later(self._ensure_session_key())
 
     async def on_revoked_all(self, reason: str) -> None:
@@ -577,9 +578,49 @@ class DistributedHerder(HerderBase):
             return
         if any(task.id == task_id.task for task in run.tasks):
             return  # started already (its configs were committed meanwhile)
+        too_many = self._too_many_tasks(run)
+        if too_many is not None:
+            self._set(task_id.connector, task_id.task, FAILED, too_many)
+            log.error("task_failed", task=str(task_id), error=too_many)
+            return
         task = _TaskRun(task_id.task, dict(config))
         run.tasks.append(task)
         await self._start_task(run, task, self._task_count(run))
+
+    def _too_many_tasks(self, run: _ConnectorRun) -> str | None:
+        """Kafka's check at task start (KIP-1004): more committed tasks than the connector's
+        ``tasks.max`` (lowered since they were written) fails the task, unless ``tasks.max.enforce``
+        is false."""
+        resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()
+                    if k in ("tasks.max", "tasks.max.enforce")}
+        return too_many_tasks(run.name, self._task_count(run), resolved)
+
+    async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
+        too_many = self._too_many_tasks(run)
+        if too_many is None:
+            await super()._restart_task(run, task)
+            return
+        self._set(run.name, task.id, RESTARTING)
+        task.restart_at, task.restarts = None, 0
+        await asyncio.to_thread(self._stop_task, run, task)
+        self._set(run.name, task.id, FAILED, too_many)
+
+    def _clean_deleted_statuses(self) -> None:
+        """The leader, once a round is assigned: tombstones for the statuses of connectors no longer
+        configured and of tasks no longer in their connector's committed set (a lowered
+        ``tasks.max``, a STOPPED connector's tasks), as Kafka's ``updateDeletedConnectorStatus`` and
+        ``updateDeletedTaskStatus`` — else ``/status`` lists tasks that no longer exist, written by
+        a worker that is gone or that never saw the new task set."""
+        snapshot = self.snapshot
+        for name in sorted(self.status.statused_connectors()):
+            if name not in snapshot.connector_configs:
+                log.info("deleted_connector_status_cleaned", connector=name)
+                self.status.forget(name)
+                continue
+            remaining = {task.task for task in snapshot.tasks(name)}
+            for task in sorted(set(self.status.tasks(name)) - remaining):
+                log.info("deleted_task_status_cleaned", connector=name, task=task)
+                self.status.forget_task(name, task)
 
     async def _publish_task_configs(self, run: _ConnectorRun, written: list[dict[str, str]], attempt: int = 0) -> None:
         """Hand new task configs to the leader, unless the config topic has them already."""

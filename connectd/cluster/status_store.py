@@ -219,6 +219,12 @@ class KafkaStatusStore(LogBackedStore, StatusStore, ActiveTopicsStore):
         with self._lock:
             return {c for c, e in self._tables[_CONNECTORS].items() if e.value is not None}
 
+    def statused_connectors(self) -> set[str]:
+        """Connectors with a status of their own or of one of their tasks."""
+        with self._lock:
+            return ({c for c, e in self._tables[_CONNECTORS].items() if e.value is not None}
+                    | {c for (c, _), e in self._tables[_TASKS].items() if e.value is not None})
+
     def forget(self, connector: str) -> None:
         """Delete *connector*'s status and its tasks' (tombstones, as Kafka's DESTROYED)."""
         with self._lock:

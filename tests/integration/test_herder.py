@@ -230,6 +230,7 @@ def tables_connector():
 
     class TablesConnector(SourceConnector):
         tables: list[str] = []
+        beyond_max = False  # a buggy connector: a task per table whatever tasks.max says
 
         def start(self, config):
             self.config = dict(config)
@@ -240,7 +241,7 @@ def tables_connector():
             return FileStreamSourceTask
 
         def task_configs(self, max_tasks):
-            return [{**self.config, "file": table} for table in self.tables[:max_tasks]]
+            return [{**self.config, "file": table} for table in self.tables[:None if self.beyond_max else max_tasks]]
 
     get_registry().add(PluginInfo(TablesConnector, "connector", ("TablesForTest",), "tests", "0"))
     yield TablesConnector
@@ -271,6 +272,14 @@ def test_connector_asks_for_new_task_configs(spark, broker, topic_name, tmp_path
                                    until=lambda tasks: len(tasks) >= 2 and all(
                                        s.state == RUNNING for s in tasks.values()))
             assert [t.config["file"] for t in herder._connectors["tables"].tasks] == [str(first), str(second)]
+
+            # more task configs than tasks.max fail the connector (KIP-1004), as at its start
+            tables_connector.beyond_max = True
+            tables_connector.tables += [str(first), str(second)]
+            connector.context.request_task_reconfiguration()
+            failed = await wait_until_async(lambda: herder.status.connector("tables"), "the connector to fail",
+                                            timeout=30, until=lambda s: s is not None and s.state == "FAILED")
+            assert "The connector tables has generated 4 tasks, which is greater than 3" in failed.trace
         finally:
             await herder.stop()
 

@@ -1,0 +1,140 @@
+"""The distributed herder against Kafka's DistributedHerder: what it writes and what it starts.
+
+No group and no Spark: the herder is made as a worker makes it, then its
+config store is a fixed snapshot (what the config topic says) and starting
+or stopping a task is recorded instead of run. Statuses go through a real
+status topic where what other workers would read matters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from connectd.cluster.config_store import ConfigSnapshot
+from connectd.cluster.herder import DistributedHerder
+from connectd.cluster.protocol import ConnectorTaskId
+from connectd.cluster.status_store import KafkaStatusStore
+from connectd.connector import SinkConnector
+from connectd.herder import _ConnectorRun, _TaskRun
+from connectd.status import MemoryStatusStore, Status
+
+from .test_status_store import create_topic, fresh
+
+
+class _Sink(SinkConnector):
+    pass
+
+
+def _herder(worker_config, snapshot: ConfigSnapshot) -> tuple[DistributedHerder, list[tuple[int, int]]]:
+    """A herder whose config topic reads *snapshot*; returns it and the (task, task count) of each start."""
+    herder = DistributedHerder(worker_config("distributed"), "w1:8083", None, "http://w1:8083")
+    herder.config_store = SimpleNamespace(snapshot=lambda: snapshot)
+    herder.status = MemoryStatusStore()
+    started: list[tuple[int, int]] = []
+
+    async def start_task(run, task, tasks, *, again=False):
+        started.append((task.id, tasks))
+        herder._set(run.name, task.id, "RUNNING")
+
+    herder._start_task = start_task
+    herder._stop_task = lambda run, task, timeout_s=None: None
+    for name, config in snapshot.connector_configs.items():  # its class known: a sink
+        herder._connectors[name] = _ConnectorRun(name, dict(config), _Sink)
+    return herder, started
+
+
+def _snapshot(name: str, tasks: int, **config: str) -> ConfigSnapshot:
+    connector = {"name": name, "connector.class": "x.Sink", "topics": "t", **config}
+    return ConfigSnapshot(
+        offset=10,
+        connector_configs={name: connector},
+        task_configs={ConnectorTaskId(name, i): {"topics": "t"} for i in range(tasks)},
+        task_counts={name: tasks},
+        target_states={name: "STARTED"},
+    )
+
+
+def test_a_restarted_task_gets_its_share_of_all_the_connectors_tasks(worker_config):
+    """KIP-745 restart of a connector spread over workers: this worker runs task 2 of 4 only.
+    A sink task's partitions are its share of the connector's task count (Kafka's consumer
+    group does the same split); counting only this worker's tasks made task 2 read
+    partitions 2, 3, … — those of task 3 on another worker too."""
+    herder, started = _herder(worker_config, _snapshot("spread", 4, **{"tasks.max": "4"}))
+    run = herder._connectors["spread"]
+    task = _TaskRun(2, {"topics": "t"})
+    run.tasks = [task]
+
+    asyncio.run(herder._restart_task(run, task))
+
+    assert started == [(2, 4)]
+
+
+def test_a_task_beyond_a_lowered_tasks_max_fails_at_start_as_kafkas_too_many_tasks(worker_config):
+    """KIP-1004: Kafka's Worker.startTask fails a task whose connector has more committed tasks
+    than its tasks.max (lowered since the tasks were written, not yet written again)."""
+    herder, started = _herder(worker_config, _snapshot("lowered", 3, **{"tasks.max": "2"}))
+
+    asyncio.run(herder._start_owned_task(ConnectorTaskId("lowered", 2)))
+
+    status = herder.status.task("lowered", 2)
+    assert started == []
+    assert status.state == "FAILED"
+    assert status.trace.startswith("The connector lowered has generated 3 tasks, which is greater than 2, ")
+    assert "'tasks.max.enforce' set to false" in status.trace
+
+
+def test_tasks_max_enforce_false_starts_the_task_anyway(worker_config):
+    herder, started = _herder(worker_config, _snapshot("lenient", 3, **{"tasks.max": "2",
+                                                                        "tasks.max.enforce": "false"}))
+
+    asyncio.run(herder._start_owned_task(ConnectorTaskId("lenient", 2)))
+
+    assert started == [(2, 3)]
+    assert herder.status.task("lenient", 2).state == "RUNNING"
+
+
+@pytest.mark.integration
+def test_the_leader_tombstones_statuses_of_deleted_connectors_and_of_tasks_no_longer_configured(
+        broker, topic_name, worker_config):
+    """Kafka's leader, after every rebalance (updateDeletedConnectorStatus, updateDeletedTaskStatus):
+    a deleted connector's statuses, tasks above a lowered task count and a STOPPED connector's
+    tasks get tombstones, so no worker's /status shows tasks that no longer exist."""
+    create_topic(broker, topic_name, partitions=1)
+    running = Status("RUNNING", "gone:8083", generation=3)
+    snapshot = ConfigSnapshot(
+        offset=10,
+        connector_configs={"kept": {"name": "kept"}, "stopped": {"name": "stopped"}},
+        task_configs={ConnectorTaskId("kept", i): {} for i in range(2)},
+        task_counts={"kept": 2, "stopped": 0},
+        target_states={"kept": "STARTED", "stopped": "STOPPED"},
+    )
+    herder, _ = _herder(worker_config, snapshot)
+    settings = {"bootstrap_servers": broker.bootstrap_servers}
+
+    async def scenario() -> None:
+        async with KafkaStatusStore(topic_name, settings, settings, timeout_s=10) as store:
+            store.put_connector("deleted", running)
+            store.put_task("deleted", 0, running)
+            store.put_task("orphan", 0, running)  # a task status whose connector has none
+            store.put_connector("kept", running)
+            for task in range(4):  # tasks.max was 4, is 2: tasks 2 and 3 are ghosts
+                store.put_task("kept", task, running)
+            store.put_connector("stopped", Status("STOPPED", "w2:8083", generation=3))
+            store.put_task("stopped", 0, Status("UNASSIGNED", "gone:8083", generation=3))
+            await store.flush()
+            herder.status = store
+            herder._clean_deleted_statuses()
+            await store.flush()
+
+    asyncio.run(scenario())
+    read = fresh(broker, topic_name, lambda s: (s.statused_connectors(), s.connector("deleted"), s.tasks("kept"),
+                                                 s.tasks("stopped"), s.connector("stopped")))
+    connectors, deleted, kept, stopped_tasks, stopped = read
+    assert connectors == {"kept", "stopped"}
+    assert deleted is None
+    assert sorted(kept) == [0, 1]
+    assert stopped_tasks == {}
+    assert stopped.state == "STOPPED"
