@@ -217,6 +217,10 @@ class SourceTaskContext:
         self.config = dict(config)
         self.offset_storage_reader = offset_storage_reader
 
+    def configs(self) -> dict[str, str]:
+        """The task's configuration (Kafka Connect's ``configs()``); also :attr:`config`."""
+        return dict(self.config)
+
 
 @dataclass(frozen=True)
 class RecordMetadata:
@@ -287,6 +291,10 @@ class SinkTaskContext:
         self.retry_timeout_ms: int | None = None
         self.reporter: ErrantRecordReporter | None = None
         self._paused: set[TopicPartition] = set()
+
+    def configs(self) -> dict[str, str]:
+        """The task's configuration (Kafka Connect's ``configs()``); also :attr:`config`."""
+        return dict(self.config)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this task consumes now."""
@@ -383,7 +391,14 @@ class SinkTask(Task):
         """Make everything :meth:`put` so far durable; *offsets* (next to read) are committed after."""
 
     def pre_commit(self, offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
-        """The offsets that are safe to commit; by default :meth:`flush`, then *offsets*."""
+        """The offsets that are safe to commit; by default :meth:`flush`, then *offsets*.
+
+        As Kafka Connect's ``preCommit``: *offsets* are where each partition stands (the next
+        offset to read). What is returned is committed, with what Kafka Connect ignores left
+        out: an offset past the one offered, or of a partition not offered. Return an empty
+        mapping to commit nothing this time. An exception is logged, nothing is committed, and
+        the partitions are read again from their last committed offsets; the task goes on.
+        """
         self.flush(offsets)
         return offsets
 

@@ -143,7 +143,7 @@ class SinkTaskRunner:
         # put() raising a retriable error is retried with the same records for as long as it takes,
         # never tolerated, as in Kafka Connect (not bounded by errors.retry.timeout, which is for
         # converters and transforms): after context.timeout() if the task set it, else a backoff
-        # doubling up to errors.retry.delay.max.ms. A task told to stop meanwhile gives up.
+        # doubling, random below errors.retry.delay.max.ms once past it. A task told to stop meanwhile gives up.
         self._put_errors = ErrorHandler(
             ErrorPolicy(retry_timeout_ms=-1, retry_delay_max_ms=self.errors.policy.retry_delay_max_ms),
             self.errors.connector, self.errors.task_id, sleep=self._before_put_again)
@@ -152,6 +152,12 @@ class SinkTaskRunner:
         #: A batch failed or was cancelled: close() commits nothing more.
         self.failed = False
         self._positions: dict[tuple[str, int], int] = {}  # where each partition stands after the last batch
+        # Kafka Connect's lastCommittedOffsets, as far as this instance knows: what it committed, or where
+        # a partition was moved (context.offset) or started a batch another instance left it at.
+        self._committed: dict[tuple[str, int], int] = {}
+        #: Whether pre_commit() is offered every partition this instance has had (a pinned task: the
+        #: only instance, whose positions are never stale), not only those of the batch.
+        self._all_positions = bool(getattr(type(task), "pinned", False))
         self.dead_letters = dead_letters
         self._next_offsets: dict[tuple[str, int], int] = {}  # of the batch so far
         #: After a batch: where the next batch of each partition the task moved
@@ -212,15 +218,33 @@ class SinkTaskRunner:
         ranges = [r for r in ranges if r[3] > r[2]]
         ends = {(topic, partition): end for topic, partition, _, end in ranges}
         self.seeks = {}
+        moved = self._positions
+        for topic, partition, start, _ in ranges:  # another instance had it since: it committed up to here
+            if moved.get((topic, partition)) != start:
+                self._committed[(topic, partition)] = start
         if not ranges and positions:
             # As Kafka Connect's put() after a poll that brought nothing: the task may flush on time.
+            for tp, offset in positions.items():
+                if moved.get(tp) != offset:
+                    self._committed[tp] = offset
             self._timed_put([])
             self._next_offsets.update(positions)
         todo = self._rewound(ranges, ends)  # rewinds the task asked for in open() or an earlier batch
+        context = self.task.context
         while todo:
+            # As Kafka Connect seeks before its next poll: once a put() moved a partition
+            # (context.offset), the rest of this read brings none of its records, which then
+            # come from where it was moved to — once, not before and again after the rewind.
+            moving: set[tuple[str, int]] = set()
             for rows in reader.read(todo, chunk):
+                if moving:
+                    rows = [row for row in rows if (row[0], row[1]) not in moving]
+                    if not rows:
+                        continue
                 self._put(rows)
-            todo = self._rewound([], ends)  # rewinds asked for in put(): read again from there
+                if context.rewinds:
+                    moving.update((tp.topic, tp.partition) for tp in context.rewinds)
+            todo = self._rewound([], ends)  # rewinds asked for in put(): read from there
         self._next_offsets.update(ends)
         self._next_offsets.update({(tp.topic, tp.partition): offset for tp, offset in self.seeks.items()})
         if not self._next_offsets:
@@ -248,6 +272,7 @@ class SinkTaskRunner:
         for tp, offset in rewinds.items():
             if tp not in assigned:
                 continue
+            self._committed[(tp.topic, tp.partition)] = max(offset, 0)  # as Kafka Connect's rewind()
             end = ends.get((tp.topic, tp.partition))
             if end is not None and offset < end:
                 out.append((tp.topic, tp.partition, max(offset, 0), end))
@@ -344,16 +369,63 @@ class SinkTaskRunner:
             time.sleep(min(left, _STOP_CHECK_S))
 
     def commit_batch(self) -> dict[TopicPartition, int]:
-        """Flush dead-letter records, let the task flush (``pre_commit``), commit what it allows."""
-        offsets = {TopicPartition(t, p): o for (t, p), o in self._next_offsets.items()}
-        self._positions.update(self._next_offsets)
+        """Flush dead-letter records, let the task flush (``pre_commit``), commit what it allows.
+
+        As Kafka Connect's offset commit: ``pre_commit`` is offered where each
+        partition stands (those of the batch; a pinned task's every partition it
+        has had); of what it returns, an offset past that or of a partition not
+        offered is ignored, and an empty answer commits nothing. If it raises,
+        the error is logged, nothing is committed and the partitions go back to
+        their last committed offsets (:attr:`seeks`): their records since are
+        put again, and the task goes on.
+        """
+        batch = self._next_offsets
+        self._positions.update(batch)
         self._next_offsets = {}
+        offered = self._positions if self._all_positions else batch
+        offsets = {TopicPartition(t, p): o for (t, p), o in offered.items()}
         if self.dead_letters is not None:  # errant records reported in put() included
             self.dead_letters.flush()
-        safe = self.task.pre_commit(offsets)
+        try:
+            provided = self.task.pre_commit(dict(offsets))
+        except Exception as error:  # noqa: BLE001 - Kafka Connect logs it and rewinds; the task goes on
+            log.error("sink_task_pre_commit_failed", connector=self.errors.connector, task=self.errors.task_id,
+                      error=repr(error))
+            self._rewind_to_committed(offsets)
+            return {}
+        safe = self._committable(offsets, provided)
         if safe:
             self._commit(safe)
-        return dict(safe or {})
+            self._committed.update({(tp.topic, tp.partition): offset for tp, offset in safe.items()})
+        return safe
+
+    def _committable(self, offered: Mapping[TopicPartition, int], provided: Mapping[TopicPartition, int] | None
+                     ) -> dict[TopicPartition, int]:
+        """What of *provided* (``pre_commit``'s answer) may be committed, as Kafka Connect decides."""
+        safe: dict[TopicPartition, int] = {}
+        for tp, offset in (provided or {}).items():
+            current = offered.get(tp)
+            if current is None:
+                log.warning("sink_task_offset_ignored", connector=self.errors.connector, task=self.errors.task_id,
+                            partition=f"{getattr(tp, 'topic', tp)}-{getattr(tp, 'partition', '')}", offset=offset,
+                            reason="not assigned" if tp not in self.partitions else "not offered to pre_commit")
+            elif offset is None or offset > current:
+                log.warning("sink_task_offset_ignored", connector=self.errors.connector, task=self.errors.task_id,
+                            partition=f"{tp.topic}-{tp.partition}", offset=offset,
+                            reason=f"not yet consumed (the partition stands at {current})")
+            else:
+                safe[tp] = int(offset)
+        return safe
+
+    def _rewind_to_committed(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Have each partition of *offsets* read again from its last committed offset (:attr:`seeks`)."""
+        for tp in offsets:
+            key = (tp.topic, tp.partition)
+            committed = self._committed.get(key)
+            if committed is None:
+                continue
+            self.seeks[tp] = committed
+            self._positions[key] = committed
 
     def _convert_batch(self, rows: list[tuple]) -> tuple[list[tuple], list[SinkRecord]]:
         """Every row converted, per topic with the converters' batch methods; raises on any failure."""
@@ -450,10 +522,11 @@ class SinkTaskRunner:
         """``pre_commit`` once more, then close the partitions and stop the task (once).
 
         As Kafka Connect commits before it closes partitions: the task is asked
-        what is safe for where each partition stands, and that is committed
+        what is safe for where each partition stands (before a batch that failed
+        or was cancelled, whose records are read again), and that is committed
         (pinned tasks; an executor's instance has nobody to hand it to after its
-        last batch, whose offsets were committed already). Not after a batch
-        failed or was cancelled.
+        last batch, whose offsets were committed already); after a failed batch
+        nothing more is committed.
         """
         try:
             self._call(self._close)
@@ -462,13 +535,13 @@ class SinkTaskRunner:
 
     def _close(self) -> None:
         try:
-            if self._positions and not self.failed:
+            if self._positions:
                 try:
                     offsets = {TopicPartition(t, p): o for (t, p), o in self._positions.items()}
                     if self.dead_letters is not None:
                         self.dead_letters.flush()
-                    safe = self.task.pre_commit(offsets)
-                    if safe:
+                    safe = self._committable(offsets, self.task.pre_commit(dict(offsets)))
+                    if safe and not self.failed:
                         self._commit(safe)
                 except Exception as error:  # noqa: BLE001 - close() and stop() are owed all the same
                     log.warning("sink_task_last_commit_failed", connector=self.errors.connector,
