@@ -85,7 +85,7 @@ def binlog_mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BinlogM
         [server, "--no-defaults", f"--datadir={data}", "--user=root", f"--port={port}", "--bind-address=127.0.0.1",
          f"--socket={directory / 'mariadb.sock'}", f"--pid-file={directory / 'mariadb.pid'}",
          f"--log-bin={data / 'binlog'}", "--server-id=1", "--binlog-format=ROW", "--binlog-row-image=FULL",
-         "--binlog-row-metadata=FULL", f"--log-error={directory / 'error.log'}"],
+         "--binlog-row-metadata=FULL", "--default-time-zone=+00:00", f"--log-error={directory / 'error.log'}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     mariadb = BinlogMariaDB(port, process.pid, directory)
     try:

@@ -2,11 +2,15 @@
 
 Inserts, updates, deletes and an ALTER TABLE run on MariaDB while the worker
 streams them; the worker is SIGKILLed (with Spark's JVM) in the middle and
-started again. At the end PostgreSQL's tables equal MariaDB's.
+started again. At the end PostgreSQL's tables equal MariaDB's. A TIMESTAMP
+column arrives as Debezium's ZonedTimestamp, an ISO-8601 string in UTC: the
+JDBC sink makes it a text column of those strings (as Confluent's does).
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import random
 import threading
@@ -31,13 +35,21 @@ def pg_rows(table: str, columns: str) -> list[tuple]:
             return []
 
 
-def pg_columns(table: str) -> list[str]:
+def pg_columns(table: str) -> dict[str, str]:
+    """The table's columns and their types."""
     import psycopg
 
     with psycopg.connect(**PG, autocommit=True) as connection:
-        return [r[0] for r in connection.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
-            (table,))]
+        return dict(connection.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s "
+            "ORDER BY ordinal_position", (table,)))
+
+
+def zoned_timestamp(seconds: decimal.Decimal) -> str:
+    """A TIMESTAMP(3)'s UNIX_TIMESTAMP() as the events carry it: Debezium's ZonedTimestamp, three digits."""
+    whole, fraction = divmod(seconds, 1)
+    at = datetime.datetime.fromtimestamp(int(whole), datetime.UTC)
+    return f"{at:%Y-%m-%dT%H:%M:%S}.{int(fraction * 1000):03d}Z"
 
 
 class Writer(threading.Thread):
@@ -83,8 +95,9 @@ def test_mariadb_to_postgresql_survives_a_sigkill(binlog_mariadb, database, brok
     table = f"{database}_customers"
     binlog_mariadb.execute(
         f"CREATE TABLE {database}.customers (id INT PRIMARY KEY, name VARCHAR(60), balance DECIMAL(12, 2), "
-        "seen DATETIME(3), note VARCHAR(20) DEFAULT 'none')",
-        f"INSERT INTO {database}.customers VALUES " + ", ".join(
+        "seen DATETIME(3), note VARCHAR(20) DEFAULT 'none', "
+        "changed TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3))",
+        f"INSERT INTO {database}.customers (id, name, balance, seen, note) VALUES " + ", ".join(
             f"({i}, 'first {i}', {i}.50, '2026-11-25 10:00:00.{i % 1000:03d}', {'NULL' if i % 4 else 'DEFAULT'})"
             for i in range(0, 400, 2)))
     worker = worker_config.file(**{"task.shutdown.graceful.timeout.ms": "20000"})
@@ -109,12 +122,16 @@ def test_mariadb_to_postgresql_survives_a_sigkill(binlog_mariadb, database, brok
         writer.join(120)
         assert writer.error is None and writer.done == 900, writer.error
 
-        def same() -> tuple[list[tuple], list[tuple]]:
+        def differences() -> tuple[list[tuple], list[tuple]]:
+            """The rows only MariaDB has, and those only PostgreSQL has (a few of each)."""
             columns = "id, name, balance, seen, note, tier"
-            return (binlog_mariadb.query(f"SELECT {columns} FROM {database}.customers ORDER BY id"),
-                    pg_rows(table, columns) if "tier" in pg_columns(table) else [])
+            mariadb = {(*row[:-1], zoned_timestamp(row[-1])) for row in binlog_mariadb.query(
+                f"SELECT {columns}, UNIX_TIMESTAMP(changed) FROM {database}.customers")}
+            pg = set(pg_rows(table, f"{columns}, changed") if "tier" in pg_columns(table) else [])
+            return sorted(mariadb - pg)[:3], sorted(pg - mariadb)[:3]
 
-        wait_until(same, "PostgreSQL to equal MariaDB", until=lambda pair: pair[0] == pair[1], timeout=240)
+        wait_until(differences, "PostgreSQL to equal MariaDB", until=lambda rows: rows == ([], []), timeout=240)
+        assert pg_columns(table)["changed"] == "text"
         assert connectd_processes.terminate(process) == 0
     finally:
         import psycopg

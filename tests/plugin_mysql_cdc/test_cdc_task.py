@@ -149,7 +149,7 @@ def test_types(binlog_mariadb, database):
     expected = {"id": 1, "tiny": -3, "small": 60000, "big": -5, "f": 1.5, "d": 2.25, "price": decimal.Decimal("12.34"),
                 "day": datetime.date(2026, 11, 25), "at": datetime.time(10, 11, 12, 500000),
                 "dt": datetime.datetime(2026, 11, 25, 10, 0, 0, 123000),
-                "ts": datetime.datetime(2026, 11, 25, 10, 0, 0, 500000), "y": 2026, "txt": "text",
+                "ts": "2026-11-25T10:00:00.500Z", "y": 2026, "txt": "text",
                 "bin": b"\x00\xff", "blb": b"\x01", "e": "y", "s": "a,b", "flag": True,
                 "bits": (513).to_bytes(2, "little")}
     snapshot, change = snapshot_then_change(binlog_mariadb, database, f"UPDATE {database}.t SET big = -6 WHERE id = 1")
@@ -339,12 +339,54 @@ def test_zero_dates_are_null_when_nullable_and_the_epoch_when_not_null(binlog_ma
         streamed = poll_until(task, 3)
     finally:
         task.stop()
-    epoch, second = datetime.datetime(1970, 1, 1), datetime.datetime(1970, 1, 1, 0, 0, 1)
-    zeros = {"d": epoch.date(), "dt": epoch, "ts": epoch, "dn": None, "dtn": None, "tsn": None}
-    real = {"d": epoch.date(), "dt": epoch, "ts": second, "dn": epoch.date(), "dtn": epoch, "tsn": second}
+    epoch = datetime.datetime(1970, 1, 1)
+    # a NOT NULL TIMESTAMP's epoch is Debezium's "1970-01-01T00:00:00Z", without a fraction whatever its precision
+    zeros = {"d": epoch.date(), "dt": epoch, "ts": "1970-01-01T00:00:00Z", "dn": None, "dtn": None, "tsn": None}
+    real = {"d": epoch.date(), "dt": epoch, "ts": "1970-01-01T00:00:01.000Z", "dn": epoch.date(), "dtn": epoch,
+            "tsn": "1970-01-01T00:00:01Z"}
     expected = [zeros, zeros, real]  # and a real 1970-01-01 00:00:00 DATETIME is not taken for a zero one
     for records in (snapshot, streamed):
         assert [{k: v for k, v in summary(r)[2].items() if k != "id"} for r in records] == expected
+
+
+def zoned(default: str | None = None, optional: bool = True) -> Schema:
+    builder = SchemaBuilder.string().name("io.debezium.time.ZonedTimestamp").version(1)
+    if default is not None:
+        builder.default_value(default)
+    return (builder.optional() if optional else builder).build()
+
+
+def test_timestamps_are_debeziums_zoned_timestamps_in_utc_whatever_the_servers_time_zone(binlog_mariadb, database):
+    # Debezium (BinlogValueConverters, ZonedTimestamp.toIsoString): ISO-8601 in UTC, a TIMESTAMP(n) with n
+    # fractional digits, a TIMESTAMP with none. The server's time zone is +05:00 here (its sessions' too): the
+    # values, keys and defaults are still the instants in UTC, in the snapshot and the binlog alike.
+    binlog_mariadb.execute("SET GLOBAL time_zone = '+05:00'")
+    try:
+        binlog_mariadb.execute(
+            f"CREATE TABLE {database}.t (id INT PRIMARY KEY, t0 TIMESTAMP NULL, t3 TIMESTAMP(3) NULL, "
+            "t6 TIMESTAMP(6) NULL DEFAULT '2024-01-02 08:04:05.5')")
+        rows = ["(1, '2024-01-02 08:04:05', '2024-01-02 08:04:05.12', '2024-01-02 08:04:05.123456')",
+                "(2, '2024-01-02 08:04:06', '2024-01-02 08:04:06', '2024-01-02 08:04:06')", "(3, NULL, NULL, '2038-01-19 08:14:07.999999')"]
+        snapshot, streamed = snapshot_then_streamed(binlog_mariadb, database, "t", rows)
+        assert snapshot == streamed == [
+            {"t0": "2024-01-02T03:04:05Z", "t3": "2024-01-02T03:04:05.120Z", "t6": "2024-01-02T03:04:05.123456Z"},
+            {"t0": "2024-01-02T03:04:06Z", "t3": "2024-01-02T03:04:06.000Z", "t6": "2024-01-02T03:04:06.000000Z"},
+            {"t0": None, "t3": None, "t6": "2038-01-19T03:14:07.999999Z"}]
+        binlog_mariadb.execute(f"DELETE FROM {database}.t WHERE id <> 1")
+        snapshot, update = snapshot_then_change(
+            binlog_mariadb, database, f"UPDATE {database}.t SET t0 = '2024-01-02 08:04:07' WHERE id = 1")
+        assert after_fields(snapshot) == after_fields(update) == {
+            "id": Schema.INT32, "t0": zoned(), "t3": zoned(), "t6": zoned("2024-01-02T03:04:05.500000Z")}
+        assert update.value.get("after").get("t0") == "2024-01-02T03:04:07Z"
+        # a TIMESTAMP primary key: the same Kafka key in the snapshot and the binlog
+        binlog_mariadb.execute(f"DROP TABLE {database}.t",
+                               f"CREATE TABLE {database}.k (id TIMESTAMP(3) PRIMARY KEY, v INT)",
+                               f"INSERT INTO {database}.k VALUES ('2024-01-02 08:04:05.25', 1)")
+        snapshot, update = snapshot_then_change(binlog_mariadb, database, f"UPDATE {database}.k SET v = 2")
+        assert snapshot.key == update.key and update.key.get("id") == "2024-01-02T03:04:05.250Z"
+        assert snapshot.key_schema.field("id").schema == zoned(optional=False)
+    finally:
+        binlog_mariadb.execute("SET GLOBAL time_zone = '+00:00'")
 
 
 def two_table_transaction(server, database: str) -> tuple[list[Any], tuple[str, int]]:
@@ -436,7 +478,7 @@ def test_not_null_columns_are_required_and_fields_have_the_columns_defaults(binl
     epoch = datetime.datetime(1970, 1, 1)
     expected = {  # field → (required, default)
         "id": (True, 7), "n": (True, 5), "must": (True, None), "quoted": (False, "it's\n\\"), "dt": (True, epoch),
-        "ts": (True, epoch), "tsn": (False, None), "dtn": (False, epoch), "d0": (True, epoch.date()),
+        "ts": (True, "1970-01-01T00:00:00Z"), "tsn": (False, None), "dtn": (False, epoch), "d0": (True, epoch.date()),
         "d0n": (False, None), "d": (True, datetime.date(2000, 1, 2)), "bits": (False, (513).to_bytes(2, "little")),
         "flag": (True, True), "e": (True, "y"), "s": (False, "a,b"), "price": (False, decimal.Decimal("1.50")),
         "dbl": (False, 1000.0), "tm": (False, datetime.time(10)), "tmx": (False, None), "expr": (False, None),
@@ -559,10 +601,12 @@ def test_a_jdbc_sink_makes_not_null_columns_with_defaults_and_refuses_one_withou
     from connectd import ConnectException, SinkRecord, SinkTaskContext, TopicPartition
 
     target = f"{database}_t"
-    binlog_mariadb.execute(f"CREATE TABLE {database}.t (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL DEFAULT 'anon', "
-                           "e ENUM('x', 'y') NOT NULL DEFAULT 'x', s SET('a', 'b'), y YEAR, u UUID, ip INET6)",
+    binlog_mariadb.execute("SET time_zone = '+00:00'",
+                           f"CREATE TABLE {database}.t (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL DEFAULT 'anon', "
+                           "e ENUM('x', 'y') NOT NULL DEFAULT 'x', s SET('a', 'b'), y YEAR, u UUID, ip INET6, "
+                           "at TIMESTAMP(3) NULL DEFAULT '2026-01-01 00:00:00')",
                            f"INSERT INTO {database}.t VALUES (1, 'ada', 'y', 'a,b', 2026, "
-                           "'01020304-0506-0708-090a-0b0c0d0e0f10', '::1')")
+                           "'01020304-0506-0708-090a-0b0c0d0e0f10', '::1', '2026-11-25 10:00:00.5')")
     unwrap = ExtractNewRecordState()
     unwrap.configure({})
     sink_config = {"connection.url": "jdbc:postgresql://127.0.0.1:5432/test", "connection.user": "postgres",
@@ -590,17 +634,19 @@ def test_a_jdbc_sink_makes_not_null_columns_with_defaults_and_refuses_one_withou
     task = task_for(binlog_mariadb, database)
     try:
         put(poll_until(task, 1))
-        # A field with a default makes a nullable column with that default (as Confluent's sink does).
+        # A field with a default makes a nullable column with that default (as Confluent's sink does); a
+        # TIMESTAMP, a ZonedTimestamp string, is a text column of those strings (as with Confluent's sink).
         assert pg(columns, target) == [("id", "integer", "NO", None), ("name", "text", "YES", "'anon'::text"),
                                ("e", "text", "YES", "'x'::text"), ("s", "text", "YES", None),
-                               ("y", "integer", "YES", None), ("u", "text", "YES", None), ("ip", "text", "YES", None)]
+                               ("y", "integer", "YES", None), ("u", "text", "YES", None), ("ip", "text", "YES", None),
+                               ("at", "text", "YES", "'2026-01-01T00:00:00.000Z'::text")]
         binlog_mariadb.execute(f"ALTER TABLE {database}.t ADD COLUMN level INT NOT NULL DEFAULT 3",
                                f"INSERT INTO {database}.t (id, level) VALUES (2, 4)")
         put(poll_until(task, 1))
         assert pg(columns, target)[-1] == ("level", "integer", "YES", "3")
         assert pg(f'SELECT * FROM "{target}" ORDER BY id') == [
-            (1, "ada", "y", "a,b", 2026, "01020304-0506-0708-090a-0b0c0d0e0f10", "::1", 3),
-            (2, "anon", "x", None, None, None, None, 4)]
+            (1, "ada", "y", "a,b", 2026, "01020304-0506-0708-090a-0b0c0d0e0f10", "::1", "2026-11-25T10:00:00.500Z", 3),
+            (2, "anon", "x", None, None, None, None, "2026-01-01T00:00:00.000Z", 4)]
         binlog_mariadb.execute(f"ALTER TABLE {database}.t ADD COLUMN must INT NOT NULL",
                                f"INSERT INTO {database}.t (id, must) VALUES (3, 5)")
         with pytest.raises(ConnectException, match="cannot add column must .* required and has no default"):

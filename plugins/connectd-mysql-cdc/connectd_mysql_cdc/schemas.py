@@ -18,7 +18,8 @@ BIGINT                           int64 (UNSIGNED: per bigint.unsigned.handling.m
 FLOAT, DOUBLE                    float32, float64
 DECIMAL(p, s)                    Decimal (scale s; per decimal.handling.mode)
 DATE, TIME                       Date, Time (a TIME outside 00:00-24:00: null, and a warning)
-DATETIME, TIMESTAMP              Timestamp (UTC)
+DATETIME                         Timestamp (UTC)
+TIMESTAMP                        string io.debezium.time.ZonedTimestamp (ISO-8601 in UTC, see below)
 YEAR                             int32 io.debezium.time.Year
 CHAR, VARCHAR, TEXT              string (MariaDB's JSON is a LONGTEXT: a string too)
 ENUM                             string io.debezium.data.Enum (``allowed``: the labels)
@@ -32,6 +33,12 @@ BIT(1), BIT(n)                   boolean, bytes (io.debezium.data.Bits)
 
 ``allowed`` is the labels comma-separated, each ``,`` and ``\\`` in one
 escaped with ``\\`` (Debezium's EnumeratedValues).
+
+A TIMESTAMP is written as Debezium's binlog reader writes it (ZonedTimestamp.toIsoString with the column's
+precision): ``2024-01-02T03:04:05Z``; a TIMESTAMP(n) with exactly n fractional digits
+(``2024-01-02T03:04:05.120Z`` in a TIMESTAMP(3)); a TIMESTAMP without one with as many as it needs, none when
+there is no fraction. The binlog holds seconds since the epoch and the snapshot's session is in UTC: both
+read the same instant.
 
 A zero date ('0000-00-00', sql_mode permitting) or one with a zero month or
 day is null in a nullable column and, in a NOT NULL one, the column's
@@ -97,6 +104,7 @@ class ColumnSpec:
     name: str
     kind: str
     unsigned: bool = False
+    #: DECIMAL: its precision; BIT: its bits; TIMESTAMP: its fractional digits.
     precision: int | None = None
     scale: int | None = None
     primary: bool = False
@@ -117,6 +125,9 @@ class ColumnSpec:
         data_type = data_type.lower()
         kind = _NAMES.get(data_type, data_type)
         members = tuple(_unescaped(m) for m in _MEMBER.findall(column_type)) if kind in ("enum", "set") else ()
+        if kind == "timestamp":  # timestamp(3); NUMERIC_PRECISION is null
+            fsp = _FSP.search(column_type)
+            precision = int(fsp.group(1)) if fsp else 0
         return cls(name, kind, "unsigned" in column_type.lower(), precision, scale, key == "PRI",
                    octet_length if kind == "binary" else None, members, is_nullable == "YES",
                    _default_expression(column_default, extra or "", mariadb))
@@ -131,7 +142,12 @@ class ColumnSpec:
                 kind, length = "binary", column.max_length
             else:
                 kind = "varbinary" if kind == "varchar" else "blob"
-        precision = getattr(column, "precision", None) if kind == "decimal" else getattr(column, "bits", None)
+        if kind == "decimal":
+            precision = getattr(column, "precision", None)
+        elif kind == "timestamp":  # MySQL's TIMESTAMP2 (type 17) has its fsp; the old TIMESTAMP (7) none
+            precision = getattr(column, "fsp", 0)
+        else:
+            precision = getattr(column, "bits", None)
         if kind == "set":
             members = tuple(column.set_values or ())
         elif kind == "enum":  # mysql-replication puts "" (the index 0 of an invalid value) before the labels
@@ -162,6 +178,7 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _QUOTED = re.compile(r"(?:_\w+)?'((?:[^'\\]|''|\\.)*)'", re.DOTALL)
 _BITS = re.compile(r"[bB]'([01]*)'")
 _NOW = re.compile(r"(current_timestamp|now|localtimestamp|localtime)(\(\d*\))?", re.IGNORECASE)
+_FSP = re.compile(r"\((\d+)\)")
 _ESCAPES = {"0": "\0", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "Z": "\x1a"}
 
 
@@ -232,8 +249,9 @@ def _schema_and_converter(spec: ColumnSpec, settings: Settings) -> tuple[SchemaB
         return Time.builder(), _time
     if kind == "datetime":
         return Timestamp.builder(), _timestamp
-    if kind == "timestamp":  # the binlog writes a zero TIMESTAMP as 0, the epoch, which no real one is
-        return Timestamp.builder(), lambda value: None if value == _EPOCH else _timestamp(value)
+    if kind == "timestamp":
+        return SchemaBuilder.string().name("io.debezium.time.ZonedTimestamp").version(1), \
+            _zoned_timestamp(spec.precision or 0)
     if kind in ("varchar", "text"):
         return SchemaBuilder.string(), _text
     if kind == "json":  # MySQL's; MariaDB's JSON is a LONGTEXT (a plain string, in Debezium's events too)
@@ -268,8 +286,8 @@ def _schema_and_converter(spec: ColumnSpec, settings: Settings) -> tuple[SchemaB
 
 
 _EPOCH = datetime.datetime(1970, 1, 1)
-# What a zero date is in a NOT NULL column.
-_ZERO_DATES = {"date": _EPOCH.date(), "datetime": _EPOCH, "timestamp": _EPOCH}
+# What a zero date is in a NOT NULL column (a TIMESTAMP's: Debezium's, without a fraction whatever the precision).
+_ZERO_DATES = {"date": _EPOCH.date(), "datetime": _EPOCH, "timestamp": "1970-01-01T00:00:00Z"}
 
 
 def _date(value: Any) -> Any:
@@ -300,6 +318,26 @@ def _time_text(value: datetime.timedelta) -> str:
 def _timestamp(value: Any) -> Any:
     # naive: UTC (the session's time zone); PyMySQL gives a zero date as its text
     return value if isinstance(value, datetime.datetime) else None
+
+
+def _zoned_timestamp(fsp: int) -> Callable[[Any], Any]:
+    """A TIMESTAMP (naive, UTC) as Debezium's ZonedTimestamp string: n fractional digits in a TIMESTAMP(n),
+    else as many as there are. The binlog writes a zero TIMESTAMP as 0, the epoch, which no real one is;
+    PyMySQL gives one as its text: both are null."""
+    if 1 <= fsp <= 6:
+        width, zeros = 20 + fsp, "." + "0" * fsp + "Z"  # 2024-01-02T03:04:05. and the digits
+
+        def fixed(value: Any) -> Any:
+            if value.__class__ is not datetime.datetime or value == _EPOCH:
+                return None
+            return value.isoformat()[:width] + "Z" if value.microsecond else value.isoformat() + zeros
+        return fixed
+
+    def shortest(value: Any) -> Any:
+        if value.__class__ is not datetime.datetime or value == _EPOCH:
+            return None
+        return value.isoformat().rstrip("0") + "Z" if value.microsecond else value.isoformat() + "Z"
+    return shortest
 
 
 def _text(value: Any) -> Any:

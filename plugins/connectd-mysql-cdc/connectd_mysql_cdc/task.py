@@ -48,9 +48,12 @@ log = logging.getLogger(__name__)
 
 
 def _connect(config: Settings, **extra: Any) -> Any:
+    """A connection whose session is in UTC: the snapshot reads TIMESTAMPs, and information_schema gives their
+    defaults, in the session's time zone; the binlog has them as seconds since the epoch."""
     import pymysql
 
-    return pymysql.connect(**config.connection(), charset="utf8mb4", **{"autocommit": False, **extra})
+    return pymysql.connect(**config.connection(), charset="utf8mb4", init_command="SET time_zone = '+00:00'",
+                           **{"autocommit": False, **extra})
 
 
 def _binlog_status(cursor: Any) -> tuple[str, int]:
@@ -188,7 +191,6 @@ class _Snapshot:
         self._config = config
         self._connection = _connect(config, cursorclass=pymysql.cursors.SSCursor)
         with self._connection.cursor() as cursor:
-            cursor.execute("SET SESSION time_zone = '+00:00'")
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             mariadb = _is_mariadb(cursor)
             if mariadb:
