@@ -108,3 +108,23 @@ def test_instances_of_other_tasks_are_left_alone(tmp_path):
 def test_the_spec_crosses_as_json(tmp_path):
     spec = spec_for(tmp_path, "run-1")
     assert SinkSpec.from_json(spec.to_json()) == spec
+
+
+def test_a_record_being_retried_gives_up_once_the_run_stops(tmp_path):
+    import dataclasses
+
+    from connectd.errors import ConnectorError, RetriableException
+    from connectd.runtime.error_handling import Original
+
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    # a bounded timeout, so that waiting it out (not giving up) ends too
+    spec = dataclasses.replace(spec_for(tmp_path, "run-1", workdir), connector_config={"errors.retry.timeout": "1000"})
+    instance = executor_sink._instance_for(spec)
+    (workdir / "stop").touch()  # TaskQuery.stop()
+
+    def converting():
+        raise RetriableException("the schema registry is not there yet")
+
+    with pytest.raises(ConnectorError, match="the task is stopping: a failed record is not retried again"):
+        instance.runner.errors.run("VALUE_CONVERTER", "X", converting, Original("t"))

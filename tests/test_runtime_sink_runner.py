@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import ClassVar
+
 import pytest
 
 from connectd.connector import SinkTask, SinkTaskContext, TopicPartition
@@ -232,3 +235,190 @@ def test_pauses_reach_a_new_instance_and_only_assigned_partitions_can_be_paused(
     assert run.paused == set()
     with pytest.raises(ConnectException, match="not assigned to them: c-2"):
         run.task.context.pause(TopicPartition("c", 2))
+
+
+# --- error handling as Kafka Connect's WorkerSinkTask ---------------------------------------------------
+
+
+def dead_lettering(task=None, chain=None, tolerate=True, sleep=None):
+    """A runner tolerating (or not) bad records, sending them to a list as its dead-letter queue."""
+    converters = {"key": StringConverter(), "value": JsonConverter(), "header": StringConverter()}
+    for name, converter in converters.items():
+        converter.configure({"schemas.enable": "false"} if name == "value" else {}, is_key=name == "key")
+    sent = []
+    policy = ErrorPolicy(tolerate_all=tolerate, dlq_topic="dlq", dlq_context_headers=True, retry_timeout_ms=-1)
+    errors = ErrorHandler(policy, "c", 0, send_to_dlq=lambda *record: sent.append(record),
+                          **({"sleep": sleep} if sleep else {}))
+    run = SinkTaskRunner(task or Recording(), {}, [TopicPartition("a", 0)], converters,
+                         chain or TransformationChain({}, None), lambda offsets: None, errors)
+    return run, sent
+
+
+def test_a_dead_letter_record_names_the_converter_by_its_dotted_path_and_keeps_the_timestamp():
+    run, sent = dead_lettering()
+    run.process([("a", 0, 3, 1_700_000_000_007, 2, b"k", b"{bad", [("h", b"1")])])
+    ((_, key, value, headers, _, timestamp),) = sent
+    assert (key, value, timestamp) == (b"k", b"{bad", 1_700_000_000_007)  # the consumed record's timestamp
+    named = dict(headers)
+    assert named["h"] == b"1"
+    assert named["__connect.errors.class.name"] == b"connectd.data.json_converter.JsonConverter"
+
+
+class Upper:
+    """Upper-cases a string value; "boom" fails it."""
+
+    def configure(self, settings):
+        pass
+
+    def apply(self, record):
+        if record.value == "boom":
+            raise ValueError("no boom")
+        return record.new_record(value=record.value.upper())
+
+
+class Suffixed:
+    """Appends "!" to the value; a record whose key is "drop" it drops; "bad" fails it."""
+
+    calls: ClassVar[list] = []
+
+    def configure(self, settings):
+        pass
+
+    def apply(self, record):
+        Suffixed.calls.append(record.value)
+        if record.key == "drop":
+            return None
+        if record.key == "bad":
+            raise KeyError("bad key")
+        return record.new_record(value=record.value + "!")
+
+
+class KeyIs:
+    def configure(self, settings):
+        self.key = settings["key"]
+
+    def test(self, record):
+        return record.key == self.key
+
+
+def two_stages():
+    # up applies to every record but those keyed "skip-up" (negated predicate); then suffix
+    return TransformationChain({"transforms": "up,suffix", "transforms.up.type": Upper,
+                                "transforms.up.predicate": "skipUp", "transforms.up.negate": "true",
+                                "transforms.suffix.type": Suffixed, "predicates": "skipUp",
+                                "predicates.skipUp.type": KeyIs, "predicates.skipUp.key": "skip-up"}, None)
+
+
+def test_after_a_batch_failed_each_transform_runs_under_the_error_handling_naming_itself():
+    Suffixed.calls = []
+    run, sent = dead_lettering(chain=two_stages())
+    rows = [("a", 0, 0, 10, 1, b"x", b'"a"', None), ("a", 0, 1, 11, 1, b"bad", b'"b"', None),
+            ("a", 0, 2, 12, 1, b"skip-up", b'"c"', None), ("a", 0, 3, 13, 1, b"drop", b'"d"', None),
+            ("a", 0, 4, 14, 1, b"x", b'"boom"', None), ("a", 0, 5, 15, 1, b"x", b'"e"', None)]
+    run.process(rows)
+    # the chain's semantics: the predicate negated, a dropped record gone, the failed ones skipped
+    assert [r.value for r in run.task.put_calls[0]] == ["A!", "c!", "E!"]
+    classes = [(dict(h)["__connect.errors.offset"], dict(h)["__connect.errors.class.name"]) for _, _, _, h, _, _ in sent]
+    assert classes == [(b"1", f"{__name__}.Suffixed".encode()), (b"4", f"{__name__}.Upper".encode())]
+    assert [timestamp for *_, timestamp in sent] == [11, 14]
+    assert "boom" not in Suffixed.calls  # a failed stage ends the record's chain
+    trace = dict(sent[0][3])["__connect.errors.exception.stacktrace"].decode()
+    assert "in transform 'suffix' (Suffixed)" in trace  # as the chain notes it
+
+
+def test_the_batch_path_does_not_run_transforms_under_the_error_handling():
+    run, _ = dead_lettering(chain=two_stages())
+    calls = []
+    run.errors.run = lambda *args: calls.append(args)  # only the per-record fallback calls it
+    run.process([("a", 0, 0, None, 0, b"x", b'"a"', None)])
+    assert [r.value for r in run.task.put_calls[0]] == ["A!"] and calls == []
+
+
+class Swallowing(Recording):
+    """Reports each record as errant and carries on whatever report() raises."""
+
+    def put(self, records):
+        super().put(records)
+        for record in records:
+            with contextlib.suppress(Exception):  # what the runner must not let pass
+                self.context.errant_record_reporter().report(record, ValueError("cannot write"))
+
+
+def test_a_task_that_swallows_an_untolerated_errant_report_still_fails():
+    from connectd.runtime.error_handling import RecordFailure
+
+    run, sent = dead_lettering(task=Swallowing(), tolerate=False)
+    with pytest.raises(RecordFailure, match="^Tolerance exceeded in error handler: TASK_PUT"):
+        run.process([("a", 0, 0, None, 0, None, b"1", None)])
+    assert len(sent) == 1  # reported first
+    assert dict(sent[0][3])["__connect.errors.class.name"] == f"{__name__}.Swallowing".encode()
+
+
+class ReportingNew(Recording):
+    """Reports a record of its own making, not one it was given."""
+
+    def put(self, records):
+        super().put(records)
+        if records:
+            made = SinkRecord(topic="a", kafka_partition=0, kafka_offset=99, key="k", value={"n": 1},
+                              timestamp=1_700_000_000_000, timestamp_type=TimestampType.LOG_APPEND_TIME,
+                              headers=Headers([("origin", Schema.STRING, "made")]))
+            self.context.errant_record_reporter().report(made, ValueError("not mine"))
+
+
+def test_an_errant_record_not_of_the_batch_is_sent_as_the_converters_write_it_headers_included():
+    run, sent = dead_lettering(task=ReportingNew())
+    run.process([("a", 0, 0, None, 0, None, b"1", None)])
+    ((_, key, value, headers, _, timestamp),) = sent
+    assert (key, value, timestamp) == (b"k", b'{"n":1}', 1_700_000_000_000)
+    assert headers[0] == ("origin", b"made")
+
+
+class Failing(Recording):
+    def put(self, records):
+        super().put(records)
+        raise KeyError("the table is gone")
+
+
+def test_a_put_failure_kills_the_task_in_kafka_connects_words_and_is_no_record_error():
+    run, _ = dead_lettering(task=Failing())
+    with pytest.raises(ConnectException) as info:
+        run.process([("a", 0, 0, None, 0, None, b"1", None)])
+    assert str(info.value) == ("Task threw an uncaught and unrecoverable exception. Task is being killed and will not "
+                               "recover until manually restarted. KeyError: 'the table is gone'")
+    assert isinstance(info.value.__cause__, KeyError)
+    assert "failures" not in run.take_counts()
+
+
+def test_retries_of_put_are_no_record_error_retries():
+    class Twice(Recording):
+        def put(self, records):
+            super().put(records)
+            if len(self.put_calls) < 3:
+                self.context.timeout(0)  # put again at once
+                raise RetriableException("not yet")
+
+    run, _ = dead_lettering(task=Twice())
+    run.process([("a", 0, 0, None, 0, None, b"1", None)])
+    counts = run.take_counts()
+    assert len(run.task.put_calls) == 3 and "retries" not in counts and counts["puts"] == 1
+
+
+class RetriableTransform:
+    def configure(self, settings):
+        pass
+
+    def apply(self, record):
+        raise RetriableException("not yet")
+
+
+def test_a_record_being_retried_gives_up_once_the_task_is_stopping():
+    from connectd.errors import ConnectorError
+
+    chain = TransformationChain({"transforms": "r", "transforms.r.type": RetriableTransform}, None)
+    waits = []
+    run, _ = dead_lettering(chain=chain, sleep=lambda seconds: (waits.append(seconds), run.wait_to_retry(seconds)))
+    run.stopping = lambda: bool(waits)  # told to stop while the record waits for its first retry
+    with pytest.raises(ConnectorError, match="the task is stopping: a failed record is not retried again"):
+        run.process([("a", 0, 0, None, 0, None, b"1", None)])
+    assert waits == [0.3] and run.task.put_calls == []

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import threading
+from typing import ClassVar
+
+import pytest
 
 from connectd.runtime.kafka_io import write_arrow_batch
 from connectd.runtime.source_task import _Poller
@@ -198,3 +201,147 @@ def test_a_task_without_commit_record_is_told_only_that_batches_were_stored(tmp_
     reader._task = task = Acknowledged()
     (tmp_path / "000000000001-0.json").write_text(json.dumps({"seqs": [1], "acks": None}))
     assert reader._settle() is True and task.calls == []
+
+
+def test_an_error_with_a_retriable_method_fails_the_task(wait_until):
+    class LibraryError(Exception):  # as confluent-kafka's KafkaError: retriable() is a method, always truthy
+        def retriable(self) -> bool:
+            return True
+
+    polls = Polls()
+    polls.error = LibraryError("the source is gone")
+    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    try:
+        def raised() -> bool:
+            try:
+                poller.take()
+            except LibraryError:
+                return True
+            return False
+
+        # only a RetriableException (ConnectorError with retriable=True) is polled again
+        wait_until(raised, "take() to raise poll()'s error", timeout=10)
+        assert polls.attempts == 1
+    finally:
+        poller.stop(5)
+
+
+# --- the connector's error handling on the poller thread ---------------------------------------------
+
+def reader_for(connector_config=None, chain=None):
+    import json
+
+    from connectd.data.converters import StringConverter
+    from connectd.data.json_converter import JsonConverter
+    from connectd.runtime.source_task import SPEC_OPTION, SourceTaskReader
+    from connectd.transforms.chain import TransformationChain
+
+    reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}, "connector": "c", "task_id": 0})})
+    reader._converters = {"key": StringConverter(), "value": JsonConverter(), "header": StringConverter()}
+    for name, converter in reader._converters.items():
+        converter.configure({"schemas.enable": "false"} if name == "value" else {}, is_key=name == "key")
+    reader._chain = chain or TransformationChain({}, None)
+    reader._errors = reader._error_handler(connector_config or {})
+    return reader
+
+
+def test_a_record_being_retried_gives_up_once_the_task_stops(wait_until):
+    from connectd.errors import RetriableException
+    from connectd.runtime.error_handling import Original
+
+    reader = reader_for({"errors.retry.timeout": "-1"})
+    attempts = []
+
+    def converting():
+        attempts.append(1)
+        raise RetriableException("the schema registry is not there yet")
+
+    reader._poller = poller = _Poller(lambda: reader._errors.run("VALUE_CONVERTER", "X", converting, Original("t")),
+                                      max_records=100, idle=lambda: False, name="t")
+    wait_until(lambda: attempts, "the record to fail once")
+    reader.stop()  # waits for the poll in progress up to 5 s, then goes on
+    assert not poller._thread.is_alive()
+
+
+class Upper:
+    def configure(self, settings):
+        pass
+
+    def apply(self, record):
+        if record.value == "boom":
+            raise ValueError("no boom")
+        return None if record.value == "drop" else record.new_record(value=record.value.upper())
+
+
+class Suffixed:
+    calls: ClassVar[list] = []
+
+    def configure(self, settings):
+        pass
+
+    def apply(self, record):
+        Suffixed.calls.append(record.value)
+        if record.key == "bad":
+            raise KeyError("bad key")
+        return record.new_record(value=record.value + "!")
+
+
+class KeyIs:
+    def configure(self, settings):
+        self.key = settings["key"]
+
+    def test(self, record):
+        return record.key == self.key
+
+
+def dead_lettering(reader):
+    """The dead-letter records *reader*'s error handling sends (to a list), tolerating all."""
+    from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
+
+    sent = []
+    reader._errors = ErrorHandler(ErrorPolicy(tolerate_all=True, dlq_topic="dlq", dlq_context_headers=True), "c", 0,
+                                  send_to_dlq=lambda *record: sent.append(record))
+    return sent
+
+
+def polled(*pairs):
+    from connectd.data.records import SourceRecord
+
+    return [SourceRecord(topic="t", kafka_partition=0, key=key, value=value, source_partition={"f": 1},
+                         source_offset={"n": n}) for n, (key, value) in enumerate(pairs)]
+
+
+def failed_classes(sent):
+    return [(dict(headers)["__connect.errors.source.offset"], dict(headers)["__connect.errors.class.name"])
+            for _, _, _, headers, _, _ in sent]
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["batch", "commit_record"])
+def test_each_transform_runs_under_the_error_handling_naming_itself(tracked):
+    from connectd.transforms.chain import TransformationChain
+
+    chain = TransformationChain({"transforms": "up,suffix", "transforms.up.type": Upper,
+                                 "transforms.up.predicate": "skipUp", "transforms.up.negate": "true",
+                                 "transforms.suffix.type": Suffixed, "predicates": "skipUp",
+                                 "predicates.skipUp.type": KeyIs, "predicates.skipUp.key": "skip-up"}, None)
+    reader = reader_for(chain=chain)
+    sent = dead_lettering(reader)
+    Suffixed.calls = []
+    records = polled(("x", "a"), ("bad", "b"), ("skip-up", "c"), ("x", "drop"), ("x", "boom"), ("x", "e"))
+    if tracked:  # a task with commit_record: one record at a time
+        batch, _, _, acked = reader._poll_tracked(records)
+        assert [topic for _, topic in acked] == ["t", None, "t", None, None, "t"]
+        values = batch.column("value").to_pylist()
+    else:
+        values = [r.value for r in reader._transform(records)]
+    assert values == ([b'"A!"', b'"c!"', b'"E!"'] if tracked else ["A!", "c!", "E!"])
+    assert failed_classes(sent) == [(b'{"n":1}', f"{__name__}.Suffixed".encode()),
+                                    (b'{"n":4}', f"{__name__}.Upper".encode())]
+    assert "drop" not in Suffixed.calls and "boom" not in Suffixed.calls  # dropped or failed: the chain ends
+
+
+def test_a_source_record_a_converter_fails_names_the_converter_by_its_dotted_path():
+    reader = reader_for()
+    sent = dead_lettering(reader)
+    assert reader._convert(polled(("x", {1, 2}))[0]) is None  # a set: not JSON
+    assert failed_classes(sent) == [(b'{"n":0}', b"connectd.data.json_converter.JsonConverter")]

@@ -331,12 +331,14 @@ class TaskAssembler:
             handle.dead_letters = DeadLetterQueue(self.client("producer", connector_config), policy.dlq_topic)
             send = handle.dead_letters.send
         registry = self.registry
-        handle.runner = SinkTaskRunner(
+        runner = handle.runner = SinkTaskRunner(
             task_class(), config, assigned,
             configure_converters(self.worker.originals(), dict(connector_config),
                                  lambda n: registry.find_class("converter", n), self.worker.providers.resolve),
             TransformationChain(resolved, registry.find_class), commit,
-            ErrorHandler(policy, connector, task_id, send), handle.dead_letters,
+            # Retries of a record give up once the task is stopping (the runner's stopping, set when its query starts).
+            ErrorHandler(policy, connector, task_id, send, sleep=lambda seconds: runner.wait_to_retry(seconds)),
+            handle.dead_letters,
         )
         handle.query = start_sink_query(self.spark, connector=connector, task_id=task_id,
                                         consumer_config=consumer_option, start=start, commit=commit,

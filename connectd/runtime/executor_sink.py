@@ -326,7 +326,8 @@ def _open(spec: SinkSpec) -> _Instance:
             configure_converters(spec.worker_config, spec.connector_config,
                                  lambda n: registry.find_class("converter", n), resolve),
             TransformationChain(connector_config, registry.find_class), capture,
-            ErrorHandler(policy, spec.connector, spec.task_id, dead_letters.send if dead_letters else None),
+            ErrorHandler(policy, spec.connector, spec.task_id, dead_letters.send if dead_letters else None,
+                         sleep=lambda seconds: runner.wait_to_retry(seconds)),  # gives up once the run is over
             dead_letters,
         )
     except BaseException:

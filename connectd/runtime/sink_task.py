@@ -34,6 +34,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from connectd.connector import (
@@ -44,12 +45,13 @@ from connectd.connector import (
 )
 from connectd.data.headers import Headers
 from connectd.data.records import SinkRecord, TimestampType, sink_records
-from connectd.errors import ConnectorError
+from connectd.errors import ConnectException, ConnectorError
 from connectd.logging import get_logger
 from connectd.runtime.error_handling import (
     ErrorHandler,
     ErrorPolicy,
     Original,
+    RecordFailure,
     TaskCounts,
 )
 from connectd.runtime.kafka_io import encode_tp
@@ -60,6 +62,9 @@ log = get_logger(__name__)
 
 #: How often a task waiting to retry put() checks whether it is being stopped.
 _STOP_CHECK_S = 0.1
+#: Kafka Connect's words for a task whose put() raised what is not retriable (WorkerSinkTask).
+_UNRECOVERABLE = ("Task threw an uncaught and unrecoverable exception. Task is being killed and will not recover "
+                  "until manually restarted.")
 
 
 def group_id(connector: str) -> str:
@@ -106,9 +111,46 @@ def _bytes(value: Any) -> bytes | None:
 
 
 def _original(row: tuple) -> Original:
-    topic, partition, offset, _, _, key, value, headers = row
+    topic, partition, offset, timestamp, timestamp_type, key, value, headers = row
     return Original(topic, partition, offset, _bytes(key), _bytes(value),
-                    [(h[0], _bytes(h[1])) for h in headers] if headers else [])
+                    [(h[0], _bytes(h[1])) for h in headers] if headers else [],
+                    timestamp=timestamp, timestamp_type=timestamp_type)
+
+
+def apply_stages(errors: ErrorHandler, stages: Iterable[Any], record: Any, original: Callable[[], Original]) -> Any:
+    """*record* through a transformation chain's *stages* one by one, each under *errors* as stage
+    ``TRANSFORMATION`` of its transform's class (as Kafka Connect's chain runs them, so a failure
+    names the transform); ``None`` once a stage dropped it or its failure was tolerated.
+
+    :param original: makes the record's origin (called only on failure).
+    """
+    run = errors.run
+    for stage in stages:
+        ok, record = run("TRANSFORMATION", type(stage.transformation), partial(_apply_stage, stage, record), original)
+        if not ok or record is None:
+            return None
+    return record
+
+
+def _apply_stage(stage: Any, record: Any) -> Any:
+    try:
+        return stage.apply(record)
+    except Exception as exc:
+        note = f"in transform {stage.alias!r} ({type(stage.transformation).__name__})"  # as the chain notes it
+        if note not in getattr(exc, "__notes__", ()):  # once, though retried
+            exc.add_note(note)
+        raise
+
+
+def _wait_unless_stopping(seconds: float, stopping: Callable[[], bool], given_up: str) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        if stopping():
+            raise ConnectorError(f"the task is stopping: {given_up}")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, _STOP_CHECK_S))
 
 
 class SinkTaskRunner:
@@ -323,11 +365,15 @@ class SinkTaskRunner:
     def _timed_put(self, records: list[SinkRecord]) -> None:
         began = time.monotonic()
         try:
-            self._put_errors.run("TASK_PUT", type(self.task).__name__, lambda: self.task.put(records),
-                                 Original(topic=None))
+            self._put_errors.run("TASK_PUT", type(self.task), lambda: self.task.put(records), Original(topic=None))
+        except RecordFailure as failure:  # put() raised what is not retriable: the task fails, as in Kafka Connect
+            cause = failure.__cause__
+            raise ConnectException(f"{_UNRECOVERABLE} {type(cause).__name__}: {cause}") from cause
         finally:
             self.puts += 1
             self.put_seconds += time.monotonic() - began
+        # An errant record reported without tolerance fails the task even if put() caught the error.
+        self.errors.check_errant()
         self.sent += len(records)
 
     def take_counts(self) -> dict[str, float]:
@@ -335,8 +381,9 @@ class SinkTaskRunner:
         ``sent`` to put(), ``puts`` and ``put_seconds``; record ``failures``, records ``skipped``,
         ``retries``, errors ``logged``; dead-letter records sent (``dlq_requests``) and not
         delivered (``dlq_failures``)."""
+        # put() failures and retries are not record errors: Kafka Connect counts neither.
         return self._counts.take({"sent": self.sent, "puts": self.puts, "put_seconds": self.put_seconds},
-                                 (self.errors, self._put_errors), self.dead_letters)
+                                 (self.errors,), self.dead_letters)
 
     def _without_paused(self, rows: list[Any], paused: set[TopicPartition]) -> list[Any]:
         """*rows* without those of paused partitions, which start there next (:attr:`seeks`).
@@ -358,15 +405,18 @@ class SinkTaskRunner:
         context = self.task.context
         wait_s = backoff_s if context.retry_timeout_ms is None else max(context.retry_timeout_ms, 0) / 1000
         context.retry_timeout_ms = None
-        deadline = time.monotonic() + wait_s
-        while True:
-            if self.stopping():
-                raise ConnectorError("the task is stopping: put() is not retried again; its records are "
-                                     "read again when the task next runs")
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            time.sleep(min(left, _STOP_CHECK_S))
+        _wait_unless_stopping(wait_s, self.stopping, "put() is not retried again; its records are read again "
+                                                     "when the task next runs")
+
+    def wait_to_retry(self, seconds: float) -> None:
+        """The ``sleep`` of the task's :class:`ErrorHandler`: waits before a record's conversion or
+        transformation is retried, and gives up once the task is being stopped (:attr:`stopping`),
+        so ``errors.retry.timeout=-1`` cannot hold a stopping task.
+
+        :raises ConnectorError: the task is being stopped.
+        """
+        _wait_unless_stopping(seconds, self.stopping, "a failed record is not retried again; its batch is read "
+                                                      "again when the task next runs")
 
     def commit_batch(self) -> dict[TopicPartition, int]:
         """Flush dead-letter records, let the task flush (``pre_commit``), commit what it allows.
@@ -469,19 +519,20 @@ class SinkTaskRunner:
         run, converters = self.errors.run, self.converters
 
         def original() -> Original:  # built only when the record fails
-            return Original(topic, partition, offset, key, value, raw_headers)
+            return Original(topic, partition, offset, key, value, raw_headers, timestamp=timestamp,
+                            timestamp_type=timestamp_type)
 
         headers = Headers()
         if raw_headers:
-            ok, headers = run("HEADER_CONVERTER", type(converters["header"]).__name__,
+            ok, headers = run("HEADER_CONVERTER", type(converters["header"]),
                               lambda: self._headers(topic, raw_headers), original)
             if not ok:
                 return None
-        ok, key_data = run("KEY_CONVERTER", type(converters["key"]).__name__,
+        ok, key_data = run("KEY_CONVERTER", type(converters["key"]),
                            lambda: converters["key"].to_connect_data(topic, key, headers), original)
         if not ok:
             return None
-        ok, value_data = run("VALUE_CONVERTER", type(converters["value"]).__name__,
+        ok, value_data = run("VALUE_CONVERTER", type(converters["value"]),
                              lambda: converters["value"].to_connect_data(topic, value, headers), original)
         if not ok:
             return None
@@ -511,10 +562,10 @@ class SinkTaskRunner:
         except Exception:
             pass  # find the failing record(s): transforms are pure, running them again is safe
         kept = []
+        errors, stages = self.errors, self.chain.stages
         for row, record in zip(origins, records, strict=True):
-            ok, result = self.errors.run("TRANSFORMATION", "TransformationChain", lambda r=record: self.chain.apply(r),
-                                         lambda row=row: _original(row))
-            if ok and result is not None:
+            result = apply_stages(errors, stages, record, partial(_original, row))
+            if result is not None:
                 kept.append(result)
         return kept
 
@@ -572,9 +623,13 @@ class _Reporter(ErrantRecordReporter):
         row = next((r for r in runner._rows if (r[0], r[1], r[2]) == key), None)
         if row is not None:
             original = _original(row)
-        else:  # not from the put() in progress: its data as the converters write it
+        else:  # not from the put() in progress: its data and headers as the converters write them (Kafka Connect's)
             topic = record.original_topic or record.topic
+            converters = runner.converters
+            header = converters["header"].from_connect_header
             original = Original(topic, record.original_kafka_partition, record.original_kafka_offset,
-                                runner.converters["key"].from_connect_data(topic, record.key_schema, record.key),
-                                runner.converters["value"].from_connect_data(topic, record.value_schema, record.value))
-        return runner.errors.report_errant(type(runner.task).__name__, error, original)
+                                converters["key"].from_connect_data(topic, record.key_schema, record.key),
+                                converters["value"].from_connect_data(topic, record.value_schema, record.value),
+                                [(h.key, header(topic, h.key, h.schema, h.value)) for h in record.headers or ()],
+                                timestamp=record.timestamp, timestamp_type=record.timestamp_type + 1)
+        return runner.errors.report_errant(type(runner.task), error, original)

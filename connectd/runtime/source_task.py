@@ -107,10 +107,12 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from connectd.errors import ConnectorError
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.error_handling import TaskCounts
 from connectd.runtime.kafka_io import (
@@ -118,6 +120,7 @@ from connectd.runtime.kafka_io import (
     produce_batches,
     write_arrow_batch,
 )
+from connectd.runtime.sink_task import apply_stages
 
 __all__ = [
     "FORMAT",
@@ -269,7 +272,9 @@ class _Poller:
             try:
                 polled = self._poll()
             except BaseException as error:  # noqa: BLE001 - the task fails with it at the next batch
-                if getattr(error, "retriable", False):  # RetriableException: poll() again, as Kafka Connect does
+                # RetriableException: poll() again, as Kafka Connect does. Not anything with a "retriable"
+                # attribute: confluent-kafka's KafkaError has a retriable() method.
+                if isinstance(error, ConnectorError) and error.retriable:
                     log.warning("source_task_poll_retriable_error", error=str(error))
                     time.sleep(_EMPTY_POLL_PAUSE_S)
                     continue
@@ -304,6 +309,21 @@ class _Poller:
             self._batches, self._offsets, self._topics, self._polled, self._buffered = [], {}, set(), [], 0
             self._cond.notify_all()
             return taken
+
+    def wait(self, seconds: float) -> None:
+        """Sleep *seconds* (on the poller's thread), unless :meth:`stop` comes first.
+
+        :raises ConnectorError: the poller is being stopped.
+        """
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            while not self._stopping:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
+        raise ConnectorError("the task is stopping: a failed record is not retried again; it is polled again "
+                             "when the task next runs")
 
     def stop(self, timeout: float) -> None:
         """End the thread, waiting up to *timeout* seconds for a ``poll()`` in progress."""
@@ -626,7 +646,15 @@ class SourceTaskReader(DataSourceStreamReader):
 
             self._dlq = DeadLetterQueue(client_settings(self.spec["producer"]), policy.dlq_topic)
             send = self._dlq.send
-        return ErrorHandler(policy, self.spec["connector"], int(self.spec["task_id"]), send)
+        return ErrorHandler(policy, self.spec["connector"], int(self.spec["task_id"]), send, sleep=self._wait_to_retry)
+
+    def _wait_to_retry(self, seconds: float) -> None:
+        """The error handler's wait before a record is tried again: given up (raises) once the task
+        is being stopped, so ``errors.retry.timeout=-1`` cannot hold a stopping task."""
+        poller = self._poller
+        if poller is None:  # stop() has taken it
+            raise ConnectorError("the task is stopping: a failed record is not retried again")
+        poller.wait(seconds)
 
     def _poll_once(self) -> tuple[Any, dict[str, str], set[str]] | None:
         """One ``poll()``, its records transformed and converted (on the poller thread).
@@ -674,12 +702,15 @@ class SourceTaskReader(DataSourceStreamReader):
 
         offsets: dict[str, str] = {}
         rows, polled = [], []
+        chain = self._chain
         for record in records:
             if record.source_partition is not None:
                 offsets[canonical(record.source_partition)] = canonical(record.source_offset)
-            ok, transformed = self._errors.run("TRANSFORMATION", "TransformationChain",
-                                               lambda r=record: self._chain.apply(r), lambda r=record: _original(r))
-            row = self._convert(transformed) if ok and transformed is not None else None
+            try:
+                transformed = chain.apply(record)
+            except Exception:  # noqa: BLE001 - again stage by stage under the error handling: transforms are pure
+                transformed = apply_stages(self._errors, chain.stages, record, partial(_original, record))
+            row = None if transformed is None else self._convert(transformed)
             if row is not None:
                 rows.append(row)
             polled.append((record, None if row is None else row[0]))
@@ -730,10 +761,10 @@ class SourceTaskReader(DataSourceStreamReader):
         except Exception:
             pass  # find the failing record(s): transforms are pure, running them again is safe
         kept = []
+        errors, stages = self._errors, self._chain.stages
         for record in records:
-            ok, result = self._errors.run("TRANSFORMATION", "TransformationChain",
-                                          lambda r=record: self._chain.apply(r), lambda r=record: _original(r))
-            if ok and result is not None:
+            result = apply_stages(errors, stages, record, partial(_original, record))
+            if result is not None:
                 kept.append(result)
         return kept
 
@@ -745,17 +776,17 @@ class SourceTaskReader(DataSourceStreamReader):
 
         headers = None
         if record.headers:
-            ok, headers = run("HEADER_CONVERTER", type(converters["header"]).__name__, lambda: [
+            ok, headers = run("HEADER_CONVERTER", type(converters["header"]), lambda: [
                 (h.key, converters["header"].from_connect_header(topic, h.key, h.schema, h.value)) for h in record.headers
             ], original)
             if not ok:
                 return None
-        ok, key = run("KEY_CONVERTER", type(converters["key"]).__name__,
+        ok, key = run("KEY_CONVERTER", type(converters["key"]),
                       lambda: converters["key"].from_connect_data(topic, record.key_schema, record.key, record.headers),
                       original)
         if not ok:
             return None
-        ok, value = run("VALUE_CONVERTER", type(converters["value"]).__name__,
+        ok, value = run("VALUE_CONVERTER", type(converters["value"]),
                         lambda: converters["value"].from_connect_data(topic, record.value_schema, record.value,
                                                                       record.headers), original)
         if not ok:

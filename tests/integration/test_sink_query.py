@@ -305,7 +305,7 @@ def test_errant_records_go_to_the_dead_letter_topic_with_their_context(spark, br
     assert [d.value().decode() for d in dead] == reported[:len(dead)]
     headers = dict(dead[0].headers())
     assert headers["__connect.errors.stage"] == b"TASK_PUT"
-    assert headers["__connect.errors.class.name"] == b"ErrantSinkTask"
+    assert headers["__connect.errors.class.name"] == b"recording_sink.ErrantSinkTask"  # its dotted path
     assert headers["__connect.errors.offset"] == b"0"
     assert headers["__connect.errors.exception.message"] == b"cannot write p0 0"
     if tolerance == "all":

@@ -148,6 +148,8 @@ def test_source_records_failing_a_transform_go_to_the_dead_letter_topic(spark, b
     assert [m.value() for m in dead] == [b"one", b"two"]
     headers = dict(dead[0].headers())
     assert headers["__connect.errors.stage"] == b"TRANSFORMATION"
+    # the transform that failed, not the chain
+    assert headers["__connect.errors.class.name"] == b"connectd.transforms.extract_field.ExtractFieldValue"
     assert headers["__connect.errors.topic"] == topic_name.encode()
     assert json.loads(headers["__connect.errors.source.partition"]) == {"filename": str(path)}
     assert json.loads(headers["__connect.errors.source.offset"]) == {"position": 4}

@@ -1,0 +1,40 @@
+"""A pinned record-level sink task assembled in the worker process (connectd.runtime.assembly), its
+query not started: what the runner is given (no broker, no Spark)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from recording_sink import PinnedRecordingSinkTask
+
+from connectd.errors import ConnectorError, RetriableException
+from connectd.plugins import get_registry
+from connectd.runtime import queries, sink_task
+from connectd.runtime.assembly import TaskAssembler
+from connectd.runtime.error_handling import Original
+
+
+def test_a_pinned_tasks_record_being_retried_gives_up_once_the_task_is_stopping(tmp_path, monkeypatch,
+                                                                                 worker_config):
+    metadata = SimpleNamespace(topics={"t": SimpleNamespace(partitions={0: None})})
+    admin = SimpleNamespace(list_topics=lambda timeout: metadata)
+    monkeypatch.setattr(sink_task, "start_offsets", lambda consumer, partitions, reset: {})
+    monkeypatch.setattr(queries, "start_sink_query", lambda spark, **options: SimpleNamespace())
+    assembler = TaskAssembler(worker_config(), None, get_registry(), lambda: admin, lambda config: {},
+                              lambda connector, topics: None)
+    task_config = {"file": str(tmp_path / "out.txt"), "events.file": str(tmp_path / "events.txt"), "topics": "t"}
+    # a bounded timeout, so that waiting it out (not giving up) ends too
+    handle = assembler.start(connector="c", connector_config={"topics": "t", "errors.retry.timeout": "1000"},
+                             kind="sink", task_class=PinnedRecordingSinkTask, task_id=0, task_config=task_config,
+                             tasks=1, paused=False)
+    try:
+        handle.runner.stopping = lambda: True  # TaskQuery.stop(), as the query sets it
+
+        def converting():
+            raise RetriableException("the schema registry is not there yet")
+
+        with pytest.raises(ConnectorError, match="the task is stopping: a failed record is not retried again"):
+            handle.runner.errors.run("VALUE_CONVERTER", "X", converting, Original("t"))
+    finally:
+        assembler.release(handle)
