@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from typing import ClassVar
 
 import pytest
 
@@ -19,6 +18,7 @@ from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
 from connectd.runtime.kafka_io import batch_ends
 from connectd.runtime.sink_task import SinkTaskRunner
 from connectd.transforms.chain import TransformationChain
+from stage_transforms import Suffixed, two_stages
 
 
 class Recording(SinkTask):
@@ -264,53 +264,7 @@ def test_a_dead_letter_record_names_the_converter_by_its_dotted_path_and_keeps_t
     assert named["__connect.errors.class.name"] == b"connectd.data.json_converter.JsonConverter"
 
 
-class Upper:
-    """Upper-cases a string value; "boom" fails it."""
-
-    def configure(self, settings):
-        pass
-
-    def apply(self, record):
-        if record.value == "boom":
-            raise ValueError("no boom")
-        return record.new_record(value=record.value.upper())
-
-
-class Suffixed:
-    """Appends "!" to the value; a record whose key is "drop" it drops; "bad" fails it."""
-
-    calls: ClassVar[list] = []
-
-    def configure(self, settings):
-        pass
-
-    def apply(self, record):
-        Suffixed.calls.append(record.value)
-        if record.key == "drop":
-            return None
-        if record.key == "bad":
-            raise KeyError("bad key")
-        return record.new_record(value=record.value + "!")
-
-
-class KeyIs:
-    def configure(self, settings):
-        self.key = settings["key"]
-
-    def test(self, record):
-        return record.key == self.key
-
-
-def two_stages():
-    # up applies to every record but those keyed "skip-up" (negated predicate); then suffix
-    return TransformationChain({"transforms": "up,suffix", "transforms.up.type": Upper,
-                                "transforms.up.predicate": "skipUp", "transforms.up.negate": "true",
-                                "transforms.suffix.type": Suffixed, "predicates": "skipUp",
-                                "predicates.skipUp.type": KeyIs, "predicates.skipUp.key": "skip-up"}, None)
-
-
 def test_after_a_batch_failed_each_transform_runs_under_the_error_handling_naming_itself():
-    Suffixed.calls = []
     run, sent = dead_lettering(chain=two_stages())
     rows = [("a", 0, 0, 10, 1, b"x", b'"a"', None), ("a", 0, 1, 11, 1, b"bad", b'"b"', None),
             ("a", 0, 2, 12, 1, b"skip-up", b'"c"', None), ("a", 0, 3, 13, 1, b"drop", b'"d"', None),
@@ -319,7 +273,7 @@ def test_after_a_batch_failed_each_transform_runs_under_the_error_handling_namin
     # the chain's semantics: the predicate negated, a dropped record gone, the failed ones skipped
     assert [r.value for r in run.task.put_calls[0]] == ["A!", "c!", "E!"]
     classes = [(dict(h)["__connect.errors.offset"], dict(h)["__connect.errors.class.name"]) for _, _, _, h, _, _ in sent]
-    assert classes == [(b"1", f"{__name__}.Suffixed".encode()), (b"4", f"{__name__}.Upper".encode())]
+    assert classes == [(b"1", b"stage_transforms.Suffixed"), (b"4", b"stage_transforms.Upper")]
     assert [timestamp for *_, timestamp in sent] == [11, 14]
     assert "boom" not in Suffixed.calls  # a failed stage ends the record's chain
     trace = dict(sent[0][3])["__connect.errors.exception.stacktrace"].decode()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from typing import ClassVar
 
 import pytest
 
 from connectd.runtime.kafka_io import write_arrow_batch
 from connectd.runtime.source_task import _Poller
+from stage_transforms import Suffixed, two_stages
 
 
 class Polls:
@@ -263,37 +263,6 @@ def test_a_record_being_retried_gives_up_once_the_task_stops(wait_until):
     assert not poller._thread.is_alive()
 
 
-class Upper:
-    def configure(self, settings):
-        pass
-
-    def apply(self, record):
-        if record.value == "boom":
-            raise ValueError("no boom")
-        return None if record.value == "drop" else record.new_record(value=record.value.upper())
-
-
-class Suffixed:
-    calls: ClassVar[list] = []
-
-    def configure(self, settings):
-        pass
-
-    def apply(self, record):
-        Suffixed.calls.append(record.value)
-        if record.key == "bad":
-            raise KeyError("bad key")
-        return record.new_record(value=record.value + "!")
-
-
-class KeyIs:
-    def configure(self, settings):
-        self.key = settings["key"]
-
-    def test(self, record):
-        return record.key == self.key
-
-
 def dead_lettering(reader):
     """The dead-letter records *reader*'s error handling sends (to a list), tolerating all."""
     from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
@@ -318,15 +287,8 @@ def failed_classes(sent):
 
 @pytest.mark.parametrize("tracked", [False, True], ids=["batch", "commit_record"])
 def test_each_transform_runs_under_the_error_handling_naming_itself(tracked):
-    from connectd.transforms.chain import TransformationChain
-
-    chain = TransformationChain({"transforms": "up,suffix", "transforms.up.type": Upper,
-                                 "transforms.up.predicate": "skipUp", "transforms.up.negate": "true",
-                                 "transforms.suffix.type": Suffixed, "predicates": "skipUp",
-                                 "predicates.skipUp.type": KeyIs, "predicates.skipUp.key": "skip-up"}, None)
-    reader = reader_for(chain=chain)
+    reader = reader_for(chain=two_stages())
     sent = dead_lettering(reader)
-    Suffixed.calls = []
     records = polled(("x", "a"), ("bad", "b"), ("skip-up", "c"), ("x", "drop"), ("x", "boom"), ("x", "e"))
     if tracked:  # a task with commit_record: one record at a time
         batch, _, _, acked = reader._poll_tracked(records)
@@ -335,8 +297,8 @@ def test_each_transform_runs_under_the_error_handling_naming_itself(tracked):
     else:
         values = [r.value for r in reader._transform(records)]
     assert values == ([b'"A!"', b'"c!"', b'"E!"'] if tracked else ["A!", "c!", "E!"])
-    assert failed_classes(sent) == [(b'{"n":1}', f"{__name__}.Suffixed".encode()),
-                                    (b'{"n":4}', f"{__name__}.Upper".encode())]
+    assert failed_classes(sent) == [(b'{"n":1}', b"stage_transforms.Suffixed"),
+                                    (b'{"n":4}', b"stage_transforms.Upper")]
     assert "drop" not in Suffixed.calls and "boom" not in Suffixed.calls  # dropped or failed: the chain ends
 
 
