@@ -31,16 +31,18 @@ from __future__ import annotations
 import random
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from connectd.errors import ConnectorError
 from connectd.logging import get_logger
 from connectd.secrets import redact
 
-__all__ = ["STAGES", "ErrorHandler", "ErrorPolicy", "Original", "RecordFailure", "TaskCounts", "class_name"]
+__all__ = ["STAGES", "ErrorHandler", "ErrorPolicy", "Original", "RecordFailure", "TaskCounts", "apply_stages",
+           "class_name"]
 
 log = get_logger(__name__)
 
@@ -336,3 +338,28 @@ class TaskCounts:
         changed = {key: value - self._reported.get(key, 0) for key, value in now.items()}
         self._reported = now
         return {key: value for key, value in changed.items() if value}
+
+
+def apply_stages(errors: ErrorHandler, stages: Iterable[Any], record: Any, original: Callable[[], Original]) -> Any:
+    """*record* through a transformation chain's *stages* one by one, each under *errors* as stage
+    ``TRANSFORMATION`` of its transform's class (as Kafka Connect's chain runs them, so a failure
+    names the transform); ``None`` once a stage dropped it or its failure was tolerated.
+
+    :param original: makes the record's origin (called only on failure).
+    """
+    run = errors.run
+    for stage in stages:
+        ok, record = run("TRANSFORMATION", type(stage.transformation), partial(_apply_stage, stage, record), original)
+        if not ok or record is None:
+            return None
+    return record
+
+
+def _apply_stage(stage: Any, record: Any) -> Any:
+    try:
+        return stage.apply(record)
+    except Exception as exc:
+        note = f"in transform {stage.alias!r} ({type(stage.transformation).__name__})"  # as the chain notes it
+        if note not in getattr(exc, "__notes__", ()):  # once, though retried
+            exc.add_note(note)
+        raise

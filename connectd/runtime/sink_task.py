@@ -53,6 +53,7 @@ from connectd.runtime.error_handling import (
     Original,
     RecordFailure,
     TaskCounts,
+    apply_stages,
 )
 from connectd.runtime.kafka_io import encode_tp
 
@@ -115,31 +116,6 @@ def _original(row: tuple) -> Original:
     return Original(topic, partition, offset, _bytes(key), _bytes(value),
                     [(h[0], _bytes(h[1])) for h in headers] if headers else [],
                     timestamp=timestamp, timestamp_type=timestamp_type)
-
-
-def apply_stages(errors: ErrorHandler, stages: Iterable[Any], record: Any, original: Callable[[], Original]) -> Any:
-    """*record* through a transformation chain's *stages* one by one, each under *errors* as stage
-    ``TRANSFORMATION`` of its transform's class (as Kafka Connect's chain runs them, so a failure
-    names the transform); ``None`` once a stage dropped it or its failure was tolerated.
-
-    :param original: makes the record's origin (called only on failure).
-    """
-    run = errors.run
-    for stage in stages:
-        ok, record = run("TRANSFORMATION", type(stage.transformation), partial(_apply_stage, stage, record), original)
-        if not ok or record is None:
-            return None
-    return record
-
-
-def _apply_stage(stage: Any, record: Any) -> Any:
-    try:
-        return stage.apply(record)
-    except Exception as exc:
-        note = f"in transform {stage.alias!r} ({type(stage.transformation).__name__})"  # as the chain notes it
-        if note not in getattr(exc, "__notes__", ()):  # once, though retried
-            exc.add_note(note)
-        raise
 
 
 def _wait_unless_stopping(seconds: float, stopping: Callable[[], bool], given_up: str) -> None:

@@ -114,13 +114,12 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from connectd.errors import ConnectorError
 from connectd.logging import configure_spark_process, get_logger
-from connectd.runtime.error_handling import TaskCounts
+from connectd.runtime.error_handling import TaskCounts, apply_stages
 from connectd.runtime.kafka_io import (
     executor_producer,
     produce_batches,
     write_arrow_batch,
 )
-from connectd.runtime.sink_task import apply_stages
 
 __all__ = [
     "FORMAT",
