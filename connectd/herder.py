@@ -909,10 +909,19 @@ class HerderBase:
             for task in run.tasks:
                 await self._start_task(run, task, self._task_count(run))
 
+    def _too_many_tasks(self, run: _ConnectorRun) -> str | None:
+        """Why the connector's tasks may not start again (KIP-1004), or ``None``: a standalone
+        connector's task list is cut to ``tasks.max`` when it is generated, so nothing here."""
+        return None
+
     async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
         self._set(run.name, task.id, RESTARTING)
         task.restart_at, task.restarts = None, 0
         await asyncio.to_thread(self._stop_task, run, task)
+        too_many = self._too_many_tasks(run)
+        if too_many is not None:
+            self._set(run.name, task.id, FAILED, too_many)
+            return
         await self._start_task(run, task, self._task_count(run))
 
     async def _start_connector_only(self, run: _ConnectorRun) -> None:

@@ -595,16 +595,6 @@ class DistributedHerder(HerderBase):
                     if k in ("tasks.max", "tasks.max.enforce")}
         return too_many_tasks(run.name, self._task_count(run), resolved)
 
-    async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
-        too_many = self._too_many_tasks(run)
-        if too_many is None:
-            await super()._restart_task(run, task)
-            return
-        self._set(run.name, task.id, RESTARTING)
-        task.restart_at, task.restarts = None, 0
-        await asyncio.to_thread(self._stop_task, run, task)
-        self._set(run.name, task.id, FAILED, too_many)
-
     def _clean_deleted_statuses(self) -> None:
         """The leader, once a round is assigned: tombstones for the statuses of connectors no longer
         configured and of tasks no longer in their connector's committed set (a lowered

@@ -86,6 +86,24 @@ def test_a_task_beyond_a_lowered_tasks_max_fails_at_start_as_kafkas_too_many_tas
     assert "'tasks.max.enforce' set to false" in status.trace
 
 
+def test_a_restart_beyond_a_lowered_tasks_max_stops_the_task_and_fails_it(worker_config):
+    """The same check when a running task is restarted (REST or errors.restart.enable): it
+    stops, and is not started again."""
+    herder, started = _herder(worker_config, _snapshot("lowered", 3, **{"tasks.max": "2"}))
+    run = herder._connectors["lowered"]
+    task = _TaskRun(2, {"topics": "t"})
+    run.tasks = [task]
+    stopped = []
+    herder._stop_task = lambda run, task, timeout_s=None: stopped.append(task.id)
+
+    asyncio.run(herder._restart_task(run, task))
+
+    assert (started, stopped) == ([], [2])
+    status = herder.status.task("lowered", 2)
+    assert status.state == "FAILED"
+    assert status.trace.startswith("The connector lowered has generated 3 tasks, which is greater than 2, ")
+
+
 def test_tasks_max_enforce_false_starts_the_task_anyway(worker_config):
     herder, started = _herder(worker_config, _snapshot("lenient", 3, **{"tasks.max": "2",
                                                                         "tasks.max.enforce": "false"}))
