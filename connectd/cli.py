@@ -302,7 +302,8 @@ def _checked_connector_files(config: Any, registry: Any, files: Sequence[str]) -
         try:
             connector, origin = load_connector_file(path)
             check_connector(connector, registry, origin, config.providers.resolve,
-                            config.get("connector.client.config.override.policy"))
+                            config.get("connector.client.config.override.policy"),
+                            config.get("topic.creation.enable"))
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue

@@ -135,12 +135,13 @@ def check_connector(
     origin: Callable[[str], Origin | None] = lambda key: None,
     resolve: Callable[[str], str] | None = None,
     override_policy: str = "All",
+    topic_creation: bool = True,
 ) -> type:
     """The class of a connector config fit to run: :func:`validate_connector` and its name.
 
     :raises ConfigError: listing every error of the config.
     """
-    problems, cls = validate_connector(config, registry, origin, resolve, override_policy)
+    problems, cls = validate_connector(config, registry, origin, resolve, override_policy, topic_creation)
     name = (config.get("name") or "").strip()
     if not name:
         problems.insert(0, ConfigProblem(origin("name"), "name", "is required"))
@@ -159,13 +160,16 @@ def validate_connector(
     origin: Callable[[str], Origin | None] = lambda key: None,
     resolve: Callable[[str], str] | None = None,
     override_policy: str = "All",
+    topic_creation: bool = True,
 ) -> tuple[list[ConfigProblem], type | None]:
     """Every problem of a connector config, and its class when it was found.
 
     The common, source or sink keys, the plugin's own keys, the rules that
     span keys, the client overrides the worker's *override_policy*
     (``connector.client.config.override.policy``) forbids, the transforms and
-    predicates, and the plugin's ``validate``.
+    predicates, a source's ``topic.creation.*`` settings unless the worker's
+    ``topic.creation.enable`` (*topic_creation*) is false (its tasks ignore
+    them then, as Kafka's do), and the plugin's ``validate``.
     """
     problems: list[ConfigProblem] = []
     class_name = (config.get("connector.class") or "").strip()
@@ -197,7 +201,7 @@ def validate_connector(
         from connectd.runtime.topic_creation import TopicCreationRules
 
         try:
-            TopicCreationRules.from_config(config)
+            TopicCreationRules.from_config(config, topic_creation)
         except ConfigError as exc:
             problems += [ConfigProblem(origin("topic.creation.default.partitions"), None, str(p)) for p in exc.problems]
     if cls is not None:
@@ -953,7 +957,8 @@ class HerderBase:
         if (initial_state or None) not in initial:
             raise ConfigError([f"initial_state: {initial_state!r}: expected RUNNING, PAUSED or STOPPED"])
         cls = await asyncio.to_thread(check_connector, config, self.registry, origin, self.worker.providers.resolve,
-                                      self.worker.get("connector.client.config.override.policy"))
+                                      self.worker.get("connector.client.config.override.policy"),
+                                      self.worker.get("topic.creation.enable"))
         return name, cls, initial[initial_state or None]
 
 

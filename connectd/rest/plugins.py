@@ -181,7 +181,8 @@ async def _validate(request: web.Request) -> web.Response:
         config["connector.class"] = plugin
     problems, cls = await asyncio.to_thread(validate_connector, config, registry, lambda key: None,
                                             herder.worker.providers.resolve,
-                                            herder.worker.get("connector.client.config.override.policy"))
+                                            herder.worker.get("connector.client.config.override.policy"),
+                                            herder.worker.get("topic.creation.enable"))
     cls = cls or info.cls
     base = SINK_DEF if issubclass(cls, SinkConnector) else SOURCE_DEF
     definition = base.merge(cls.config_def)

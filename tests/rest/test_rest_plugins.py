@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from connectd.errors import ConfigError
+
 
 def test_list_connectors_only_by_default(rest):
     async def scenario(http, herder):
@@ -96,3 +98,33 @@ def test_validate_names_the_result_after_connector_class_as_written(rest):
 
     assert rest(scenario) == ["FileStreamSource", "org.apache.kafka.connect.file.FileStreamSourceConnector",
                               "FileStreamSourceConnector"]
+
+
+def _topic_creation_errors(result: dict) -> list[str]:
+    return [error for c in result["configs"] for error in c["value"]["errors"] if "topic.creation" in error]
+
+
+def test_topic_creation_settings_are_checked_only_when_the_worker_creates_topics(rest):
+    """A source's topic.creation.* keys without both default counts: refused where the worker's
+    topic.creation.enable is true (the tasks would fail), accepted where it is false, since the
+    tasks then ignore them, as Kafka's do (validation, and a create request, alike)."""
+    config = {"connector.class": "FileStreamSource", "name": "created", "file": "/tmp/x", "topic": "t",
+              "topic.creation.default.partitions": "3"}
+
+    def scenario_for(enabled: bool):
+        async def scenario(http, herder):
+            async with http.put("/connector-plugins/FileStreamSource/config/validate", json=config) as r:
+                assert r.status == 200, await r.text()
+                result = await r.json()
+            try:
+                await herder._validated(config, lambda key: None, None)
+                refused = None
+            except ConfigError as exc:
+                refused = str(exc)
+            return _topic_creation_errors(result), refused
+        return scenario
+
+    errors, refused = rest(scenario_for(True), worker={"topic.creation.enable": "true"})
+    assert len(errors) == 1 and "topic.creation.default.replication.factor are both required" in errors[0]
+    assert refused is not None and "are both required" in refused
+    assert rest(scenario_for(False), worker={"topic.creation.enable": "false"}) == ([], None)
