@@ -133,7 +133,8 @@ class WorkerMetrics:
             "micro-batch was taken (that batch's and those not yet committed).", _TASK, registry=registry)
         self.record_failures = Counter(
             "connectd_task_record_failures", "Records whose conversion, transformation or put failed (each "
-            "attempt's final failure; reported errant records included).", _TASK, registry=registry)
+            "attempt's final failure; reported errant records and source records Kafka did not take under "
+            "errors.tolerance=all included).", _TASK, registry=registry)
         self.records_skipped = Counter(
             "connectd_task_records_skipped", "Failed records skipped (errors.tolerance=all).", _TASK,
             registry=registry)

@@ -226,6 +226,19 @@ class ErrorHandler:
             raise RecordFailure(f"Tolerance exceeded in error handler: {detail}") from exc
         self.skipped += 1
 
+    def execute_failed(self, stage: str, executing: str | type, exc: BaseException, original: Original) -> None:
+        """A record that failed outside :meth:`run`: counted, logged and dead-lettered as the policy
+        says, as Kafka Connect's ``executeFailed`` (a source record Kafka did not take, KIP-779);
+        like Kafka's, it counts the failure but not a skipped record.
+
+        :raises RecordFailure: after reporting, when errors are not tolerated.
+        """
+        self.failures += 1
+        self._report(stage, executing, exc, original)
+        if not self.policy.tolerate_all:
+            raise RecordFailure(f"Tolerance exceeded in error handler: {stage} ({class_name(executing)}) failed on "
+                                f"record {original.where()}: {type(exc).__name__}: {exc}") from exc
+
     def log_message(self, stage: str, executing: str | type, original: Original) -> str:
         """Kafka Connect's error log line for a failed record (its ``LogReporter``)."""
         text = (f"Error encountered in task {self.connector}-{self.task_id}. "

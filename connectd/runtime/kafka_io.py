@@ -75,7 +75,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -631,6 +631,8 @@ def _raise_unless_benign(error: Any) -> None:
 @dataclass
 class _Written(WriterCommitMessage):
     records: int = 0
+    #: records Kafka did not take, passed over (``produce_batches(failed=…)``)
+    failed: int = 0
     source_offsets: dict[str, str] = field(default_factory=dict)
 
 
@@ -710,8 +712,14 @@ def executor_producer(client_json: str, every_delivery: bool = False) -> Any:
         return producer
 
 
+#: What ``produce()`` raises for a record it refuses (Java's producer reports these through the send's
+#: callback): too large, or a topic or partition the cluster does not have. Anything else it raises
+#: (a fatal idempotence error, bad arguments) is the producer's, not the record's.
+_RECORD_REFUSALS = frozenset({"MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC"})
+
+
 def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
-                    acks: list[Any] | None = None) -> _Written:
+                    acks: list[Any] | None = None, failed: Callable[..., None] | None = None) -> _Written:
     """Produce Arrow batches of :data:`WRITE_SCHEMA` rows; return once every record is acknowledged.
 
     Columns are taken by name, each turned into a Python list at once (no Row
@@ -723,12 +731,33 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
     :param acks: if given, filled with ``[partition, offset, timestamp]`` as Kafka
         acknowledged each record, in the order of the rows produced (a callback per
         record: only for tasks that want them, ``SourceTask.commit_record``).
+    :param failed: if given, ``failed(error, topic, partition, key, value, headers)`` for each
+        record Kafka did not take (refused by ``produce()`` or failed in delivery), and the batch
+        goes on without it, its offsets moving past it (Kafka Connect's ``errors.tolerance=all``
+        for sources, KIP-779); without it, such a record fails the batch. A producer the cluster
+        refused, or records not acknowledged in time, fail the batch either way.
     """
+    from confluent_kafka import KafkaException
+
     failures: list[str] = []
 
     def delivered(error: Any, message: Any) -> None:
-        if error is not None:
+        if error is None:
+            return
+        if failed is None:
             failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+            return
+        written.failed += 1
+        written.records -= 1  # counted when it was produced
+        failed(KafkaException(error), message.topic(), message.partition(), message.key(), message.value(),
+               message.headers() or [])
+
+    def refused(error: KafkaException, topic: str, **kwargs: Any) -> None:
+        if failed is None or error.args[0].name() not in _RECORD_REFUSALS:
+            raise error
+        written.failed += 1
+        failed(error, topic, kwargs.get("partition", -1), kwargs.get("key"), kwargs.get("value"),
+               kwargs.get("headers") or [])
 
     def delivered_as(index: int) -> Any:
         def delivered_at(error: Any, message: Any) -> None:
@@ -758,6 +787,9 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
                     produce(topic, value, key, on_delivery=delivered)
                 except BufferError:
                     _produce_when_room(producer, topic, value=value, key=key, on_delivery=delivered)
+                except KafkaException as error:
+                    refused(error, topic, key=key, value=value)
+                    continue
                 written.records += 1
                 if not written.records % 1000:
                     poll(0)
@@ -780,6 +812,9 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
                 produce(topic, **kwargs)
             except BufferError:
                 _produce_when_room(producer, topic, **kwargs)
+            except KafkaException as error:
+                refused(error, topic, **kwargs)
+                continue
             written.records += 1
             if not written.records % 1000:
                 poll(0)

@@ -25,8 +25,9 @@ to the executor as Arrow IPC, and are produced there column by column
 row by row in between. With executors on the planner's host (``spark.master``
 ``local[…]``) the IPC stream is a file in the run directory, which the
 executor maps (the batch's plan holds only its path; the planner removes the
-file once Spark committed the batch); otherwise its bytes travel in the plan. A delivery failure fails the batch, so no offset of
-it is stored.
+file once Spark committed the batch); otherwise its bytes travel in the plan. A record Kafka does not take fails the batch, so no offset
+of it is stored; under ``errors.tolerance=all`` it is reported and passed over instead
+(KIP-779, :class:`_ProduceFailures`).
 
 Poller states::
 
@@ -212,13 +213,16 @@ class _Batch(InputPartition):
     the task wants each record's metadata (``commit_record``)."""
 
     def __init__(self, streams: list[bytes], files: list[str] | None = None, seqs: list[int] | None = None,
-                 acks: bool = False, stats: dict[str, float] | None = None) -> None:
+                 acks: bool = False, stats: dict[str, float] | None = None, tolerate: Any = None) -> None:
         self.streams = streams
         self.files = files or []
         self.seqs = seqs or []
         self.acks = acks
         #: what the task did while these batches were polled, for its metrics (see take_counts)
         self.stats = stats or {}
+        #: the connector's ErrorPolicy when it tolerates errors: records Kafka does not take are then
+        #: reported and passed over (KIP-779), else they fail the batch
+        self.tolerate = tolerate
 
     def record_batches(self) -> Iterator[Any]:
         import pyarrow as pa
@@ -236,6 +240,45 @@ RESULT_SCHEMA = "source_partition string, source_offset string, records long, st
 
 _EMPTY_POLL_PAUSE_S = 0.005
 _IDLE_CHECK_S = 0.1
+
+
+class _ProduceFailures:
+    """Source records Kafka did not take, in an executor, under ``errors.tolerance=all`` (KIP-779):
+    each one counted, logged and dead-lettered as the connector's ``errors.*`` say (stage
+    ``KAFKA_PRODUCE``), and passed over. The executor does not know a record's source partition
+    and offset, so the log and the context headers name its topic and partition only."""
+
+    def __init__(self, spec: dict[str, Any], policy: Any) -> None:
+        from connectd.runtime.error_handling import ErrorHandler
+
+        self._dlq: Any = None
+        if policy.dlq_topic and spec.get("producer"):
+            from connectd.runtime.dead_letters import DeadLetterQueue
+            from connectd.runtime.kafka_io import client_settings
+
+            self._dlq = DeadLetterQueue(client_settings(spec["producer"]), policy.dlq_topic)
+        self._errors = ErrorHandler(policy, spec["connector"], int(spec["task_id"]),
+                                    self._dlq.send if self._dlq is not None else None)
+
+    def report(self, error: Exception, topic: str, partition: int, key: bytes | None, value: bytes | None,
+               headers: list[tuple[str, bytes | None]]) -> None:
+        from connectd.runtime.error_handling import Original
+
+        original = Original(topic, partition if partition is not None and partition >= 0 else None, key=key,
+                            value=value, headers=list(headers))
+        self._errors.execute_failed("KAFKA_PRODUCE", SourceTaskReader, error, original)
+
+    def flush(self) -> None:
+        if self._dlq is not None:
+            self._dlq.flush()
+
+    def counts(self) -> dict[str, float]:
+        """What was counted, for the task's metrics (as :meth:`SourceTaskReader.take_counts`)."""
+        return TaskCounts().take({}, (self._errors,), self._dlq)
+
+    def close(self) -> None:
+        if self._dlq is not None:
+            self._dlq.close()
 
 
 class _Poller:
@@ -435,17 +478,29 @@ class SourceTaskReader(DataSourceStreamReader):
         for seq in seqs:
             for key, value in self._stats.pop(seq, {}).items():
                 stats[key] = value if key == "active" else stats.get(key, 0) + value  # a level, not a count
+        policy = self._errors.policy if self._errors is not None else None
         return [_Batch([k for k in kept if isinstance(k, bytes)], [k for k in kept if isinstance(k, str)], seqs,
-                       self._acks, stats)]
+                       self._acks, stats, policy if policy is not None and policy.tolerate_all else None)]
 
     def read(self, partition: _Batch) -> Iterator[tuple[str | None, str | None, int | None, str | None]]:
         producer = executor_producer(self.spec.get("producer", "{}"), every_delivery=partition.acks)
         acks: list[Any] | None = [] if partition.acks else None
-        written = produce_batches(producer, partition.record_batches(), self.flush_timeout, acks)
+        stats = dict(getattr(partition, "stats", {}))
+        refused = _ProduceFailures(self.spec, partition.tolerate) if partition.tolerate is not None else None
+        try:
+            written = produce_batches(producer, partition.record_batches(), self.flush_timeout, acks,
+                                      refused.report if refused is not None else None)
+            if refused is not None:
+                refused.flush()  # dead-lettered before the batch's offsets move past them
+        finally:
+            if refused is not None:
+                refused.close()
+        if refused is not None:
+            for key, value in refused.counts().items():
+                stats[key] = stats.get(key, 0) + value
         for source_partition, source_offset in written.source_offsets.items():
             yield source_partition, source_offset, None, None
-        yield None, None, written.records, json.dumps({"seqs": partition.seqs, "acks": acks,
-                                                       "stats": getattr(partition, "stats", {})})
+        yield None, None, written.records, json.dumps({"seqs": partition.seqs, "acks": acks, "stats": stats})
 
     def commit(self, end: dict[str, int]) -> None:
         for seq in [s for s in self._kept if s <= int(end["seq"])]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectd.runtime.kafka_io import (
@@ -14,6 +14,9 @@ from connectd.runtime.kafka_io import (
     KafkaDataSource,
     KafkaStreamReader,
     encode_tp,
+    executor_producer,
+    produce_batches,
+    write_arrow_batch,
 )
 
 pytestmark = pytest.mark.integration
@@ -155,3 +158,59 @@ def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, bro
         assert sum(json.loads(line)["records"] for line in lines) == count
     finally:
         query.stop()
+
+
+# --- produce_batches: records Kafka does not take (KIP-779) ---------------------------------
+
+_LIMIT = 2000  # the producer's message.max.bytes in these tests
+
+
+def _row(topic: str, value: bytes, partition: int | None = None, offset: int | None = None) -> tuple:
+    # topic, partition, key, value, timestamp, headers, source partition, source offset
+    source = ('{"f":"in"}', json.dumps({"position": offset})) if offset is not None else (None, None)
+    return (topic, partition, b"k", value, None, [{"key": "h", "value": b"v"}] if partition is not None else None,
+            *source)
+
+
+def _producer(broker) -> object:
+    return executor_producer(json.dumps({"bootstrap.servers": broker.bootstrap_servers,
+                                         "message.max.bytes": str(_LIMIT)}))
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["topic-key-value", "partition-headers"])
+def test_a_refused_record_is_passed_to_failed_and_the_batch_goes_on(broker, topic_name, consume_records, general):
+    """Too large for the producer: confluent-kafka's produce() raises where Java's send() calls back;
+    both are the record's failure, and the others are written, the offsets still moving."""
+    create_topic(broker, topic_name, 1)
+    partition = 0 if general else None
+    rows = [_row(topic_name, b"one", partition), _row(topic_name, b"x" * 5000, partition),
+            _row(topic_name, b"three", partition, offset=3)]
+    failed = []
+
+    written = produce_batches(_producer(broker), [write_arrow_batch(rows)], 30,
+                              failed=lambda error, *record: failed.append((error.args[0].name(), *record)))
+
+    assert (written.records, written.failed) == (2, 1)
+    assert written.source_offsets == {'{"f":"in"}': '{"position": 3}'}
+    assert [(name, topic, key, len(value)) for name, topic, _partition, key, value, _headers in failed] == [
+        ("MSG_SIZE_TOO_LARGE", topic_name, b"k", 5000)]
+    assert [m.value() for m in consume_records(topic_name, 2, timeout=30)] == [b"one", b"three"]
+
+
+def test_without_failed_a_refused_record_fails_the_batch(broker, topic_name):
+    create_topic(broker, topic_name, 1)
+    with pytest.raises(KafkaException, match="MSG_SIZE_TOO_LARGE"):
+        produce_batches(_producer(broker), [write_arrow_batch([_row(topic_name, b"x" * 5000)])], 30)
+
+
+def test_a_record_for_a_partition_the_topic_lacks_is_passed_over_too(broker, topic_name, consume_records):
+    create_topic(broker, topic_name, 1)
+    failed = []
+    rows = [_row(topic_name, b"lost", 7), _row(topic_name, b"kept", 0)]
+
+    written = produce_batches(_producer(broker), [write_arrow_batch(rows)], 30,
+                              failed=lambda error, topic, partition, *rest: failed.append((topic, partition)))
+
+    assert (written.records, written.failed) == (1, 1)
+    assert failed == [(topic_name, 7)]
+    assert [m.value() for m in consume_records(topic_name, 1, timeout=30)] == [b"kept"]

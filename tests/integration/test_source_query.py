@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from recording_sink import events
 
 from connectd.metrics import WorkerMetrics
+from connectd.runtime.error_handling import ErrorPolicy
 from connectd.runtime.kafka_io import client_option
 from connectd.runtime.offsets import FileOffsetStore, TopicOffsetStore, close_producers
 from connectd.runtime.queries import start_source_query
+from connectd.runtime.source_task import _ProduceFailures
 
 pytestmark = pytest.mark.integration
 
@@ -89,6 +92,65 @@ def test_a_batch_not_wholly_acknowledged_stores_no_offset_and_fails_the_task(spa
     finally:
         query.stop(graceful_timeout_s=30)
     assert FileOffsetStore(tmp_path / "offsets.json").get("lines", [{"filename": str(path)}]) == {}
+
+
+def test_with_errors_tolerance_all_a_record_kafka_refuses_is_passed_over(spark, broker, topic_name, tmp_path,
+                                                                        wait_until, consume_records, worker_config):
+    """KIP-779: the task goes on, the other records are written and the offset moves past the
+    refused one; the failure is counted (on the executor, brought back with the batch)."""
+    create_topic(broker, topic_name)
+    path = tmp_path / "in.txt"
+    path.write_text("short 1\nshort 2\n" + "x" * 5000 + "\nshort 4\n")
+    metrics = WorkerMetrics("w")
+    query = run(spark, worker_config.settings(), path, topic_name, {"errors.tolerance": "all",
+                                                                   "errors.log.enable": "true"},
+                producer_extra={"message.max.bytes": "2000"}, metrics=metrics.task("lines", 0))
+    try:
+        assert [m.value() for m in read_topic(consume_records, topic_name, 3)] == [b"short 1", b"short 2",
+                                                                                   b"short 4"]
+        assert offset_reaching(wait_until, tmp_path, path, path.stat().st_size) == {"position": path.stat().st_size}
+        labels = {"worker": "w", "connector": "lines", "task": "0"}
+
+        def counted(name: str) -> float | None:
+            return metrics.registry.get_sample_value(f"connectd_{name}", labels)
+
+        wait_until(lambda: counted("task_record_failures_total"), "the failure counted", until=lambda n: n == 1)
+        assert counted("task_errors_logged_total") == 1 and counted("task_records_skipped_total") == 0
+        assert query.is_active()
+    finally:
+        query.stop(graceful_timeout_s=30)
+
+
+def test_failures_are_counted_and_dead_lettered_as_the_policy_says(broker, topic_name, consume_records):
+    create_topic(broker, topic_name)
+    dlq = f"{topic_name}-dlq"
+    create_topic(broker, dlq)
+    policy = ErrorPolicy(tolerate_all=True, log_enable=True, dlq_topic=dlq, dlq_context_headers=True)
+    spec = {"connector": "lines", "task_id": "0",
+            "producer": client_option({"bootstrap.servers": broker.bootstrap_servers}, "producer")}
+    failures = _ProduceFailures(spec, policy)
+    try:
+        failures.report(KafkaException("MSG_SIZE_TOO_LARGE"), topic_name, -1, b"k", b"big", [("h", b"v")])
+        failures.flush()
+        counts = failures.counts()
+    finally:
+        failures.close()
+
+    assert counts == {"failures": 1, "logged": 1, "dlq_requests": 1}  # not skipped: Kafka counts none
+    [dead] = consume_records(dlq, 1, timeout=30)
+    headers = dict(dead.headers())
+    assert (dead.key(), dead.value(), headers["h"]) == (b"k", b"big", b"v")
+    assert headers["__connect.errors.stage"] == b"KAFKA_PRODUCE"
+    assert headers["__connect.errors.class.name"] == b"connectd.runtime.source_task.SourceTaskReader"
+    assert headers["__connect.errors.topic"] == topic_name.encode()
+    assert "__connect.errors.partition" not in headers  # the producer had not chosen one
+
+
+def test_not_tolerated_the_failure_is_reported_then_raised(broker, topic_name):
+    failures = _ProduceFailures({"connector": "lines", "task_id": "0"}, ErrorPolicy(tolerate_all=False))
+    with pytest.raises(Exception, match="Tolerance exceeded in error handler: KAFKA_PRODUCE"):
+        failures.report(KafkaException("refused"), topic_name, 0, None, b"v", [])
+    assert failures.counts() == {"failures": 1}
 
 
 def test_records_dropped_by_a_transform_still_move_the_offset(spark, broker, topic_name, tmp_path, wait_until,
