@@ -9,6 +9,8 @@ here is the herder's part::
     start ─► topics exist ─► config + status topics read to the end ─► join the group
     assigned(generation, assignment)
         ├─ error CONFIG_MISMATCH ─► read the config topic to the end (worker.sync.timeout.ms), rejoin
+        │    (not read in time: keep the work and read on; with worker.unsync.backoff.ms set,
+        │     leave the group, work revoked, and rejoin after that long, as Kafka's worker does)
         ├─ stop revoked connectors and tasks (gracefully, bounded)
         ├─ read the config topic up to the assignment's offset
         └─ start new connectors ─► their task configs ─► the leader writes them (task-…, commit-…)
@@ -109,6 +111,8 @@ class DistributedHerder(HerderBase):
         )
         self.rebalance_wait_s = worker.get("rest.rebalance.wait.ms") / 1000
         self.sync_timeout_s = worker.get("worker.sync.timeout.ms") / 1000
+        #: set: out of the group this long when the config topic cannot be read in time (Kafka's way)
+        self.unsync_backoff_ms: int | None = worker.get("worker.unsync.backoff.ms")
         self._assigned = WorkerLoad()  # what this worker runs in the current generation
         self._assignor_state: AssignorState | None = None
         self._group_generation = -1
@@ -482,11 +486,21 @@ class DistributedHerder(HerderBase):
             await self._apply_revocations(self._assigned, timeout_s=min(self.graceful_timeout_s,
                                                                         self.revocation_margin_s / 2))
 
-    async def _catch_up(self, offset: int) -> None:
+    async def _catch_up(self, offset: int) -> bool:
+        """Read the config topic to its end (``worker.sync.timeout.ms``); whether it was.
+
+        A worker that could not keeps its work and reads on, unless ``worker.unsync.backoff.ms``
+        is set: then, as Kafka's, it leaves the group (its work revoked) and rejoins after that long.
+        """
         try:
             await self.config_store.refresh(self.sync_timeout_s)
+            return True
         except ConnectdError as exc:
-            log.warning("config_topic_behind", wanted=offset, error=str(exc))
+            leaving = self.unsync_backoff_ms is not None
+            log.warning("config_topic_behind", wanted=offset, error=str(exc), leaving_group=leaving)
+            if leaving:
+                self.member.leave_for(self.unsync_backoff_ms / 1000, "config_topic_behind")
+            return False
 
     async def _apply_revocations(self, revoked: WorkerLoad, timeout_s: float | None = None) -> None:
         revoked_tasks = set(revoked.tasks)
@@ -517,7 +531,8 @@ class DistributedHerder(HerderBase):
         revoked or lost meanwhile (no longer in :meth:`assignment`) is not started."""
         async with self._lock:
             with bind_context(generation=generation):
-                await self._catch_up(assignment.config_offset)
+                if not await self._catch_up(assignment.config_offset) and self.unsync_backoff_ms is not None:
+                    return  # leaving the group: nothing of this assignment starts
                 for name in assignment.connectors:
                     if name in self._assigned.connectors:
                         await self._start_owned_connector(name)

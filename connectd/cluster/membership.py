@@ -13,7 +13,9 @@ States and transitions::
        |                      |                             request_rejoin(), revocations,
        |                      |                             delay_ms elapsed, CONFIG_MISMATCH
        +-- unknown member / illegal generation / fenced / session deadline passed
-           (on_revoked_all first if the member held work; the next JoinGroup waits for it)
+       |   (on_revoked_all first if the member held work; the next JoinGroup waits for it)
+       +-- leave_for(seconds): on_revoked_all, LeaveGroup, then *seconds* out of the group
+           (Kafka's worker.unsync.backoff.ms for a worker behind the config topic)
 
 - JOINING: the member sends JoinGroup with the metadata of every sub-protocol
   it speaks (``sessioned`` = version 2, ``compatible`` = version 1, in order of
@@ -223,6 +225,7 @@ class WorkerGroupMember:
         self._callbacks = asyncio.Lock()
         self._tasks: set[asyncio.Task] = set()
         self._delayed_rejoin: asyncio.TimerHandle | None = None
+        self._leave_request: tuple[float, str] | None = None  # (seconds out of the group, why)
         self._started = False
         self._stopped = False
         # Test hook: clear it and no request leaves this member (a network partition).
@@ -314,11 +317,24 @@ class WorkerGroupMember:
             log.info("group_rejoin_requested", group=self._group_id, generation=self._generation)
             self._rejoin.set()
 
+    def leave_for(self, seconds: float, reason: str) -> None:
+        """Leave the group and stay out for *seconds* before joining again; returns at once.
+
+        The join loop revokes the member's work (``on_revoked_all``), sends LeaveGroup so that
+        the others rebalance at once, and waits; as Kafka's worker does with
+        ``worker.unsync.backoff.ms`` when it cannot read the config topic in time.
+        """
+        self._leave_request = (seconds, reason)
+        self._rejoin.set()
+
     # --- the join loop ----------------------------------------------------------
 
     async def _run(self) -> None:
         while not self._closing.is_set():
             try:
+                if self._leave_request is not None:
+                    await self._stay_out()
+                    continue
                 await self._ensure_coordinator()
                 if self._state != _STABLE or self._rejoin.is_set():
                     if not await self._join_and_sync():
@@ -579,6 +595,29 @@ class WorkerGroupMember:
                     await self._handler.on_revoked_all(reason)
                 except Exception:
                     log.exception("group_revoke_callback_failed", group=self._group_id)
+
+    async def _stay_out(self) -> None:
+        """:meth:`leave_for`: the work revoked, the group left, the time waited."""
+        assert self._leave_request is not None
+        seconds, reason = self._leave_request
+        self._leave_request = None
+        held, generation = self._holds_work, self._generation
+        self._holds_work = False
+        self._cancel_delayed_rejoin()
+        if held:
+            async with self._callbacks:
+                try:
+                    await self._handler.on_revoked_all(reason)
+                except Exception:
+                    log.exception("group_revoke_callback_failed", group=self._group_id)
+        if self._member_id and self._coordinator_id is not None:
+            await self._leave_group()
+        self._member_id, self._generation, self._leader_id = "", -1, ""
+        self._state = _UNJOINED
+        log.warning("group_left_for_a_while", group=self._group_id, reason=reason, generation=generation,
+                    rejoin_in_s=seconds)
+        await self._sleep(seconds)
+        self._rejoin.set()
 
     def _contact(self, sent: float) -> None:
         self._last_contact = max(self._last_contact, sent)

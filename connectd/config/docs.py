@@ -59,6 +59,10 @@ DIFFERENCES = [
     "config, as in Kafka Connect, so a misspelt `offset.storage.topic` is not warned about as an unknown key.",
     "`topic.creation.default.partitions` and `.replication.factor` of 0 or below -1 are refused by the "
     "topic-creation check, which names the key in its message rather than as the problem's key.",
+    "`worker.unsync.backoff.ms` has no default: a worker that cannot read the config topic to its end within "
+    "`worker.sync.timeout.ms` keeps its work and reads on (the leader asks it to catch up again at the next "
+    "round). Set, it does as Kafka Connect's worker does with its default of 300000: it leaves the group, its "
+    "work going to the others, and rejoins after that long.",
 ]
 
 

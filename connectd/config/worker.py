@@ -444,12 +444,14 @@ _DISTRIBUTED_KEYS = [
               "How long every worker has to rejoin the group during a rebalance.",
               default=60000, importance=H, validator=Range.at_least(1), group="Cluster"),
     ConfigKey("worker.sync.timeout.ms", Type.INT,
-              "How long a worker waits to catch up with the config topic before leaving the group.",
+              "How long a worker waits at a rebalance to read the config topic to its end; what it does "
+              "if it cannot, worker.unsync.backoff.ms says.",
               default=3000, importance=M, validator=Range.at_least(1), group="Cluster"),
     ConfigKey("worker.unsync.backoff.ms", Type.INT,
-              "How long a worker that could not catch up waits before rejoining. Not supported yet: "
-              "refused when set (a connectd worker that cannot catch up keeps its work and reads on).",
-              default=300000, importance=M, validator=Range.at_least(0), group="Cluster"),
+              "Set: a worker that cannot read the config topic to its end within worker.sync.timeout.ms "
+              "leaves the group, its work going to the others, and rejoins after this long, as Kafka's "
+              "worker does (Kafka's default is 300000). Unset: it keeps its work and reads on.",
+              default=None, importance=M, validator=Range.at_least(0), group="Cluster"),
     ConfigKey("connect.protocol", Type.STRING,
               "Rebalance protocol: eager (stop everything), compatible (incremental cooperative) or "
               "sessioned (incremental cooperative with signed requests between workers).",
@@ -767,12 +769,6 @@ class WorkerConfig:
                                            "config of that topic, which the broker refuses when it creates the topic; "
                                            "remove the key", self._raw["offset.storage.file.filename"],
                                            severity="warning"))
-            if self._raw.get("worker.unsync.backoff.ms") is not None:
-                found.append(ConfigProblem(self.origin("worker.unsync.backoff.ms"), "worker.unsync.backoff.ms",
-                                           "is not supported yet: a worker that cannot read the config topic "
-                                           "within worker.sync.timeout.ms keeps its work and reads on, it does "
-                                           "not leave the group; remove the key",
-                                           self._raw["worker.unsync.backoff.ms"]))
             protocol = (self._raw.get("connect.protocol") or "").strip().lower()
             if protocol == "eager":
                 found.append(ConfigProblem(self.origin("connect.protocol"), "connect.protocol",

@@ -15,9 +15,10 @@ import pytest
 
 from connectd.cluster.config_store import ConfigSnapshot
 from connectd.cluster.herder import DistributedHerder
-from connectd.cluster.protocol import ConnectorTaskId
+from connectd.cluster.protocol import ConnectAssignment, ConnectorTaskId, WorkerLoad
 from connectd.cluster.status_store import KafkaStatusStore
 from connectd.connector import SinkConnector
+from connectd.errors import ConnectdError
 from connectd.herder import _ConnectorRun, _TaskRun
 from connectd.status import MemoryStatusStore, Status
 
@@ -156,3 +157,33 @@ def test_the_leader_tombstones_statuses_of_deleted_connectors_and_of_tasks_no_lo
     assert sorted(kept) == [0, 1]
     assert stopped_tasks == {}
     assert stopped.state == "STOPPED"
+
+
+@pytest.mark.parametrize("backoff", [None, "4000"])
+def test_a_worker_behind_the_config_topic_leaves_the_group_only_with_unsync_backoff_set(worker_config, backoff):
+    """Kafka's worker leaves for worker.unsync.backoff.ms when it cannot read the config topic in
+    worker.sync.timeout.ms; connectd's keeps its work and reads on unless the key is set, and then
+    starts nothing of the assignment it is about to give up."""
+    extra = {"worker.unsync.backoff.ms": backoff} if backoff is not None else {}
+    herder = DistributedHerder(worker_config("distributed", **extra), "w1:8083", None, "http://w1:8083")
+    snapshot = _snapshot("behind", 1)
+    herder.config_store = SimpleNamespace(snapshot=lambda: snapshot, refresh=_times_out)
+    left = []
+    herder.member.leave_for = lambda seconds, reason: left.append((seconds, reason))
+    started = []
+
+    async def start(task_id):
+        started.append(task_id)
+
+    herder._start_owned_task = start
+    task = ConnectorTaskId("behind", 0)
+    herder._assigned = WorkerLoad.of([], [task])
+
+    asyncio.run(herder._start_assigned(ConnectAssignment(0, "leader", "http://leader", 20, (), (task,)), 3))
+
+    assert left == ([] if backoff is None else [(4.0, "config_topic_behind")])
+    assert started == ([task] if backoff is None else [])
+
+
+async def _times_out(timeout_s):
+    raise ConnectdError(f"the config topic was not read to its end within {timeout_s} s")

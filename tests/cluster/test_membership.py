@@ -288,6 +288,32 @@ def test_config_mismatch_is_handed_over_and_the_member_rejoins(broker, group_id,
     asyncio.run(main())
 
 
+def test_leave_for_revokes_leaves_at_once_and_rejoins_after_the_backoff(broker, group_id, wait_until_async):
+    """worker.unsync.backoff.ms: a worker behind the config topic stops its work, leaves (the
+    other takes the work without waiting for a session timeout) and comes back after the backoff,
+    long enough here for b's rebalance alone to end (tansu holds a JoinGroup ≈2 s)."""
+    backoff_s = 5.0
+
+    async def main():
+        a, b = RoundRobinHandler("a"), RoundRobinHandler("b")
+        ma, mb = _member(broker, group_id, a), _member(broker, group_id, b)
+        async with ma, mb:
+            await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a and b sharing the work", timeout=15, interval=0.02)
+            left = time.monotonic()
+            ma.leave_for(backoff_s, "config_topic_behind")
+            await wait_until_async(lambda: b.running == set(CONNECTORS), "b taking all the work", timeout=15, interval=0.02)
+            taken = time.monotonic() - left
+            (revoked_at, reason), = a.revoked_all
+            assert reason == "config_topic_behind" and a.running == set() and revoked_at - left < 1
+            assert taken < SESSION_MS / 1000 * 0.9, f"b took {taken:.2f}s: the leave was not seen"
+            assert ma.member_id == "" and ma.rebalancing
+            await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a back in the group", timeout=20, interval=0.02)
+            back = next(t for t, _, asg in reversed(a.assigned) if asg.connectors)
+            assert back - left >= backoff_s
+
+    asyncio.run(main())
+
+
 def test_a_member_the_coordinator_no_longer_knows_revokes_all_at_once(broker, group_id, wait_until_async):
     async def main():
         a, b = RoundRobinHandler("a"), RoundRobinHandler("b")

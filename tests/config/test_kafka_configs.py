@@ -171,7 +171,7 @@ def test_password_is_hidden_in_problems_and_listings() -> None:
     ("socket.connection.setup.timeout.ms", 10000), ("send.buffer.bytes", 131072),
     ("receive.buffer.bytes", 32768), ("client.dns.lookup", "use_all_dns_ips"),
     ("session.timeout.ms", 10000), ("heartbeat.interval.ms", 3000), ("rebalance.timeout.ms", 60000),
-    ("worker.sync.timeout.ms", 3000), ("worker.unsync.backoff.ms", 300000), ("offset.storage.partitions", 25),
+    ("worker.sync.timeout.ms", 3000), ("offset.storage.partitions", 25),
     ("status.storage.partitions", 5), ("config.storage.replication.factor", 3),
     ("offset.storage.replication.factor", 3), ("status.storage.replication.factor", 3),
     ("connect.protocol", "sessioned"), ("scheduled.rebalance.max.delay.ms", 300000),
@@ -181,6 +181,12 @@ def test_password_is_hidden_in_problems_and_listings() -> None:
 ])
 def test_worker_defaults_are_kafkas(key: str, default: object) -> None:
     assert DISTRIBUTED_DEF[key].default_value() == default
+
+
+def test_unsync_backoff_has_no_default_on_purpose() -> None:
+    """Kafka's 300000 takes a worker out of the group for five minutes when the config topic is
+    slow to read; connectd does that only when the key is set (docs/configuration.md)."""
+    assert DISTRIBUTED_DEF["worker.unsync.backoff.ms"].default_value() is None
 
 
 @pytest.mark.parametrize("key", ["key.converter", "value.converter", "group.id", "config.storage.topic",
