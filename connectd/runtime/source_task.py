@@ -251,14 +251,18 @@ class _ProduceFailures:
     def __init__(self, spec: dict[str, Any], policy: Any) -> None:
         from connectd.runtime.error_handling import ErrorHandler
 
-        self._dlq: Any = None
-        if policy.dlq_topic and spec.get("producer"):
+        self._spec = spec
+        self._dlq: Any = None  # made at the first failure: most batches have none
+        send = self._dead_letter if policy.dlq_topic and spec.get("producer") else None
+        self._errors = ErrorHandler(policy, spec["connector"], int(spec["task_id"]), send)
+
+    def _dead_letter(self, *args: Any) -> None:
+        if self._dlq is None:
             from connectd.runtime.dead_letters import DeadLetterQueue
             from connectd.runtime.kafka_io import client_settings
 
-            self._dlq = DeadLetterQueue(client_settings(spec["producer"]), policy.dlq_topic)
-        self._errors = ErrorHandler(policy, spec["connector"], int(spec["task_id"]),
-                                    self._dlq.send if self._dlq is not None else None)
+            self._dlq = DeadLetterQueue(client_settings(self._spec["producer"]), self._errors.policy.dlq_topic)
+        self._dlq.send(*args)
 
     def report(self, error: Exception, topic: str, partition: int, key: bytes | None, value: bytes | None,
                headers: list[tuple[str, bytes | None]]) -> None:
