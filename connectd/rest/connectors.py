@@ -99,16 +99,22 @@ def connector_status(herder: Any, name: str, worker_id: str) -> dict[str, Any]:
     return {"name": name, "connector": connector, "tasks": tasks, "type": _type(herder, config)}
 
 
-async def read_json(request: web.Request) -> Any:
-    """The request's JSON body; 400 when there is none or it does not parse."""
+async def read_json(request: web.Request, *, numbers_as_text: bool = False) -> Any:
+    """The request's JSON body; 400 when there is none or it does not parse.
+
+    :param numbers_as_text: read each number as the text the body wrote it, for bodies of strings
+        (configs): Kafka Connect's Jackson reads a JSON number into a string field so, taking
+        ``"tasks.max": 1`` as ``"1"``, and scripts written for it rely on that.
+    """
     try:
         text = await request.text()
     except (UnicodeDecodeError, LookupError) as exc:  # bytes not in the charset, or an unknown charset
         raise RestError(400, f"Request body is not valid text: {exc}") from None
     if not text.strip():
         raise RestError(400, "Request body is empty; expected JSON")
+    numbers = {"parse_int": str, "parse_float": str} if numbers_as_text else {}
     try:
-        return json.loads(text)
+        return json.loads(text, **numbers)
     except ValueError as exc:
         raise RestError(400, f"Request body is not valid JSON: {exc}") from None
     except RecursionError:
@@ -116,16 +122,20 @@ async def read_json(request: web.Request) -> Any:
 
 
 def string_map(value: Any, field: str, *, nulls: bool = False) -> dict[str, Any]:
-    """*value* as a config map: a JSON object whose values are strings (or null with *nulls*)."""
+    """*value* as a config map: a JSON object whose values are strings (or null with *nulls*).
+
+    A boolean is taken as ``"true"`` or ``"false"``, as Kafka Connect's Jackson takes it; numbers
+    are text already when the body was read with ``read_json(numbers_as_text=True)``.
+    """
     if value is None:
         raise RestError(400, f"{field} is required: a JSON object of string values")
     if not isinstance(value, dict):
         raise RestError(400, f"{field} must be a JSON object of string values, not {_json_type(value)}")
-    wrong = sorted(k for k, v in value.items() if not (isinstance(v, str) or (nulls and v is None)))
+    wrong = sorted(k for k, v in value.items() if not (isinstance(v, (str, bool)) or (nulls and v is None)))
     if wrong:
-        allowed = "strings or null" if nulls else "strings"
+        allowed = "strings, numbers or booleans" + (" or null" if nulls else "")
         raise RestError(400, f"{field}: values must be {allowed}; these are not: {', '.join(wrong)}")
-    return dict(value)
+    return {k: ("true" if v else "false") if isinstance(v, bool) else v for k, v in value.items()}
 
 
 def _json_type(value: Any) -> str:
@@ -177,11 +187,20 @@ async def _list(request: web.Request) -> web.Response:
     return web.json_response(expanded)
 
 
+def _check_fields(body: Mapping[str, Any], expected: tuple[str, ...]) -> None:
+    """400 for a field the body should not have: Kafka Connect refuses it too (Jackson's
+    ``Unrecognized field``), and a misspelt ``initial_state`` must not pass unnoticed."""
+    for key in body:
+        if key not in expected:
+            raise RestError(400, f"Unrecognized field {key!r} in the request body; expected {', '.join(expected)}")
+
+
 async def _create(request: web.Request) -> web.Response:
     herder = request.app[HERDER]
-    body = await read_json(request)
+    body = await read_json(request, numbers_as_text=True)
     if not isinstance(body, dict):
         raise RestError(400, "Request body must be a JSON object with name and config")
+    _check_fields(body, ("name", "config", "initial_state"))
     name = body.get("name")
     if not isinstance(name, str) or not name.strip():
         raise RestError(400, "name is required: a non-empty string")
@@ -217,7 +236,7 @@ async def _get_config(request: web.Request) -> web.Response:
 async def _put_config(request: web.Request) -> web.Response:
     herder = request.app[HERDER]
     name = request.match_info["connector"]
-    config = string_map(await read_json(request), "config")
+    config = string_map(await read_json(request, numbers_as_text=True), "config")
     _check_name(config, name)
     if name.strip() and name != name.strip():
         # The herder keeps a connector under its name stripped: "a " would be created as "a",
@@ -237,7 +256,7 @@ async def _put_config(request: web.Request) -> web.Response:
 async def _patch_config(request: web.Request) -> web.Response:
     herder = request.app[HERDER]
     name = request.match_info["connector"]
-    patch = string_map(await read_json(request), "config", nulls=True)
+    patch = string_map(await read_json(request, numbers_as_text=True), "config", nulls=True)
     _check_name(patch, name)
     async with request.app[CREATE_LOCK]:
         config = _config(herder, name)
@@ -282,7 +301,7 @@ async def _put_tasks(request: web.Request) -> web.Response:
         raise RestError(404, "Task configs are written by the leader of a Connect cluster; this worker is standalone")
     if FORWARDED_HEADER not in request.headers:
         raise RestError(403, "Internal request refused: only another worker of the cluster may write task configs")
-    body = await read_json(request)
+    body = await read_json(request, numbers_as_text=True)
     if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
         raise RestError(400, "Request body must be a JSON array of task configs")
     await herder.put_task_configs(name, [string_map(item, f"task {i}") for i, item in enumerate(body)])

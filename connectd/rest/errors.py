@@ -62,11 +62,15 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(500, "Internal server error; see the worker's log")
 
 
+# Kafka Connect ends an invalid config's message so, pointing at where each key's errors are listed.
+_VALIDATE_HINT = "You can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`"
+
+
 def _config_message(exc: ConfigError) -> str:
     problems = [str(p) for p in exc.problems]
     count = len(problems)
     head = f"Connector configuration is invalid and contains the following {count} error(s):"
-    return "\n".join([head, *problems])
+    return "\n".join([head, *problems, _VALIDATE_HINT])
 
 
 def _capitalised(message: str) -> str:

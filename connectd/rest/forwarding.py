@@ -39,5 +39,14 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
             raise RestError(409, f"{REBALANCING}: no leader is known yet") from exc
         if FORWARDED_HEADER in request.headers:  # the leader moved while the request was on its way
             raise RestError(409, f"{REBALANCING}: this worker is no longer the leader") from exc
+        if _forwarding_refused(request):
+            raise RestError(409, f"{REBALANCING}: this worker is not the leader, and the request "
+                                 "asks not to be forwarded (forward=false)") from exc
         answer = await forward(herder, exc.leader_url, request.method, request.path_qs, body, request.headers)
         return web.Response(status=answer.status, body=answer.body, headers=dict(answer.headers))
+
+
+def _forwarding_refused(request: web.Request) -> bool:
+    """Kafka Connect's hidden ``?forward=false``: a worker that is not the leader answers 409
+    rather than forward the request (Kafka's workers set it on the request's second hop)."""
+    return request.query.get("forward", "").strip().lower() == "false"

@@ -292,7 +292,7 @@ _PATHS: dict[str, Any] = {
                      "description": "`false` adds converters, transforms, predicates and config providers",
                      "schema": {"type": "boolean", "default": True}}])},
     "/connector-plugins/{plugin}/config": {"get": _operation(
-        "getConnectorConfigDef", "plugins", "the plugin's own declared keys",
+        "getConnectorConfigDef", "plugins", "the plugin's own declared keys, then for a connector the framework's",
         {"200": _answer("one entry per key", {"type": "array", "items": _ref("ConfigKeyInfo")}), **_errors(404)},
         parameters=[_path_param("plugin")])},
     "/connector-plugins/{plugin}/config/validate": {"put": _operation(
@@ -348,7 +348,8 @@ _SCHEMAS: dict[str, Any] = {
                              "message": {"type": "string"}}),
     "ConnectorConfig": {
         "type": "object",
-        "description": "a connector config: every value a string",
+        "description": "a connector config: every value a string (a number or boolean is taken as its "
+                       "JSON text, as Kafka Connect takes it)",
         "properties": {"name": {"type": "string"},
                        "connector.class": {"type": "string",
                                            "description": "class name, alias or short class name of the plugin"},
@@ -405,10 +406,10 @@ _SCHEMAS: dict[str, Any] = {
         "importance": {"type": "string", "enum": ["HIGH", "MEDIUM", "LOW"]},
         "documentation": _NULLABLE_STRING,
         "group": _NULLABLE_STRING,
-        "order": {"type": "integer"},
         "width": {"type": "string", "enum": ["NONE", "SHORT", "MEDIUM", "LONG"]},
         "display_name": {"type": "string"},
         "dependents": {"type": "array", "items": {"type": "string"}},
+        "order": {"type": "integer"},
     }),
     "ConfigValueInfo": _object({
         "name": {"type": "string"},

@@ -21,6 +21,7 @@ from connectd.config.definitions import (
     display_value,
 )
 from connectd.connector import SinkConnector
+from connectd.data.converter import Converter, HeaderConverter
 from connectd.errors import PluginError
 from connectd.herder import validate_connector
 from connectd.plugins import PluginInfo
@@ -30,9 +31,12 @@ from connectd.rest.errors import RestError
 
 __all__ = ["add_routes", "config_infos", "config_key_info", "recommended_values"]
 
-# Registry group → Kafka's plugin types, in the order Kafka lists them.
+# The registry groups /connector-plugins lists.
 _LISTED_GROUPS = ("connector", "converter", "transform", "predicate", "config_provider")
 _KAFKA_TYPES = {"config_provider": "config_provider"}
+# Kafka's plugin types in the order Kafka lists them; config providers (connectd's) last.
+_TYPE_ORDER = {kind: rank for rank, kind in enumerate(
+    ("sink", "source", "transformation", "predicate", "converter", "header_converter", "config_provider"))}
 
 
 def add_routes(router: web.UrlDispatcher) -> None:
@@ -55,7 +59,8 @@ def _find(registry: Any, name: str, groups: tuple[str, ...] = _LISTED_GROUPS) ->
 
 
 def config_key_info(key: ConfigKey, order: int) -> dict[str, Any]:
-    """Kafka's ConfigKeyInfo for one declared key."""
+    """Kafka's ConfigKeyInfo for one declared key, its fields in the order Kafka writes them: Jackson
+    writes ``order`` last, since it is not one of the entity's creator properties."""
     return {
         "name": key.name,
         "type": key.type.value,
@@ -64,10 +69,10 @@ def config_key_info(key: ConfigKey, order: int) -> dict[str, Any]:
         "importance": key.importance.value,
         "documentation": key.documentation,
         "group": key.group,
-        "order": order,
         "width": "NONE",
         "display_name": key.name,
         "dependents": [],
+        "order": order,
     }
 
 
@@ -146,21 +151,51 @@ def config_infos(name: str, definition: ConfigDef, config: Mapping[str, str],
     }
 
 
+def _kafka_types(info: PluginInfo) -> list[str]:
+    """The types Kafka lists a plugin under: one per interface it implements, so a converter that
+    converts headers too (StringConverter, JsonConverter) is listed as ``converter`` and as
+    ``header_converter``."""
+    if info.group == "converter":
+        types = [kind for base, kind in ((Converter, "converter"), (HeaderConverter, "header_converter"))
+                 if issubclass(info.cls, base)]
+        return types or [info.kind]
+    return [_KAFKA_TYPES.get(info.group, info.kind)]
+
+
 async def _list(request: web.Request) -> web.Response:
     registry = request.app[REGISTRY]
     groups = ("connector",) if query_flag(request, "connectorsOnly", default=True) else _LISTED_GROUPS
-    plugins = []
-    for group in groups:
-        for info in sorted(registry.in_group(group), key=lambda i: i.class_name):
-            plugins.append({"class": info.class_name, "type": _KAFKA_TYPES.get(group, info.kind),
-                            "version": info.version})
+    plugins = [{"class": info.class_name, "type": kind, "version": info.version}
+               for group in groups for info in registry.in_group(group) for kind in _kafka_types(info)]
+    # As Kafka lists them: by type (sinks first), then by class name.
+    plugins.sort(key=lambda p: (_TYPE_ORDER.get(p["type"], len(_TYPE_ORDER)), p["class"]))
     return web.json_response(plugins)
 
 
-async def _config(request: web.Request) -> web.Response:
-    info = _find(request.app[REGISTRY], request.match_info["plugin"])
+def _plugin_key_infos(info: PluginInfo) -> list[dict[str, Any]]:
+    """A plugin's keys as ``GET /connector-plugins/{plugin}/config`` lists them: its own, and for a
+    connector then the framework's source or sink keys it does not declare itself, as Kafka
+    Connect lists them since 3.5 (KAFKA-14843)."""
     definition = getattr(info.cls, "config_def", None)
-    return web.json_response(_key_infos(definition) if isinstance(definition, ConfigDef) else [])
+    keys = _key_infos(definition) if isinstance(definition, ConfigDef) else []
+    if info.group != "connector":
+        return keys
+    own = {key["name"] for key in keys}
+    base = SINK_DEF if issubclass(info.cls, SinkConnector) else SOURCE_DEF
+    return keys + [key for key in _key_infos(base) if key["name"] not in own]
+
+
+async def _config(request: web.Request) -> web.Response:
+    return web.json_response(_plugin_key_infos(_find(request.app[REGISTRY], request.match_info["plugin"])))
+
+
+_NULL_VALUE = "Null value can not be supplied as the configuration value."
+
+
+def _without_nulls(body: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """The config without its ``null`` values, and their keys: Kafka validates such a config,
+    reporting each null as an error of its key, where creating a connector with it is a 400."""
+    return {k: v for k, v in body.items() if v is not None}, sorted(k for k, v in body.items() if v is None)
 
 
 async def _validate(request: web.Request) -> web.Response:
@@ -168,7 +203,7 @@ async def _validate(request: web.Request) -> web.Response:
     registry = request.app[REGISTRY]
     plugin = request.match_info["plugin"]
     info = _find(registry, plugin, ("connector",))
-    config = string_map(await read_json(request), "config")
+    config, nulls = _without_nulls(string_map(await read_json(request, numbers_as_text=True), "config", nulls=True))
     included = config.get("connector.class", "").strip()
     if included:
         try:
@@ -183,6 +218,7 @@ async def _validate(request: web.Request) -> web.Response:
                                             herder.worker.providers.resolve,
                                             herder.worker.get("connector.client.config.override.policy"),
                                             herder.worker.get("topic.creation.enable"))
+    problems += [ConfigProblem(None, key, _NULL_VALUE) for key in nulls]
     cls = cls or info.cls
     base = SINK_DEF if issubclass(cls, SinkConnector) else SOURCE_DEF
     definition = base.merge(cls.config_def)

@@ -12,7 +12,11 @@ import pytest
     ('{"name": "", "config": {}}', "name"),
     ('{"name": "a"}', "config"),
     ('{"name": "a", "config": "x"}', "config"),
-    ('{"name": "a", "config": {"tasks.max": 1}}', "tasks.max"),
+    ('{"name": "a", "config": {"tasks.max": [1]}}', "tasks.max"),
+    ('{"name": "a", "config": {"file": {"path": "/tmp/x"}}}', "values must be strings, numbers or booleans"),
+    # Kafka's Jackson refuses fields CreateConnectorRequest does not have; a misspelt one must not pass
+    ('{"name": "a", "config": {}, "initial_sate": "STOPPED"}',
+     "Unrecognized field 'initial_sate' in the request body; expected name, config, initial_state"),
     ('{"name": "a", "config": {"name": "b"}}', "doesn't match"),
     ('{"name": "a", "config": {}, "initial_state": "ASLEEP"}', "initial_state"),
     ('{"name": "a\\nb", "config": {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/x"}}',
@@ -43,6 +47,10 @@ def test_invalid_config_is_400_listing_every_problem(rest):
         return message
 
     message = rest(scenario)
+    assert message.startswith("Connector configuration is invalid and contains the following 3 error(s):\n")
+    # Kafka Connect's last line, pointing at where each key's errors are listed
+    assert message.endswith("\nYou can also find the above list of errors at the endpoint "
+                            "`/connector-plugins/{connectorType}/config/validate`")
     assert "tasks.max='zero': expected a 32-bit integer" in message
     assert "expected only one of topics and topics.regex" in message
 
@@ -160,3 +168,32 @@ def test_put_config_of_a_name_with_surrounding_whitespace_creates_nothing(rest):
     status, message, connectors = rest(scenario)
     assert status == 400 and "'a '" in message and "whitespace" in message
     assert connectors == []
+
+
+def test_numbers_and_booleans_in_a_config_are_taken_as_their_text(rest):
+    # Kafka Connect's Jackson reads a JSON number or boolean into a String as its text, so
+    # `"tasks.max": 1` works there: scripts written for it send such configs.
+    body = ('{"connector.class": "FileStreamSource", "topic": "t", "file": 1.50, "tasks.max": 1, '
+            '"errors.log.enable": true}')
+    headers = {"Content-Type": "application/json"}
+
+    async def scenario(http, herder):
+        answers = []
+        created = f'{{"name": "typed", "initial_state": "STOPPED", "config": {body}}}'
+        async with http.post("/connectors", data=created, headers=headers) as r:
+            answers.append((r.status, (await r.json())["config"]))
+        async with http.put("/connectors/typed/config", data=body.replace("1.50", "2e3"), headers=headers) as r:
+            answers.append((r.status, (await r.json())["config"]))
+        async with http.patch("/connectors/typed/config", data='{"batch.size": 10}', headers=headers) as r:
+            answers.append((r.status, (await r.json())["config"]))
+        async with http.put("/connector-plugins/FileStreamSource/config/validate", data=body, headers=headers) as r:
+            values = {c["value"]["name"]: c["value"] for c in (await r.json())["configs"]}
+            answers.append((r.status, {key: values[key]["value"] for key in ("file", "tasks.max")}))
+        return answers
+
+    (posted, post), (put, put_config), (patched, patch), (validated, values) = rest(scenario)
+    assert posted == 201 and put == 200 and patched == 200 and validated == 200
+    assert {k: post[k] for k in ("file", "tasks.max", "errors.log.enable")} == {
+        "file": "1.50", "tasks.max": "1", "errors.log.enable": "true"}  # as written, not 1.5
+    assert put_config["file"] == "2e3" and patch["batch.size"] == "10"
+    assert values == {"file": "1.50", "tasks.max": "1"}

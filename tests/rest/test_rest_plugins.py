@@ -25,11 +25,32 @@ def test_list_connectors_only_by_default(rest):
     assert {p["type"] for p in plugins} == {"source", "sink"}
     assert any(p["class"].endswith("FileStreamSourceConnector") and p["type"] == "source" for p in plugins)
     types = {p["type"] for p in everything}
-    assert {"source", "sink", "converter", "transformation", "predicate"} <= types
+    assert {"source", "sink", "converter", "header_converter", "transformation", "predicate"} <= types
     assert len(everything) > len(plugins)
 
 
-def test_plugin_config_lists_declared_keys(rest):
+def test_list_orders_and_types_plugins_as_kafka(rest):
+    # Kafka lists sinks, sources, transformations, predicates, converters, header converters, each by
+    # class name, and a class under every plugin interface it implements (StringConverter twice).
+    async def scenario(http, herder):
+        async with http.get("/connector-plugins") as r:
+            connectors = await r.json()
+        async with http.get("/connector-plugins?connectorsOnly=false") as r:
+            return connectors, await r.json()
+
+    connectors, everything = rest(scenario)
+    assert [p["type"] for p in connectors] == sorted((p["type"] for p in connectors), key=["sink", "source"].index)
+    order = ["sink", "source", "transformation", "predicate", "converter", "header_converter", "config_provider"]
+    assert [(order.index(p["type"]), p["class"]) for p in everything] == sorted(
+        (order.index(p["type"]), p["class"]) for p in everything)
+    kinds = {}
+    for p in everything:
+        kinds.setdefault(p["class"].rpartition(".")[2], []).append(p["type"])
+    assert kinds["StringConverter"] == ["converter", "header_converter"]
+    assert kinds["SimpleHeaderConverter"] == ["header_converter"]
+
+
+def test_plugin_config_lists_its_keys_then_the_frameworks(rest):
     async def scenario(http, herder):
         async with http.get("/connector-plugins/FileStreamSource/config") as r:
             assert r.status == 200
@@ -39,8 +60,17 @@ def test_plugin_config_lists_declared_keys(rest):
             assert (await r.json())["error_code"] == 404
         return keys
 
-    keys = {k["name"]: k for k in rest(scenario)}
-    assert set(keys) == {"file", "topic", "batch.size"}
+    listed = rest(scenario)
+    keys = {k["name"]: k for k in listed}
+    # The plugin's own keys, then the framework's source keys, as Kafka Connect lists them since 3.5.
+    assert [k["name"] for k in listed[:3]] == ["file", "topic", "batch.size"]
+    assert {"name", "connector.class", "tasks.max", "key.converter", "transforms", "errors.tolerance",
+            "topic.creation.groups"} <= set(keys)
+    assert "topics" not in keys and len(keys) == len(listed)  # a sink's keys are not a source's; none twice
+    assert keys["connector.class"]["group"] == "Common" and keys["connector.class"]["required"] is True
+    # Jackson writes `order` last: it is not one of ConfigKeyInfo's creator properties.
+    assert list(keys["file"]) == ["name", "type", "required", "default_value", "importance", "documentation",
+                                  "group", "width", "display_name", "dependents", "order"]
     assert keys["file"]["required"] is False and keys["file"]["default_value"] is None  # unset: stdin, as Kafka
     assert keys["batch.size"] == {**keys["batch.size"], "type": "INT", "required": False, "default_value": "2000",
                                   "importance": "LOW", "width": "NONE", "display_name": "batch.size",
@@ -128,3 +158,18 @@ def test_topic_creation_settings_are_checked_only_when_the_worker_creates_topics
     assert len(errors) == 1 and "topic.creation.default.replication.factor are both required" in errors[0]
     assert refused is not None and "are both required" in refused
     assert rest(scenario_for(False), worker={"topic.creation.enable": "false"}) == ([], None)
+
+
+def test_validate_reports_a_null_value_as_an_error_of_its_key(rest):
+    # Kafka validates a config with a null value (200, one error on that key); only creating
+    # a connector with it is refused.
+    async def scenario(http, herder):
+        config = {"connector.class": "FileStreamSource", "name": "n", "topic": "t", "file": None}
+        async with http.put("/connector-plugins/FileStreamSource/config/validate", json=config) as r:
+            return r.status, await r.json()
+
+    status, result = rest(scenario)
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in result["configs"] if c["value"]["errors"]}
+    assert status == 200
+    assert errors == {"file": ["file: Null value can not be supplied as the configuration value."]}
+    assert result["error_count"] == 1
