@@ -97,6 +97,12 @@ class Connector(abc.ABC):
         """The plugin's version; by default that of the package that holds the class."""
         return _version_of(type(self))
 
+    def initialize(self, context: ConnectorContext) -> None:
+        """Given the connector's context before :meth:`start`, as Kafka Connect's ``initialize``.
+        The runtime sets :attr:`context` first, so an override that does not call
+        ``super().initialize(context)`` still has it."""
+        self.context = context
+
     def start(self, config: Mapping[str, str]) -> None:
         """Begin with the connector's resolved configuration."""
 
@@ -177,6 +183,12 @@ class Task(abc.ABC):
     def version(self) -> str:
         return _version_of(type(self))
 
+    def initialize(self, context: Any) -> None:
+        """Given the task's context (:class:`SourceTaskContext` or :class:`SinkTaskContext`) before
+        :meth:`start`, as Kafka Connect's ``initialize``. The runtime sets :attr:`context` first,
+        so an override that does not call ``super().initialize(context)`` still has it."""
+        self.context = context
+
     @abc.abstractmethod
     def start(self, config: Mapping[str, str]) -> None:
         """Begin with the task's configuration (one of :meth:`Connector.task_configs`)."""
@@ -220,6 +232,13 @@ class SourceTaskContext:
     def configs(self) -> dict[str, str]:
         """The task's configuration (Kafka Connect's ``configs()``); also :attr:`config`."""
         return dict(self.config)
+
+    def transaction_context(self) -> None:
+        """Kafka Connect's ``transactionContext()``: always ``None``, as there for a connector that
+        does not define its own transaction boundaries. connectd has no exactly-once source
+        support and refuses connectors that ask for it (``transaction.boundary``), so a task
+        ported from Java that checks for ``None`` keeps working."""
+        return None
 
 
 @dataclass(frozen=True)

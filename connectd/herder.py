@@ -714,7 +714,7 @@ class HerderBase:
             try:
                 instance = run.cls()
                 instance.context = self._context_for(run)
-                await asyncio.to_thread(instance.start, resolved)
+                await asyncio.to_thread(_initialized_and_started, instance, resolved)
                 task_configs = await self._generate_task_configs(run, instance, resolved)
             except Exception as exc:
                 self.metrics.started("connector", False)
@@ -933,7 +933,7 @@ class HerderBase:
         try:
             instance = run.cls()
             instance.context = self._context_for(run)
-            await asyncio.to_thread(instance.start, resolved)
+            await asyncio.to_thread(_initialized_and_started, instance, resolved)
         except Exception as exc:
             self.metrics.started("connector", False)
             self._set(run.name, None, FAILED, _trace(exc))
@@ -1116,6 +1116,12 @@ class StandaloneHerder(HerderBase):
                 run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
                 for task in run.tasks:
                     await self._start_task(run, task, len(run.tasks))
+
+
+def _initialized_and_started(connector: Any, config: Mapping[str, str]) -> None:
+    """Kafka Connect's order: ``initialize(context)``, then ``start(config)``."""
+    connector.initialize(connector.context)
+    connector.start(config)
 
 
 def too_many_tasks(connector: str, count: int, resolved: Mapping[str, str]) -> str | None:

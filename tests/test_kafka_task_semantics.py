@@ -10,10 +10,11 @@ Kafka Connect behaviour each one checks is named in its docstring, from
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 import pytest
 
-from connectd.connector import SinkTask, SourceTaskContext, TopicPartition
+from connectd.connector import SinkTask, SourceTask, SourceTaskContext, TopicPartition
 from connectd.data.converters import StringConverter
 from connectd.errors import ConnectException, RetriableException
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
@@ -29,7 +30,11 @@ class Task(SinkTask):
     on_put: Callable[[Task, list], None] = staticmethod(lambda task, records: None)
     on_pre_commit: Callable[[Task, Mapping], Mapping | None] = staticmethod(lambda task, offsets: offsets)
 
+    def initialize(self, context):
+        self.initialized = (context is self.context, context.configs())
+
     def start(self, config):
+        assert self.initialized  # initialize(context) came first, as in Kafka Connect
         self.calls: list[tuple] = [("start",)]
 
     def open(self, partitions):
@@ -80,9 +85,10 @@ def make(task_class: type[Task] = Task, partitions=(A0, B1)) -> tuple[SinkTaskRu
 
 
 def test_start_open_put_pre_commit_then_close_and_stop_once():
-    """WorkerSinkTask: start, open(assignment), put per poll, preCommit at commit, preCommit + close
-    on closing the partitions, stop last."""
+    """WorkerSinkTask: initialize(context), start, open(assignment), put per poll, preCommit at commit,
+    preCommit + close on closing the partitions, stop last."""
     runner, committed = make()
+    assert runner.task.initialized == (True, {"name": "c"})
     runner.process_ranges([("a", 0, 0, 2)], Reader(), chunk=10)
     runner.close()
     assert runner.task.calls == [
@@ -247,3 +253,48 @@ def test_a_pinned_task_is_offered_every_partition_it_has_had_and_may_commit_any_
     runner.process_ranges([("b", 1, 0, 1)], reader, chunk=10)
     assert runner.task.calls[-1] == ("pre_commit", {A0: 3, B1: 1})
     assert committed == [{A0: 3}]
+
+
+# --- the source task's set-up ------------------------------------------------------------
+
+
+class InitializedTask(SourceTask):
+    """Records what the runtime gave it, and when, as a task ported from Java would look."""
+
+    seen: ClassVar[list[tuple]] = []
+
+    def initialize(self, context):
+        # Kafka Connect's idiom: keep what initialize() is given; no super() call needed here.
+        type(self).seen.append(("initialize", context.configs(), context.transaction_context()))
+        self.given = context
+
+    def start(self, config):
+        type(self).seen.append(("start", self.given is self.context, dict(config)))
+
+    def poll(self):
+        return None
+
+    def stop(self):
+        type(self).seen.append(("stop",))
+
+
+def test_a_source_task_is_initialized_with_its_context_before_start(tmp_path, worker_config, monkeypatch):
+    """SourceTask.initialize(context) (WorkerSourceTask.initializeAndStart), then start(config); the
+    context's configs() is the task config and transactionContext() is null without exactly-once."""
+    import json
+
+    from connectd.runtime import source_task
+
+    monkeypatch.setattr(source_task, "configure_spark_process", lambda **context: None)  # not this process's logging
+    config = {"name": "c", "connector.class": "X", "x": "1"}
+    spec = {"connector": "c", "task_id": 0, "task_class": f"{InitializedTask.__module__}.InitializedTask",
+            "task_config": config, "connector_config": config, "worker_config": worker_config.settings(),
+            "offsets": {"kind": "file", "path": str(tmp_path / "offsets.json")}, "producer": "{}"}
+    reader = source_task.SourceTaskReader({source_task.SPEC_OPTION: json.dumps(spec)})
+    monkeypatch.setattr(reader, "_register", lambda: None)  # not this process's SIGTERM
+    InitializedTask.seen = []
+    try:
+        reader._ensure_started()
+    finally:
+        reader.stop()
+    assert InitializedTask.seen == [("initialize", config, None), ("start", True, config), ("stop",)]

@@ -307,3 +307,107 @@ def test_a_source_record_a_converter_fails_names_the_converter_by_its_dotted_pat
     sent = dead_lettering(reader)
     assert reader._convert(polled(("x", {1, 2}))[0]) is None  # a set: not JSON
     assert failed_classes(sent) == [(b'{"n":0}', b"connectd.data.json_converter.JsonConverter")]
+
+
+# --- Kafka Connect's checks and timing around the task ------------------------------------------------
+
+
+class Polling(Acknowledged):
+    """A task whose poll() returns *records*."""
+
+    def __init__(self, records) -> None:
+        super().__init__()
+        self.records = records
+
+    def poll(self):
+        return self.records
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["batch", "commit_record"])
+@pytest.mark.parametrize(("topic", "partition", "named"), [
+    (None, None, "topic=None"),
+    ("t", -1, "kafka_partition=-1"),  # librdkafka would take -1 as "the partitioner chooses"
+])
+def test_a_record_without_a_topic_or_with_a_negative_partition_fails_the_task(tracked, topic, partition, named):
+    """AbstractWorkerSourceTask.convertTransformedRecord makes a ProducerRecord, which refuses a null
+    topic and a negative partition outside the error handling: the task fails, even under
+    errors.tolerance=all, rather than the record being passed over with its offset stored."""
+    from connectd.data.records import SourceRecord
+    from connectd.errors import ConnectException
+
+    reader = reader_for({"errors.tolerance": "all"})
+    reader._acks = tracked
+    reader._task = Polling([SourceRecord(topic="t", value="ok", source_partition={"f": 1}, source_offset={"n": 0}),
+                            SourceRecord(topic=topic, kafka_partition=partition, value="bad",
+                                         source_partition={"f": 1}, source_offset={"n": 1})])
+    with pytest.raises(ConnectException, match=named) as raised:
+        reader._poll_once()
+    assert "offset {'n': 1}" in str(raised.value)
+
+
+def stopping_reader(tmp_path, polls):
+    """A reader whose started task is *polls*, with the run's stop and pause files in *tmp_path*."""
+    import time
+
+    reader = reader_for()
+    reader.stop_file, reader.pause_file = str(tmp_path / "stop"), str(tmp_path / "pause")
+    reader._task = Acknowledged()
+    reader._last_commit = time.monotonic()
+    reader._poller = _Poller(polls, max_records=100, idle=reader._held, name="t")
+    return reader
+
+
+def test_at_stop_what_poll_returned_is_one_last_batch_the_poll_under_way_included(tmp_path, wait_until):
+    """AbstractWorkerSourceTask.execute sends the records of the poll() under way when it is told to
+    stop, then commits their offsets (finalOffsetCommit): nothing polled is dropped."""
+    from connectd.runtime.source_task import _Batch
+
+    polls = Polls(size=10)
+    polls.release.clear()  # the first poll() is under way when the task is told to stop
+    entered = threading.Event()
+    reader = stopping_reader(tmp_path, lambda: (entered.set(), polls())[1])
+    try:
+        wait_until(entered.is_set, "a poll() under way")
+        (tmp_path / "stop").touch()
+        latest = []
+        planner = threading.Thread(target=lambda: latest.append(reader.latestOffset()))
+        planner.start()
+        polls.release.set()
+        planner.join(30)
+        assert latest == [{"seq": 1}] and polls.calls == 1  # no poll() after the stop
+        written = values(_Batch([reader._kept[1]]).record_batches())
+        assert written == [f"1-{i}".encode() for i in range(10)] + [None]  # the records, then the offsets row
+        assert reader.latestOffset() == {"seq": 1}  # nothing more
+    finally:
+        reader._poller.stop(5)
+
+
+def test_a_paused_task_told_to_stop_offers_nothing_more(tmp_path, wait_until):
+    """While paused Kafka Connect sends nothing (execute() awaits the resume), also when it stops."""
+    polls = Polls(size=10)
+    reader = stopping_reader(tmp_path, polls)
+    try:
+        wait_until(lambda: reader._poller._buffered, "records buffered")
+        (tmp_path / "pause").touch()
+        (tmp_path / "stop").touch()
+        assert reader.latestOffset() == {"seq": 0} and reader._kept == {}
+    finally:
+        reader._poller.stop(5)
+
+
+def test_commit_is_called_every_flush_interval_also_with_nothing_stored(tmp_path, wait_until):
+    """SourceTaskOffsetCommitter commits every offset.flush.interval.ms and WorkerSourceTask.commitOffsets
+    calls SourceTask.commit() even when no record was produced since ("We continue ... in order to
+    invoke SourceTask::commit"), paused tasks included."""
+    polls = Polls()
+    polls.release.clear()  # nothing polled
+    reader = stopping_reader(tmp_path, polls)
+    try:
+        (tmp_path / "pause").touch()
+        assert reader.latestOffset() == {"seq": 0} and reader._task.calls == []  # not due yet
+        reader.commit_interval = 0.05
+        wait_until(lambda: (reader.latestOffset(), reader._task.calls)[1], "commit() twice, idle",
+                   until=lambda calls: calls.count("commit") >= 2)
+    finally:
+        polls.release.set()
+        reader._poller.stop(5)

@@ -220,6 +220,7 @@ class TaskAssembler:
         config = self._resolved(task_config)
         instance = task_class()
         instance.context = SourceTaskContext(config, OffsetStorageReader(lambda parts: {}))
+        instance.initialize(instance.context)
         instance.start(config)
         handle.spark_task = instance
         checkpoint = self.checkpoints / file_name_part(f"{connector}-{task_id}")
@@ -281,6 +282,7 @@ class TaskAssembler:
 
             instance = task_class()
             instance.context = SinkTaskContext(config, assigned)
+            instance.initialize(instance.context)
             instance.start(config)
             handle.spark_task = instance
             # A task that keeps its own offsets (a table it commits them to) says where to start.

@@ -6,7 +6,8 @@ the offsets file, so a checkpoint is scratch and is removed on stop.
 
 Stopping, within ``task.shutdown.graceful.timeout.ms``::
 
-    RUNNING --stop()--> DRAINING: the stop file exists, the reader offers no new data;
+    RUNNING --stop()--> DRAINING: the stop file exists, the reader reads no new data (a source
+                        task's reader offers what its task polled before, as one last batch);
                         the batch in flight finishes, is written and commits its offsets
             --idle-->   query.stop()  (nothing lost, nothing replayed)
             --timeout-> query.stop() cancels the batch in flight; its offsets were

@@ -198,6 +198,7 @@ class SinkTaskRunner:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"connectd-sink-task-{self.errors.task_id}",
                                           initializer=_bind_task, initargs=(self.errors.connector, self.errors.task_id))
         try:
+            self._call(task.initialize, task.context)  # as Kafka Connect: initialize, start, open
             self._call(task.start, task_config)
             self._call(task.open, partitions)
         except BaseException:

@@ -33,6 +33,8 @@ Poller states::
 
     POLLING ──buffer holds max.records──► FULL ──latestOffset takes it──► POLLING
     POLLING ──stop or pause file──► IDLE (not polled) ──pause file gone──► POLLING
+    IDLE (stop file) ──latestOffset: the poll() under way returned (5 s at most)──► what is
+      buffered is one last batch (not while paused)
     POLLING ──poll() raises a retriable error──► POLLING (logged; poll() again, as Kafka Connect does)
     POLLING ──poll() raises anything else──► FAILED: the next latestOffset raises it (the task fails)
     any ──reader.stop()──► STOPPED (the thread ends; then task.stop(), once)
@@ -53,9 +55,17 @@ Spark's own offsets are a batch counter (``{"seq": N}``); the connector's
 source offsets travel in the batch (``source_partition``/``source_offset``,
 canonical JSON text). Every run starts with a fresh checkpoint, so Spark
 never asks for a batch the reader no longer holds; the task reads its
-stored offsets through its context instead. Records polled but not yet in a
-batch when the query stops are polled again by the next run, from the
-stored offsets (at least once).
+stored offsets through its context instead. Records polled before the stop
+file appeared (the ``poll()`` under way at that moment included, waited for
+up to 5 s) make one last batch, written while the query drains, as Kafka
+Connect sends what ``poll()`` returned before it stops a task; what is left
+when the query is stopped before that batch is stored (the graceful timeout,
+a failure) is polled again by the next run, from the stored offsets (at
+least once).
+
+A record that names no topic or a negative partition once transformed fails
+the task, whatever ``errors.tolerance`` says, as Kafka Connect's
+``ProducerRecord`` refuses it (:func:`_check_destinations`).
 
 Acknowledgements (``commit_record``, ``commit``)
 -----------------------------------------------
@@ -73,7 +83,9 @@ next ``latestOffset`` (every trigger, idle or not) and at ``stop``::
         the file removed
 
 So ``commit_record`` and ``commit`` come after the offsets are stored, never
-for a batch that failed, and the last batch's at stop. Only for a task that
+for a batch that failed, and the last batch's at stop. ``commit()`` also comes
+when ``offset.flush.interval.ms`` passed without one (idle, paused), as Kafka
+Connect calls it at each periodic offset commit, records or not. Only for a task that
 overrides ``commit_record`` does the planner keep the polled records (and
 transform and convert them one at a time, to know which a transform
 dropped) until their batch is stored.
@@ -302,6 +314,7 @@ class _Poller:
         self._buffered = 0
         self._error: BaseException | None = None
         self._stopping = False
+        self._polling = False  # a poll() (or the look whether to make one) is under way
         self._thread = threading.Thread(target=self._run, name=f"connectd-poll-{name}", daemon=True)
         self._thread.start()
 
@@ -312,33 +325,48 @@ class _Poller:
                     self._cond.wait()
                 if self._stopping:
                     return
-            if self._idle():
-                time.sleep(_IDLE_CHECK_S)
-                continue
+                self._polling = True
             try:
-                polled = self._poll()
-            except BaseException as error:  # noqa: BLE001 - the task fails with it at the next batch
-                # RetriableException: poll() again, as Kafka Connect does. Not anything with a "retriable"
-                # attribute: confluent-kafka's KafkaError has a retriable() method.
-                if isinstance(error, ConnectorError) and error.retriable:
-                    log.warning("source_task_poll_retriable_error", error=str(error))
-                    time.sleep(_EMPTY_POLL_PAUSE_S)
-                    continue
+                pause = self._poll_into_buffer()
+            finally:
                 with self._cond:
-                    self._error = error
+                    self._polling = False
+                    self._cond.notify_all()
+            if pause is None:
                 return
-            if polled is None:
-                time.sleep(_EMPTY_POLL_PAUSE_S)
-                continue
-            batch, offsets, topics, records = polled
+            if pause:
+                time.sleep(pause)
+
+    def _poll_into_buffer(self) -> float | None:
+        """One ``poll()`` (unless idle), its records buffered.
+
+        :returns: how long to pause before the next, or ``None`` when ``poll()`` failed the task.
+        """
+        if self._idle():
+            return _IDLE_CHECK_S
+        try:
+            polled = self._poll()
+        except BaseException as error:  # noqa: BLE001 - the task fails with it at the next batch
+            # RetriableException: poll() again, as Kafka Connect does. Not anything with a "retriable"
+            # attribute: confluent-kafka's KafkaError has a retriable() method.
+            if isinstance(error, ConnectorError) and error.retriable:
+                log.warning("source_task_poll_retriable_error", error=str(error))
+                return _EMPTY_POLL_PAUSE_S
             with self._cond:
-                if batch is not None and batch.num_rows:
-                    self._batches.append(batch)
-                    self._buffered += batch.num_rows
-                self._offsets.update(offsets)
-                self._topics |= topics
-                if records:
-                    self._polled.extend(records)
+                self._error = error
+            return None
+        if polled is None:
+            return _EMPTY_POLL_PAUSE_S
+        batch, offsets, topics, records = polled
+        with self._cond:
+            if batch is not None and batch.num_rows:
+                self._batches.append(batch)
+                self._buffered += batch.num_rows
+            self._offsets.update(offsets)
+            self._topics |= topics
+            if records:
+                self._polled.extend(records)
+        return 0.0
 
     def take(self) -> tuple[list[Any], dict[str, str], set[str], list[Any]] | None:
         """Everything buffered (Arrow batches, last offsets, topics, polled records for
@@ -355,6 +383,21 @@ class _Poller:
             self._batches, self._offsets, self._topics, self._polled, self._buffered = [], {}, set(), [], 0
             self._cond.notify_all()
             return taken
+
+    def finish_poll(self, timeout: float) -> bool:
+        """Wait up to *timeout* seconds for a ``poll()`` under way to return and its records to be
+        buffered (once the task is idle, no other starts).
+
+        :returns: whether none is under way any more.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._polling:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
 
     def wait(self, seconds: float) -> None:
         """Sleep *seconds* (on the poller's thread), unless :meth:`stop` comes first.
@@ -412,6 +455,10 @@ class SourceTaskReader(DataSourceStreamReader):
         self._admin: Any = None
         self._known_topics: set[str] = set()
         self._seq = 0
+        #: Seconds between the task's commit() calls when no batch is stored (offset.flush.interval.ms).
+        self.commit_interval = 60.0
+        self._last_commit = 0.0
+        self._stop_waited = False  # the poll() under way at stop was waited for (see _take_at_stop)
         self._kept: dict[int, bytes | str] = {}  # a batch's IPC bytes, or its handoff file
         self._acks = False  # the task overrides commit_record
         self._polled: dict[int, list[Any]] = {}  # seq -> (record, topic or None) for commit_record
@@ -434,17 +481,47 @@ class SourceTaskReader(DataSourceStreamReader):
         return {"seq": 0}
 
     def _held(self) -> bool:
-        """Stopping or paused: the task is not polled and no batch is offered."""
+        """Stopping or paused: the task is not polled."""
         return any(path and os.path.exists(path) for path in (self.stop_file, self.pause_file))
 
+    def _take_at_stop(self) -> Any:
+        """What the task polled before it was told to stop, once the ``poll()`` under way returned.
+
+        As Kafka Connect, which sends the records of the last ``poll()`` and commits their
+        offsets before it stops the task: a record polled is written, not lost or polled again
+        (the query's stop waits while this batch runs). Nothing while paused, as Kafka Connect
+        sends nothing then; an error is logged only, the records after the last stored offset
+        being polled again by the next run.
+        """
+        poller = self._poller
+        if poller is None or (self.pause_file and os.path.exists(self.pause_file)):
+            return None
+        if not self._stop_waited:
+            self._stop_waited = True
+            if not poller.finish_poll(_STOP_WAIT_S):
+                log.warning("source_task_poll_not_returning_at_stop", waited_s=_STOP_WAIT_S)
+        try:
+            return poller.take()
+        except Exception as error:  # noqa: BLE001 - the task is stopping; the next run polls again
+            log.warning("source_task_poll_failed_while_stopping", error=repr(error))
+            return None
+
+    def _commit_due(self) -> bool:
+        """``commit()`` is owed without a stored batch: ``offset.flush.interval.ms`` passed since the
+        last, as Kafka Connect calls it at each periodic offset commit, idle or paused too."""
+        return time.monotonic() - self._last_commit >= self.commit_interval
+
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
-        if self._task is not None and self._settle():
+        if self._task is not None and (self._settle() or self._commit_due()):
             self._commit_task()
         if self._held():
-            return {"seq": self._seq}
-        self._ensure_started()
-        assert self._poller is not None
-        taken = self._poller.take()
+            if self._task is None or not (self.stop_file and os.path.exists(self.stop_file)):
+                return {"seq": self._seq}
+            taken = self._take_at_stop()
+        else:
+            self._ensure_started()
+            assert self._poller is not None
+            taken = self._poller.take()
         if taken is None:
             return {"seq": self._seq}
         batches, offsets, topics, polled = taken
@@ -601,6 +678,7 @@ class SourceTaskReader(DataSourceStreamReader):
                 log.error("source_task_commit_record_failed", error=repr(error))
 
     def _commit_task(self) -> None:
+        self._last_commit = time.monotonic()
         try:
             self._task.commit()
         except Exception as error:  # noqa: BLE001 - a hint: Kafka Connect logs it and goes on too
@@ -676,9 +754,15 @@ class SourceTaskReader(DataSourceStreamReader):
         connector = spec["connector"]
         module, _, name = spec["task_class"].rpartition(".")
         task = getattr(importlib.import_module(module), name)()
-        task.context = SourceTaskContext(task_config, OffsetStorageReader(lambda parts: store.get(connector, parts)))
+        context = SourceTaskContext(task_config, OffsetStorageReader(lambda parts: store.get(connector, parts)))
+        # As Kafka Connect: initialize(context), then start(config). The context is set first so a
+        # task whose initialize() override does not call super() has it all the same.
+        task.context = context
+        task.initialize(context)
         task.start(task_config)
         self._task = task
+        self.commit_interval = worker.get("offset.flush.interval.ms") / 1000
+        self._last_commit = time.monotonic()
         self._register()
         from connectd.connector import SourceTask
 
@@ -744,6 +828,7 @@ class SourceTaskReader(DataSourceStreamReader):
                 last[text] = record
         offsets = {text: canonical(record.source_offset) for text, record in last.items()}
         transformed = self._transform(records)
+        _check_destinations(transformed)
         try:
             batch, topics = self._convert_batch(transformed)
         except Exception:  # noqa: BLE001 - find the failing record(s) under the connector's error handling
@@ -768,6 +853,8 @@ class SourceTaskReader(DataSourceStreamReader):
                 transformed = chain.apply(record)
             except Exception:  # noqa: BLE001 - again stage by stage under the error handling: transforms are pure
                 transformed = apply_stages(self._errors, chain.stages, record, partial(_original, record))
+            if transformed is not None:
+                _check_destinations((transformed,))
             row = None if transformed is None else self._convert(transformed)
             if row is not None:
                 rows.append(row)
@@ -865,6 +952,35 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
     watchdog.daemon = True
     watchdog.start()
     raise SystemExit(128 + signum)
+
+
+def _check_destinations(records: Any) -> None:
+    """Fail the task for a record (as transformed) that names no topic or a negative partition.
+
+    Kafka Connect makes a ``ProducerRecord`` of each, which refuses both
+    outside the error handling, so the task fails whatever ``errors.tolerance``
+    says. Here a row without a topic would only move its offset (it is how a
+    dropped record is carried), and librdkafka takes partition -1 as "let the
+    partitioner choose": either would pass a bad record over without a word.
+
+    :raises ConnectException: naming the record's topic, partition and source offset.
+    """
+    for record in records:
+        topic, partition = record.topic, record.kafka_partition
+        try:
+            if isinstance(topic, str) and (partition is None or partition >= 0):
+                continue
+        except TypeError:  # not a number: named below
+            pass
+        from connectd.errors import ConnectException
+
+        where = (f"source partition {getattr(record, 'source_partition', None)}, "
+                 f"offset {getattr(record, 'source_offset', None)}")
+        if not isinstance(topic, str):
+            raise ConnectException(f"a source record ({where}) has topic={topic!r} once transformed; expected the "
+                                   "name of the topic to write it to")
+        raise ConnectException(f"a source record for topic {topic!r} ({where}) has kafka_partition={partition!r}; "
+                               "expected None (the producer chooses) or a partition number of 0 or more")
 
 
 def _original(record: Any) -> Any:

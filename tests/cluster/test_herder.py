@@ -17,7 +17,7 @@ from connectd.cluster.config_store import ConfigSnapshot
 from connectd.cluster.herder import DistributedHerder
 from connectd.cluster.protocol import ConnectAssignment, ConnectorTaskId, WorkerLoad
 from connectd.cluster.status_store import KafkaStatusStore
-from connectd.connector import SinkConnector
+from connectd.connector import SinkConnector, SinkTask
 from connectd.errors import ConnectdError
 from connectd.herder import _ConnectorRun, _TaskRun
 from connectd.status import MemoryStatusStore, Status
@@ -187,3 +187,31 @@ def test_a_worker_behind_the_config_topic_leaves_the_group_only_with_unsync_back
 
 async def _times_out(timeout_s):
     raise ConnectdError(f"the config topic was not read to its end within {timeout_s} s")
+
+
+class _Initialized(SinkConnector):
+    """Records the order of its set-up, as a connector ported from Java would see it."""
+
+    def initialize(self, context):
+        self.steps = [("initialize", context is self.context)]
+
+    def start(self, config):
+        self.steps.append(("start", config["topics"]))
+
+    def task_class(self):
+        return SinkTask
+
+    def task_configs(self, max_tasks):
+        return [{"topics": "t"}]
+
+
+def test_a_connector_is_initialized_with_its_context_before_it_starts(worker_config):
+    """Kafka's WorkerConnector: initialize(context), then start(config)."""
+    herder, _started = _herder(worker_config, _snapshot("init", 1, **{"tasks.max": "1"}))
+    run = herder._connectors["init"]
+    run.cls = _Initialized
+
+    written = asyncio.run(herder._start_connector_instance(run))
+
+    assert run.instance.steps == [("initialize", True), ("start", "t")]
+    assert written == [{"topics": "t"}]
