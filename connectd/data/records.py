@@ -69,7 +69,9 @@ class ConnectRecord:
     :param key: the key.
     :param value_schema: the value's schema, or ``None`` when schemaless.
     :param value: the value; ``None`` is a tombstone.
-    :param timestamp: milliseconds since the epoch, or ``None``.
+    :param timestamp: milliseconds since the epoch, or ``None``; ``-1`` (Kafka's ``NO_TIMESTAMP``)
+        is taken as ``None``, as Kafka Connect takes it when it produces a record, and any other
+        negative one is a :class:`DataError`.
     :param headers: :class:`Headers` (or anything :class:`Headers` accepts).
     """
 
@@ -85,7 +87,9 @@ class ConnectRecord:
     # Keep _POST_INIT_NEEDED (below) in step with what __post_init__ checks.
     def __post_init__(self) -> None:
         if self.timestamp is not None and self.timestamp < 0:
-            raise DataError(f"Invalid record timestamp {self.timestamp}")
+            if self.timestamp != _NO_TIMESTAMP:
+                raise DataError(f"Invalid record timestamp {self.timestamp}")
+            self.timestamp = None
         if not isinstance(self.headers, Headers):
             self.headers = Headers(self.headers)
 
@@ -230,6 +234,9 @@ for _cls in (ConnectRecord, SourceRecord, SinkRecord):
 del _cls
 
 
+#: Kafka's RecordBatch.NO_TIMESTAMP: a record without a timestamp.
+_NO_TIMESTAMP = -1
+
 _LIBRDKAFKA_TIMESTAMP_TYPES = (TimestampType.NO_TIMESTAMP_TYPE, TimestampType.CREATE_TIME,
                                TimestampType.LOG_APPEND_TIME)
 
@@ -245,8 +252,8 @@ def sink_records(
 
     For a sink task's batch: the constructor's keyword handling and checks
     cost more than the rest of a record's way to the plugin. The checks are
-    made here once per row, the same way (a negative timestamp is a
-    :class:`DataError`, as from the constructor).
+    made here once per row, the same way (-1 is no timestamp, another negative
+    one a :class:`DataError`, as from the constructor).
 
     :param rows: ``(topic, partition, offset, timestamp, librdkafka timestamp type, …)``, as
         :data:`connectd.runtime.kafka_io.ROW_SCHEMA` orders them; only the first five are read.
@@ -261,7 +268,9 @@ def sink_records(
     for i, row in enumerate(rows):
         timestamp = row[3]
         if timestamp is not None and timestamp < 0:
-            raise DataError(f"Invalid record timestamp {timestamp}")
+            if timestamp != _NO_TIMESTAMP:
+                raise DataError(f"Invalid record timestamp {timestamp}")
+            timestamp = None
         record = new(SinkRecord)
         record.topic = record.original_topic = topic
         record.kafka_partition = record.original_kafka_partition = row[1]

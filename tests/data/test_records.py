@@ -97,8 +97,14 @@ class TestRecords:
     def test_keyword_only_and_validated(self):
         with pytest.raises(TypeError):
             ConnectRecord("t")  # type: ignore[misc]
-        with pytest.raises(DataError, match="Invalid record timestamp -1"):
-            ConnectRecord(topic="t", timestamp=-1)
+        with pytest.raises(DataError, match="Invalid record timestamp -2"):
+            ConnectRecord(topic="t", timestamp=-2)
+
+    def test_timestamp_minus_one_is_none(self):
+        """Kafka's NO_TIMESTAMP: Kafka Connect produces such a record without a timestamp
+        (ConnectUtils.checkAndConvertTimestamp), and a task ported from Java may give it."""
+        assert SourceRecord(topic="t", timestamp=-1).timestamp is None
+        assert SinkRecord(topic="t", kafka_offset=0).new_record(timestamp=-1).timestamp is None
 
     def test_equality_and_pickling(self):
         a = SinkRecord(topic="t", kafka_partition=0, kafka_offset=1, value="v", headers=Headers().add("h", 1))
@@ -187,8 +193,8 @@ class TestNewRecord:
 
     def test_a_copy_is_checked_like_a_new_record(self):
         record = SinkRecord(topic="t", kafka_partition=1, kafka_offset=2)
-        record.timestamp = -1  # records are mutable; a copy is checked again
-        with pytest.raises(DataError, match="Invalid record timestamp -1"):
+        record.timestamp = -3  # records are mutable; a copy is checked again
+        with pytest.raises(DataError, match="Invalid record timestamp -3"):
             record.new_record(value=1)
         with pytest.raises(DataError, match="Invalid record timestamp -2"):
             SinkRecord(topic="t", kafka_offset=2).new_record(timestamp=-2)
