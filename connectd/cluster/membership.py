@@ -590,11 +590,15 @@ class WorkerGroupMember:
             "group_membership_lost", group=self._group_id, reason=reason, generation=generation, held_work=held
         )
         if held:
-            async with self._callbacks:
-                try:
-                    await self._handler.on_revoked_all(reason)
-                except Exception:
-                    log.exception("group_revoke_callback_failed", group=self._group_id)
+            await self._revoke_all(reason)
+
+    async def _revoke_all(self, reason: str) -> None:
+        """The herder stops all its work (``on_revoked_all``); a callback that fails is logged."""
+        async with self._callbacks:
+            try:
+                await self._handler.on_revoked_all(reason)
+            except Exception:
+                log.exception("group_revoke_callback_failed", group=self._group_id)
 
     async def _stay_out(self) -> None:
         """:meth:`leave_for`: the work revoked, the group left, the time waited."""
@@ -605,11 +609,7 @@ class WorkerGroupMember:
         self._holds_work = False
         self._cancel_delayed_rejoin()
         if held:
-            async with self._callbacks:
-                try:
-                    await self._handler.on_revoked_all(reason)
-                except Exception:
-                    log.exception("group_revoke_callback_failed", group=self._group_id)
+            await self._revoke_all(reason)
         if self._member_id and self._coordinator_id is not None:
             await self._leave_group()
         self._member_id, self._generation, self._leader_id = "", -1, ""

@@ -784,10 +784,11 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
                 if topic is None:
                     continue  # an offset-only row: a record a transform dropped still moves the offset
                 try:
-                    produce(topic, value, key, on_delivery=delivered)
-                except BufferError:
-                    _produce_when_room(producer, topic, value=value, key=key, on_delivery=delivered)
-                except KafkaException as error:
+                    try:
+                        produce(topic, value, key, on_delivery=delivered)
+                    except BufferError:
+                        _produce_when_room(producer, topic, value=value, key=key, on_delivery=delivered)
+                except KafkaException as error:  # the record refused, also once there was room
                     refused(error, topic, key=key, value=value)
                     continue
                 written.records += 1
@@ -809,9 +810,10 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
             if headers:
                 kwargs["headers"] = [(h["key"], h["value"]) for h in headers]
             try:
-                produce(topic, **kwargs)
-            except BufferError:
-                _produce_when_room(producer, topic, **kwargs)
+                try:
+                    produce(topic, **kwargs)
+                except BufferError:
+                    _produce_when_room(producer, topic, **kwargs)
             except KafkaException as error:
                 refused(error, topic, **kwargs)
                 continue
