@@ -18,14 +18,33 @@ from connectd.data.converters import (
     SimpleHeaderConverter,
     StringConverter,
 )
-from connectd.data.errors import DataError
+from connectd.data.errors import DataError, SchemaProjectorException
 from connectd.data.headers import Header, Headers
 from connectd.data.json_converter import JsonConverter
 from connectd.data.logical import Date, Decimal, Time, Timestamp
 from connectd.data.records import ConnectRecord, SinkRecord, SourceRecord, TimestampType
 from connectd.data.schema import Field, Schema, SchemaAndValue, SchemaBuilder, SchemaType
+from connectd.data.schema_projector import SchemaProjector
 from connectd.data.struct import Struct
-from connectd.data.values import convert_to_string, infer_schema, parse_string
+from connectd.data.values import (
+    convert_to_boolean,
+    convert_to_byte,
+    convert_to_date,
+    convert_to_decimal,
+    convert_to_double,
+    convert_to_float,
+    convert_to_integer,
+    convert_to_list,
+    convert_to_long,
+    convert_to_map,
+    convert_to_short,
+    convert_to_string,
+    convert_to_struct,
+    convert_to_time,
+    convert_to_timestamp,
+    infer_schema,
+    parse_string,
+)
 
 __all__ = [
     "BUILTIN_CONVERTERS",
@@ -48,6 +67,8 @@ __all__ = [
     "Schema",
     "SchemaAndValue",
     "SchemaBuilder",
+    "SchemaProjector",
+    "SchemaProjectorException",
     "SchemaType",
     "ShortConverter",
     "SimpleHeaderConverter",
@@ -58,7 +79,21 @@ __all__ = [
     "Time",
     "Timestamp",
     "TimestampType",
+    "convert_to_boolean",
+    "convert_to_byte",
+    "convert_to_date",
+    "convert_to_decimal",
+    "convert_to_double",
+    "convert_to_float",
+    "convert_to_integer",
+    "convert_to_list",
+    "convert_to_long",
+    "convert_to_map",
+    "convert_to_short",
     "convert_to_string",
+    "convert_to_struct",
+    "convert_to_time",
+    "convert_to_timestamp",
     "converter_config_def",
     "infer_schema",
     "parse_string",

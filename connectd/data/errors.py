@@ -1,10 +1,10 @@
-"""The error raised for data that does not fit its schema or cannot be converted."""
+"""The errors raised for data that does not fit its schema, cannot be converted or projected."""
 
 from __future__ import annotations
 
 from connectd.errors import ConnectdError
 
-__all__ = ["DataError"]
+__all__ = ["DataError", "SchemaProjectorException"]
 
 
 class DataError(ConnectdError):
@@ -40,11 +40,19 @@ class DataError(ConnectdError):
         path = self.path
         return f"{path}: {self.message}" if path else self.message
 
-    def __reduce__(self):  # keep the path when pickled between Spark processes
-        return (_rebuild, (self.message, list(self._path)))
+    def __reduce__(self):  # keep the class and path when pickled between Spark processes
+        return (_rebuild, (self.message, list(self._path), type(self)))
 
 
-def _rebuild(message: str, path: list[str]) -> DataError:
-    error = DataError(message)
+class SchemaProjectorException(DataError):
+    """A value cannot be projected from its schema to another (Kafka's ``SchemaProjectorException``).
+
+    Raised by :func:`connectd.data.schema_projector.project` for incompatible schemas and for
+    required target fields the source lacks; catch :class:`DataError` to catch it too.
+    """
+
+
+def _rebuild(message: str, path: list[str], cls: type[DataError] = DataError) -> DataError:
+    error = cls(message)
     error._path = path
     return error

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from connectd.data.errors import DataError
@@ -58,6 +58,7 @@ class Headers:
 
         :raises DataError: if *key* is not a string or *value* does not fit *schema*.
         """
+        # The check is inline: a source adds headers to every record it makes (datagen three).
         if not isinstance(key, str):
             raise DataError(f"header key must be a string, got {key!r}")
         if schema is not None:
@@ -108,6 +109,41 @@ class Headers:
                 kept.append(header)
         kept.reverse()
         self._items = kept
+        return self
+
+    def apply(self, transform: Callable[[Header], Header | None], key: str | None = None) -> Headers:
+        """Replace each header (each called *key*, when given) by ``transform(header)``; returns ``self``.
+
+        Kafka's ``apply(HeaderTransform)`` and ``apply(String key, HeaderTransform)``. The transform
+        returns a :class:`Header` (``header.with_value(...)``, ``header.rename(...)``) to put in the
+        header's place, or ``None`` to remove it; order is kept. Each result is checked as
+        :meth:`add` checks a header, and the headers change only if every call succeeds::
+
+            headers.apply(lambda h: h.rename(h.key.lower()))
+            headers.apply(lambda h: None if h.value is None else h, key="trace")
+
+        :raises DataError: if *key* is not a string, or a result is not a header that fits its schema.
+        """
+        if isinstance(transform, str):
+            raise TypeError("Headers.apply takes the transform first: apply(transform, key) (Kafka's order is reversed)")
+        if key is not None and not isinstance(key, str):
+            raise DataError(f"header key must be a string, got {key!r}")
+        if not self._items:
+            return self
+        updated: list[Header] = []
+        for header in self._items:
+            if key is not None and header.key != key:
+                updated.append(header)
+                continue
+            result = transform(header)
+            if result is None:
+                continue
+            if result is not header:
+                if not isinstance(result, tuple) or len(result) != 3:
+                    raise DataError(f"a header transform must return a Header or None, got {result!r}")
+                result = Headers().add(result[0], result[2], result[1])._items[0]  # checked as add checks
+            updated.append(result)
+        self._items = updated
         return self
 
     def clear(self) -> Headers:

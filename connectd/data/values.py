@@ -13,6 +13,11 @@ that holds them; other numbers as float32, float64 or Decimal; ISO dates,
 times and timestamps; ``[...]`` arrays and ``{...}`` maps whose elements share
 a (widened) type; anything else is a string.
 
+Converting (``convert_to_boolean`` … ``convert_to_decimal``, Kafka's
+``Values.convertTo*``) gives a value as the asked-for type whatever it arrived
+as: numbers widen or narrow, numeric text is read, other text is parsed as
+above, Date/Time/Timestamp values count as days or milliseconds.
+
 Where connectd reads differently from Kafka (it never writes differently):
 
 * Arrays and maps holding ``null`` get an optional element schema; Kafka
@@ -42,7 +47,25 @@ from connectd.data.errors import DataError
 from connectd.data.logical import Date, Decimal, Time, Timestamp
 from connectd.data.schema import INT_RANGES, Schema, SchemaAndValue, SchemaBuilder, SchemaType, StructBase
 
-__all__ = ["convert_to_string", "infer_schema", "parse_string"]
+__all__ = [
+    "convert_to_boolean",
+    "convert_to_byte",
+    "convert_to_date",
+    "convert_to_decimal",
+    "convert_to_double",
+    "convert_to_float",
+    "convert_to_integer",
+    "convert_to_list",
+    "convert_to_long",
+    "convert_to_map",
+    "convert_to_short",
+    "convert_to_string",
+    "convert_to_struct",
+    "convert_to_time",
+    "convert_to_timestamp",
+    "infer_schema",
+    "parse_string",
+]
 
 _UTC = datetime.timezone.utc
 _MILLIS_PER_DAY = 86_400_000
@@ -498,3 +521,310 @@ def _align(schema: Schema, value: Any) -> Any:
     if schema.type is SchemaType.FLOAT64:
         return float(value)
     return value
+
+
+# --- converting ----------------------------------------------------------------------
+#
+# Kafka's Values.convertTo*: the value as the asked-for type, whatever it arrived as. The schema
+# is the value's own (may be None); it matters only for Date, Time and Timestamp values, which
+# count as days or milliseconds. Python values are Connect's: int for int8…int64, float for
+# float32/float64 (float32 rounded to single precision), decimal.Decimal, and datetime.date /
+# datetime.time / datetime.datetime for Date, Time and Timestamp.
+
+_NULL_MESSAGE = "Unable to convert a null value to a schema that requires a value"
+_INT64 = SchemaType.INT64
+_TEMPORAL_NAMES = (Date.LOGICAL_NAME, Time.LOGICAL_NAME, Timestamp.LOGICAL_NAME)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _unable(value: Any, target: Schema | str | None) -> DataError:
+    where = "a number" if target is None else target if isinstance(target, str) else repr(target)
+    return DataError(f"Unable to convert {_shown(value)} ({type(value).__name__}) to {where}")
+
+
+def _in_range(number: int, schema_type: SchemaType) -> int:
+    low, high = INT_RANGES[schema_type]
+    if not low <= number <= high:
+        raise DataError(f"{number} is out of range for {schema_type.value} ({low} to {high})")
+    return number
+
+
+def _decimal_of(text: str) -> decimal.Decimal | None:
+    # Java's new BigDecimal(text): no blanks, no NaN or Infinity, no underscores.
+    return decimal.Decimal(text) if _NUMBER_RE.fullmatch(text) else None
+
+
+def _instant_millis(value: datetime.date | datetime.time) -> int:
+    """Milliseconds since the epoch of a Connect temporal value, as the ``java.util.Date`` Kafka holds.
+
+    A date is its midnight UTC, a time that time on 1970-01-01 UTC, a datetime itself (naive is UTC).
+    """
+    if isinstance(value, datetime.datetime):
+        return Timestamp.from_logical(Timestamp.SCHEMA, value)
+    if isinstance(value, datetime.date):
+        return (value.toordinal() - _EPOCH_ORDINAL) * _MILLIS_PER_DAY
+    return Time.from_logical(Time.SCHEMA, value)
+
+
+def _as_long(value: Any, schema: Schema | None) -> int:
+    """Kafka's ``Values.asLong``: a number, numeric text or (with its logical schema) a temporal value as an integer.
+
+    Fractions are truncated toward zero. :raises DataError: for anything else, and outside int64.
+    """
+    if value.__class__ is not bool:
+        if isinstance(value, int):
+            return _in_range(value, _INT64)
+        number = _decimal_of(value) if isinstance(value, str) else value
+        if isinstance(number, (float, decimal.Decimal)):
+            try:
+                return _in_range(math.trunc(number), _INT64)
+            except (ValueError, OverflowError):  # NaN, infinity
+                raise _unable(value, None) from None
+    if schema is not None:
+        if isinstance(value, (datetime.date, datetime.time)) and schema.name in _TEMPORAL_NAMES:
+            millis = _instant_millis(value)
+            if schema.name == Timestamp.LOGICAL_NAME:
+                return millis
+            if schema.name == Time.LOGICAL_NAME:
+                if not 0 <= millis < _MILLIS_PER_DAY:
+                    raise DataError("Kafka Connect Time type should not have any date fields set to non-zero values.")
+                return millis
+            if millis % _MILLIS_PER_DAY:
+                raise DataError("Kafka Connect Date type should not have any time fields set to non-zero values.")
+            return millis // _MILLIS_PER_DAY
+        raise _unable(value, schema)
+    raise _unable(value, None)
+
+
+def _as_double(value: Any, schema: Schema | None) -> float:
+    """Kafka's ``Values.asDouble``: as :func:`_as_long`, keeping fractions."""
+    if value.__class__ is not bool:
+        if isinstance(value, float):
+            return value
+        number = _decimal_of(value) if isinstance(value, str) else value
+        if isinstance(number, decimal.Decimal) and number.is_finite():
+            return float(number)
+        if isinstance(number, int):
+            try:
+                return float(number)
+            except OverflowError:
+                raise DataError(f"{number} is too large for float64") from None
+    return float(_as_long(value, schema))
+
+
+def convert_to_boolean(schema: Schema | None, value: Any) -> bool | None:
+    """*value* as a boolean (Kafka's ``Values.convertToBoolean``); ``None`` for ``None``.
+
+    Text is parsed first (``"true"``, ``"false"``); otherwise any number, numeric text or
+    temporal value is ``True`` unless its integer part is 0.
+
+    :raises DataError: if *value* cannot be read as a boolean or a number.
+    """
+    if value is None:
+        return None
+    if value is True or value is False:
+        return value
+    if isinstance(value, str):
+        parsed = parse_string(value).value
+        if parsed is True or parsed is False:
+            return parsed
+    return _as_long(value, schema) != 0
+
+
+def _convert_to_int(schema: Schema | None, value: Any, schema_type: SchemaType) -> int | None:
+    if value is None:
+        return None
+    return _in_range(_as_long(value, schema), schema_type)
+
+
+def convert_to_byte(schema: Schema | None, value: Any) -> int | None:
+    """*value* as an int8 ``int`` (Kafka's ``Values.convertToByte``); ``None`` for ``None``.
+
+    Numbers and numeric text are truncated toward zero; a Date, Time or Timestamp value (with
+    its schema) counts as days or milliseconds.
+
+    :raises DataError: if *value* is not a number, or is out of range for int8 (Kafka wraps it).
+    """
+    return _convert_to_int(schema, value, SchemaType.INT8)
+
+
+def convert_to_short(schema: Schema | None, value: Any) -> int | None:
+    """*value* as an int16 ``int`` (Kafka's ``Values.convertToShort``); see :func:`convert_to_byte`."""
+    return _convert_to_int(schema, value, SchemaType.INT16)
+
+
+def convert_to_integer(schema: Schema | None, value: Any) -> int | None:
+    """*value* as an int32 ``int`` (Kafka's ``Values.convertToInteger``); see :func:`convert_to_byte`."""
+    return _convert_to_int(schema, value, SchemaType.INT32)
+
+
+def convert_to_long(schema: Schema | None, value: Any) -> int | None:
+    """*value* as an int64 ``int`` (Kafka's ``Values.convertToLong``); see :func:`convert_to_byte`."""
+    return _convert_to_int(schema, value, SchemaType.INT64)
+
+
+def convert_to_float(schema: Schema | None, value: Any) -> float | None:
+    """*value* as a float32 value (Kafka's ``Values.convertToFloat``): a ``float`` rounded to single precision.
+
+    ``None`` for ``None``. :raises DataError: if *value* is not a number or numeric text.
+    """
+    if value is None:
+        return None
+    return to_float32(_as_double(value, schema))
+
+
+def convert_to_double(schema: Schema | None, value: Any) -> float | None:
+    """*value* as a float64 ``float`` (Kafka's ``Values.convertToDouble``); ``None`` for ``None``.
+
+    :raises DataError: if *value* is not a number or numeric text.
+    """
+    if value is None:
+        return None
+    return _as_double(value, schema)
+
+
+def convert_to_list(schema: Schema | None, value: Any) -> list[Any]:
+    """*value* as a list (Kafka's ``Values.convertToList``): a list as it is, a tuple as a list, text parsed.
+
+    :raises DataError: for ``None`` (as in Kafka) and anything that is not, or does not parse as, an array.
+    """
+    if value is None:
+        raise DataError(_NULL_MESSAGE)
+    if isinstance(value, str):
+        value = parse_string(value).value
+    if isinstance(value, list):
+        return value
+    if isinstance(value, tuple):
+        return list(value)
+    raise _unable(value, "an array")
+
+
+def convert_to_map(schema: Schema | None, value: Any) -> Mapping[Any, Any]:
+    """*value* as a map (Kafka's ``Values.convertToMap``): a mapping as it is, text parsed.
+
+    :raises DataError: for ``None`` (as in Kafka) and anything that is not, or does not parse as, a map.
+    """
+    if value is None:
+        raise DataError(_NULL_MESSAGE)
+    if isinstance(value, str):
+        value = parse_string(value).value
+    if isinstance(value, Mapping):
+        return value
+    raise _unable(value, "a map")
+
+
+def convert_to_struct(schema: Schema | None, value: Any) -> StructBase:
+    """*value* if it is a struct (Kafka's ``Values.convertToStruct``): nothing else converts to one.
+
+    :raises DataError: for ``None`` (as in Kafka) and anything but a struct.
+    """
+    if value is None:
+        raise DataError(_NULL_MESSAGE)
+    if isinstance(value, StructBase):
+        return value
+    raise _unable(value, "a struct")
+
+
+def _parsed_temporal(schema: Schema | None, value: Any) -> SchemaAndValue:
+    # Parsed text comes with the schema parse_string infers: the given one describes the text.
+    # (Kafka keeps the given one, so "14:34:54.346Z" with a string schema fails to convert there.)
+    if value is None:
+        raise DataError(_NULL_MESSAGE)
+    return parse_string(value) if isinstance(value, str) else SchemaAndValue(schema, value)
+
+
+def convert_to_time(schema: Schema | None, value: Any) -> datetime.time:
+    """*value* as a Time value, a ``datetime.time`` (Kafka's ``Values.convertToTime``).
+
+    A time is kept; a Timestamp (or, without a schema, any date or datetime) gives its UTC time of
+    day; a number or numeric text is milliseconds since midnight; other text is parsed first.
+
+    :raises DataError: for ``None`` (as in Kafka) and values that do not convert.
+    """
+    schema, value = _parsed_temporal(schema, value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        name = schema.name if schema is not None else None
+        if schema is None or name in (Time.LOGICAL_NAME, Timestamp.LOGICAL_NAME):
+            if isinstance(value, datetime.time) and name != Timestamp.LOGICAL_NAME:
+                return value
+            return Time.to_logical(Time.SCHEMA, _instant_millis(value) % _MILLIS_PER_DAY)
+    return Time.to_logical(Time.SCHEMA, _as_long(value, schema))
+
+
+def convert_to_date(schema: Schema | None, value: Any) -> datetime.date:
+    """*value* as a Date value, a ``datetime.date`` (Kafka's ``Values.convertToDate``).
+
+    A date is kept; a Timestamp (or, without a schema, any datetime or time) gives its UTC date;
+    a number or numeric text is days since 1970-01-01; other text is parsed first.
+
+    :raises DataError: for ``None`` (as in Kafka) and values that do not convert.
+    """
+    schema, value = _parsed_temporal(schema, value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        name = schema.name if schema is not None else None
+        if schema is None or name in (Date.LOGICAL_NAME, Timestamp.LOGICAL_NAME):
+            if type(value) is datetime.date and name != Timestamp.LOGICAL_NAME:
+                return value
+            millis = _instant_millis(value)
+            days = millis // _MILLIS_PER_DAY
+            if name == Timestamp.LOGICAL_NAME and millis < 0:
+                # As Kafka, whole days toward zero: a Timestamp before 1970 goes up to the next midnight.
+                days = -(-millis // _MILLIS_PER_DAY)
+            return Date.to_logical(Date.SCHEMA, days)
+    return Date.to_logical(Date.SCHEMA, _in_range(_as_long(value, schema), SchemaType.INT32))
+
+
+def convert_to_timestamp(schema: Schema | None, value: Any) -> datetime.datetime:
+    """*value* as a Timestamp value, a UTC ``datetime.datetime`` (Kafka's ``Values.convertToTimestamp``).
+
+    A datetime is kept; a date is its midnight UTC; a time is that time on 1970-01-01 UTC; a
+    number or numeric text is milliseconds since the epoch; other text is parsed first.
+
+    :raises DataError: for ``None`` (as in Kafka) and values that do not convert.
+    """
+    schema, value = _parsed_temporal(schema, value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        name = schema.name if schema is not None else None
+        if schema is None or name == Timestamp.LOGICAL_NAME:
+            if isinstance(value, datetime.datetime):
+                return value
+            return Timestamp.to_logical(Timestamp.SCHEMA, _instant_millis(value))
+        if name == Date.LOGICAL_NAME:
+            return Timestamp.to_logical(Timestamp.SCHEMA, _as_long(value, schema) * _MILLIS_PER_DAY)
+        if name == Time.LOGICAL_NAME:
+            return Timestamp.to_logical(Timestamp.SCHEMA, _as_long(value, schema))
+    return Timestamp.to_logical(Timestamp.SCHEMA, _as_long(value, schema))
+
+
+def convert_to_decimal(schema: Schema | None, value: Any, scale: int) -> decimal.Decimal:
+    """*value* as a ``decimal.Decimal`` (Kafka's ``Values.convertToDecimal``).
+
+    A decimal is kept as it is (not rescaled); bytes are the unscaled two's-complement value
+    with *scale*; other numbers go through float64 and take Java's text for it (``5`` gives
+    ``Decimal("5.0")``); text is read as Java's ``BigDecimal`` reads it.
+
+    :raises DataError: for ``None`` (as in Kafka), non-finite numbers and values that do not convert.
+    """
+    if value is None:
+        raise DataError(_NULL_MESSAGE)
+    target = Decimal.schema(scale)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return Decimal.to_logical(target, bytes(value))
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise _unable(value, target)
+        return value
+    if isinstance(value, (int, float)) and value.__class__ is not bool:
+        double = _as_double(value, None)
+        if math.isnan(double) or math.isinf(double):
+            raise _unable(value, target)
+        return decimal.Decimal(java_double(double))
+    if isinstance(value, str):
+        number = _decimal_of(value)
+        if number is not None:
+            return number
+    raise _unable(value, target)

@@ -1,9 +1,7 @@
 """Kafka's ConnectHeadersTest, ConnectHeaderTest and SimpleHeaderConverterTest, case by case.
 
-Not ported: the typed adders (addBoolean, addInt, …: Python has one ``add``), ``apply`` with a
-HeaderTransform (connectd's Headers has no such method), hashCode (Headers are mutable and unhashable
-in Python), and the Values.convertTo* checks of shouldAddDate/Time/Timestamp/Decimal (connectd has no
-convertTo* functions).
+Not ported: the typed adders (addBoolean, addInt, …: Python has one ``add``) and hashCode (Headers are
+mutable and unhashable in Python). Kafka's ``apply(key, transform)`` is ``apply(transform, key)`` here.
 """
 
 from __future__ import annotations
@@ -13,7 +11,24 @@ import decimal
 
 import pytest
 
-from connectd.data import DataError, Header, Headers, Schema, SchemaAndValue, SchemaBuilder, SimpleHeaderConverter, Struct
+from connectd.data import (
+    DataError,
+    Header,
+    Headers,
+    Schema,
+    SchemaAndValue,
+    SchemaBuilder,
+    SchemaType,
+    SimpleHeaderConverter,
+    Struct,
+    convert_to_date,
+    convert_to_decimal,
+    convert_to_double,
+    convert_to_integer,
+    convert_to_long,
+    convert_to_time,
+    convert_to_timestamp,
+)
 from connectd.data.logical import Date, Decimal, Time, Timestamp
 
 KEY, OTHER = "k1", "other key"
@@ -160,6 +175,133 @@ def test_should_duplicate_and_always_return_equivalent_but_different_object():
     headers = populate(Headers())
     assert headers.duplicate() == headers
     assert headers.duplicate() is not headers
+
+
+def append_to_key(suffix: str):
+    return lambda header: header.rename(header.key + suffix)
+
+
+def remove_headers_of_type(schema_type: SchemaType):
+    return lambda header: None if header.schema is not None and header.schema.type is schema_type else header
+
+
+def test_should_transform_headers_when_empty():
+    headers = Headers().apply(append_to_key("-suffix")).apply(append_to_key("-suffix"), KEY)
+    assert len(headers) == 0
+
+
+def test_should_transform_headers():
+    headers = populate(Headers())
+    assert len(headers) == 5
+    assert headers.apply(append_to_key("-suffix")) is headers
+    assert len(headers) == 5
+    assert not headers.all_with_name(KEY) and not headers.all_with_name(OTHER)
+    alt = KEY + "-suffix"
+    assert headers.all_with_name(alt) == [
+        Header(alt, Schema.BOOLEAN, True), Header(alt, Schema.INT32, 0),
+        Header(alt, Schema.OPTIONAL_STRING, None), Header(alt, Schema.STRING, "third"),
+    ]
+    assert only(headers, OTHER + "-suffix") == Header(OTHER + "-suffix", Schema.STRING, "other value")
+
+
+def test_should_transform_headers_with_key():
+    headers = populate(Headers())
+    headers.apply(append_to_key("-suffix"), KEY)
+    assert len(headers) == 5
+    assert not headers.all_with_name(KEY)
+    alt = KEY + "-suffix"
+    assert headers.all_with_name(alt) == [
+        Header(alt, Schema.BOOLEAN, True), Header(alt, Schema.INT32, 0),
+        Header(alt, Schema.OPTIONAL_STRING, None), Header(alt, Schema.STRING, "third"),
+    ]
+    assert only(headers, OTHER) == Header(OTHER, Schema.STRING, "other value")
+    assert [h.key for h in headers] == [alt, alt, OTHER, alt, alt]  # order is kept
+
+
+def test_should_transform_and_remove_headers():
+    headers = populate(Headers())
+    headers.apply(remove_headers_of_type(SchemaType.STRING), key=KEY)
+    assert len(headers) == 3
+    assert headers.all_with_name(KEY) == [Header(KEY, Schema.BOOLEAN, True), Header(KEY, Schema.INT32, 0)]
+    assert headers.last_with_name(KEY) == Header(KEY, Schema.INT32, 0)
+    assert only(headers, OTHER) == Header(OTHER, Schema.STRING, "other value")
+    headers.apply(remove_headers_of_type(SchemaType.STRING))
+    assert len(headers) == 2
+    assert not headers.all_with_name(OTHER)
+    assert headers.all_with_name(KEY) == [Header(KEY, Schema.BOOLEAN, True), Header(KEY, Schema.INT32, 0)]
+
+
+def test_transform_results_are_checked_and_all_or_nothing():
+    # connectd checks each result as add() does (Kafka stores it unchecked), and changes nothing on error.
+    headers = populate(Headers())
+    before = headers.copy()
+    with pytest.raises(DataError):
+        headers.apply(lambda h: h.with_value(Schema.INT8, "not a number") if h.key == OTHER else h)
+    with pytest.raises(DataError):
+        headers.apply(lambda h: "not a header")
+    with pytest.raises(ZeroDivisionError):
+        headers.apply(lambda h: h if h.key == KEY else 1 / 0)
+    assert headers == before
+    with pytest.raises(DataError):
+        headers.apply(append_to_key("x"), key=5)
+    with pytest.raises(TypeError, match="transform first"):
+        headers.apply(KEY, append_to_key("x"))  # Kafka's argument order
+
+
+def test_transform_may_return_plain_tuples_and_values_via_with_value():
+    headers = Headers().add("n", "5", Schema.STRING)
+    headers.apply(lambda h: h.with_value(Schema.INT32, convert_to_integer(h.schema, h.value)))
+    assert only(headers, "n") == Header("n", Schema.INT32, 5)
+    headers.apply(lambda h: ("m", h.schema, h.value + 1))
+    assert only(headers, "m") == Header("m", Schema.INT32, 6)
+    assert isinstance(only(headers, "m"), Header)
+
+
+EPOCH_PLUS_TEN_THOUSAND_DAYS = datetime.date(1970, 1, 1) + datetime.timedelta(days=10_000)
+EPOCH_PLUS_TEN_THOUSAND_MILLIS = datetime.datetime(1970, 1, 1, 0, 0, 10, tzinfo=datetime.timezone.utc)
+
+
+def test_should_add_date():
+    headers = Headers().add(KEY, EPOCH_PLUS_TEN_THOUSAND_DAYS, Date.SCHEMA)
+    header = headers.last_with_name(KEY)
+    assert convert_to_integer(header.schema, header.value) == 10_000
+    assert convert_to_date(header.schema, header.value) is EPOCH_PLUS_TEN_THOUSAND_DAYS
+    header = headers.add(OTHER, 10_000, Schema.INT32).last_with_name(OTHER)
+    assert convert_to_integer(header.schema, header.value) == 10_000
+    assert convert_to_date(header.schema, header.value) == EPOCH_PLUS_TEN_THOUSAND_DAYS
+
+
+def test_should_add_time():
+    value = EPOCH_PLUS_TEN_THOUSAND_MILLIS.time()
+    headers = Headers().add(KEY, value, Time.SCHEMA)
+    header = headers.last_with_name(KEY)
+    assert convert_to_long(header.schema, header.value) == 10_000
+    assert convert_to_time(header.schema, header.value) is value
+    header = headers.add(OTHER, 10_000, Schema.INT64).last_with_name(OTHER)
+    assert convert_to_long(header.schema, header.value) == 10_000
+    assert convert_to_time(header.schema, header.value) == value
+
+
+def test_should_add_timestamp():
+    value = EPOCH_PLUS_TEN_THOUSAND_MILLIS
+    headers = Headers().add(KEY, value, Timestamp.SCHEMA)
+    header = headers.last_with_name(KEY)
+    assert convert_to_long(header.schema, header.value) == 10_000
+    assert convert_to_timestamp(header.schema, header.value) is value
+    header = headers.add(OTHER, 10_000, Schema.INT64).last_with_name(OTHER)
+    assert convert_to_long(header.schema, header.value) == 10_000
+    assert convert_to_timestamp(header.schema, header.value) == value
+
+
+def test_should_add_decimal():
+    value = decimal.Decimal("3.038573478e+3")
+    scale = -value.as_tuple().exponent
+    header = Headers().add(KEY, value, Decimal.schema(scale)).last_with_name(KEY)
+    assert convert_to_double(header.schema, header.value) == pytest.approx(float(value), abs=0.00001)
+    assert convert_to_decimal(header.schema, header.value, scale) == value
+    truncated = value.quantize(decimal.Decimal("0.001"), rounding=decimal.ROUND_DOWN)
+    converted = convert_to_decimal(header.schema, header.value, 3)
+    assert converted.quantize(decimal.Decimal("0.001"), rounding=decimal.ROUND_DOWN) == truncated
 
 
 # --- ConnectHeaderTest ----------------------------------------------------------------------
