@@ -411,3 +411,32 @@ def test_commit_is_called_every_flush_interval_also_with_nothing_stored(tmp_path
     finally:
         polls.release.set()
         reader._poller.stop(5)
+
+
+def test_a_poll_not_returning_at_stop_is_waited_for_once_then_woken_by_stop(tmp_path, wait_until, monkeypatch):
+    """A poll() that returns only when stop() wakes it (Kafka Connect calls stop() from another
+    thread for that): the last batch waits for it once (here 1.5 s), then stop() is called at once,
+    not after a second wait for the same poll()."""
+    import time
+
+    from connectd.runtime import source_task
+
+    monkeypatch.setattr(source_task, "_STOP_WAIT_S", 1.5)
+    polls = Polls(size=10)
+    polls.release.clear()  # blocked until the task's stop()
+    entered = threading.Event()
+
+    class Woken(Acknowledged):
+        def stop(self) -> None:
+            self.calls.append("stop")
+            polls.release.set()
+
+    reader = stopping_reader(tmp_path, lambda: (entered.set(), polls())[1])
+    reader._task = task = Woken()
+    reader._unregister = lambda: None
+    wait_until(entered.is_set, "a poll() under way")
+    (tmp_path / "stop").touch()
+    assert reader.latestOffset() == {"seq": 0}  # the 1.5 s passed; nothing was buffered
+    began = time.monotonic()
+    reader.stop()
+    assert task.calls == ["stop"] and time.monotonic() - began < 1.0  # not another 1.5 s

@@ -459,6 +459,7 @@ class SourceTaskReader(DataSourceStreamReader):
         self.commit_interval = 60.0
         self._last_commit = 0.0
         self._stop_waited = False  # the poll() under way at stop was waited for (see _take_at_stop)
+        self._poll_stuck = False  # …and had not returned: stop() wakes it at once, not after another wait
         self._kept: dict[int, bytes | str] = {}  # a batch's IPC bytes, or its handoff file
         self._acks = False  # the task overrides commit_record
         self._polled: dict[int, list[Any]] = {}  # seq -> (record, topic or None) for commit_record
@@ -499,6 +500,7 @@ class SourceTaskReader(DataSourceStreamReader):
         if not self._stop_waited:
             self._stop_waited = True
             if not poller.finish_poll(_STOP_WAIT_S):
+                self._poll_stuck = True
                 log.warning("source_task_poll_not_returning_at_stop", waited_s=_STOP_WAIT_S)
         try:
             return poller.take()
@@ -594,7 +596,7 @@ class SourceTaskReader(DataSourceStreamReader):
     def stop(self) -> None:
         if self._poller is not None:
             poller, self._poller = self._poller, None
-            poller.stop(_STOP_WAIT_S)
+            poller.stop(0 if self._poll_stuck else _STOP_WAIT_S)  # a poll() waited for once is not again
         if self._task is not None:
             try:
                 if self._settle():  # the last batches stored: their commit_record and commit() are owed
