@@ -487,7 +487,8 @@ class DistributedHerder(HerderBase):
                                                                         self.revocation_margin_s / 2))
 
     async def _catch_up(self, offset: int) -> bool:
-        """Read the config topic to its end (``worker.sync.timeout.ms``); whether it was.
+        """Read the config topic to its end (``worker.sync.timeout.ms``); whether the worker goes on
+        with its assignment (it was read, or the worker reads on without it).
 
         A worker that could not keeps its work and reads on, unless ``worker.unsync.backoff.ms``
         is set: then, as Kafka's, it leaves the group (its work revoked) and rejoins after that long.
@@ -500,7 +501,7 @@ class DistributedHerder(HerderBase):
             log.warning("config_topic_behind", wanted=offset, error=str(exc), leaving_group=leaving)
             if leaving:
                 self.member.leave_for(self.unsync_backoff_ms / 1000, "config_topic_behind")
-            return False
+            return not leaving
 
     async def _apply_revocations(self, revoked: WorkerLoad, timeout_s: float | None = None) -> None:
         revoked_tasks = set(revoked.tasks)
@@ -531,7 +532,7 @@ class DistributedHerder(HerderBase):
         revoked or lost meanwhile (no longer in :meth:`assignment`) is not started."""
         async with self._lock:
             with bind_context(generation=generation):
-                if not await self._catch_up(assignment.config_offset) and self.unsync_backoff_ms is not None:
+                if not await self._catch_up(assignment.config_offset):
                     return  # leaving the group: nothing of this assignment starts
                 for name in assignment.connectors:
                     if name in self._assigned.connectors:

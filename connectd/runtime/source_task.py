@@ -270,11 +270,9 @@ class _ProduceFailures:
 
     def _dead_letter(self, *args: Any) -> None:
         if self._dlq is None:
-            from connectd.runtime.dead_letters import DeadLetterQueue
-            from connectd.runtime.kafka_io import client_settings
-
-            self._dlq = DeadLetterQueue(client_settings(self._spec["producer"]), self._errors.policy.dlq_topic)
+            self._dlq = _dead_letter_queue(self._spec, self._errors.policy.dlq_topic)
         self._dlq.send(*args)
+
 
     def report(self, error: Exception, topic: str, partition: int, key: bytes | None, value: bytes | None,
                headers: list[tuple[str, bytes | None]]) -> None:
@@ -295,6 +293,14 @@ class _ProduceFailures:
     def close(self) -> None:
         if self._dlq is not None:
             self._dlq.close()
+
+
+def _dead_letter_queue(spec: dict[str, Any], topic: str) -> Any:
+    """The task's dead-letter queue, with the data producer's client settings."""
+    from connectd.runtime.dead_letters import DeadLetterQueue
+    from connectd.runtime.kafka_io import client_settings
+
+    return DeadLetterQueue(client_settings(spec["producer"]), topic)
 
 
 class _Poller:
@@ -780,15 +786,12 @@ class SourceTaskReader(DataSourceStreamReader):
                                   "polled": self.polled_records}, (self._errors,), self._dlq)
 
     def _error_handler(self, connector_config: dict[str, str]) -> Any:
-        from connectd.runtime.dead_letters import DeadLetterQueue
         from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
 
         policy = ErrorPolicy.from_config(connector_config)
         send = None
         if policy.dlq_topic and self.spec.get("producer"):
-            from connectd.runtime.kafka_io import client_settings
-
-            self._dlq = DeadLetterQueue(client_settings(self.spec["producer"]), policy.dlq_topic)
+            self._dlq = _dead_letter_queue(self.spec, policy.dlq_topic)
             send = self._dlq.send
         return ErrorHandler(policy, self.spec["connector"], int(self.spec["task_id"]), send, sleep=self._wait_to_retry)
 
