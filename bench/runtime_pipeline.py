@@ -918,6 +918,8 @@ def main() -> int:
     parser.add_argument("--latency-rate", type=int, default=2000, help="records/s in the latency run")
     parser.add_argument("--latency-seconds", type=float, default=None, help="length of the latency run (20, --quick 8)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="more settings of the worker's SparkSession, spark.* (repeatable)")
     parser.add_argument("--latency-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.latency_child:
@@ -950,7 +952,8 @@ def main() -> int:
             print("starting Spark ...", file=sys.stderr)
             t0 = time.monotonic()
             spark = bench_spark(bootstrap, tmp, **{"spark.sql.shuffle.partitions": "2",
-                                                   "spark.sql.streaming.numRecentProgressUpdates": "1000"})
+                                                   "spark.sql.streaming.numRecentProgressUpdates": "1000",
+                                                   **dict(item.split("=", 1) for item in args.conf)})
             summary["spark_start_s"] = round(time.monotonic() - t0, 1)
             memory = None
             try:

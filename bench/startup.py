@@ -60,7 +60,7 @@ def _first_record(bootstrap: str, topic: str, deadline: float) -> float:
         consumer.close()
 
 
-def one_run(bootstrap: str, tmp: Path, run: int) -> dict[str, float]:
+def one_run(bootstrap: str, tmp: Path, run: int, extra: list[str]) -> dict[str, float]:
     from connectd.broker import free_port
 
     directory = tmp / f"run{run}"
@@ -75,7 +75,8 @@ def one_run(bootstrap: str, tmp: Path, run: int) -> dict[str, float]:
     worker.write_text(f"bootstrap.servers={bootstrap}\nlisteners={url}\nspark.master=local[2]\n"
                       "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
                       "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
-                      f"offset.storage.file.filename={directory / 'offsets.json'}\n")
+                      f"offset.storage.file.filename={directory / 'offsets.json'}\n"
+                      + "".join(f"{line}\n" for line in extra))
     source = directory / "source.properties"
     source.write_text(f"name=a\nconnector.class=FileStreamSource\nfile={lines}\ntopic={first_topic}\n")
     with open(directory / "connectd.log", "wb") as log:
@@ -118,12 +119,15 @@ def one_run(bootstrap: str, tmp: Path, run: int) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--worker-property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a line added to the worker properties (repeatable)")
     args = parser.parse_args()
     from connectd.broker import EmbeddedBroker
 
-    summary: dict[str, Any] = {"machine": rp.machine_info(), "loadavg_start": rp.loadavg(), "runs": args.runs}
+    summary: dict[str, Any] = {"machine": rp.machine_info(), "loadavg_start": rp.loadavg(), "runs": args.runs,
+                               "worker_properties": args.worker_property}
     with tempfile.TemporaryDirectory(prefix="connectd-startup-") as tmp, EmbeddedBroker(host="127.0.0.1") as broker:
-        results = [one_run(broker.bootstrap_servers, Path(tmp), run) for run in range(args.runs)]
+        results = [one_run(broker.bootstrap_servers, Path(tmp), run, args.worker_property) for run in range(args.runs)]
     for key in results[0]:
         values = [r[key] for r in results]
         summary[key] = {"median": round(statistics.median(values), 2), "min": round(min(values), 2),

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from connectd.broker import EmbeddedBroker, free_port
-from connectd.config.worker import WorkerConfig
+from connectd.config.worker import DRIVER_JAVA_OPTIONS, WorkerConfig
 
 if TYPE_CHECKING:
     from confluent_kafka import Message
@@ -427,8 +427,9 @@ def consume_records(broker: EmbeddedBroker) -> Callable[..., list[Message]]:
 
 # --- worker configs ------------------------------------------------------------
 
-UNREACHABLE_BOOTSTRAP = "127.0.0.1:9"
-JVM_TEST_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC"  # the discard port: no Kafka answers there
+UNREACHABLE_BOOTSTRAP = "127.0.0.1:9"  # the discard port: no Kafka answers there
+# The worker's default driver options and the serial collector (tests' JVMs are small and short-lived).
+JVM_TEST_OPTIONS = f"{DRIVER_JAVA_OPTIONS} -XX:+UseSerialGC"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 
 
@@ -478,8 +479,6 @@ class WorkerConfigs:
             "listeners": f"http://127.0.0.1:{free_port()}",
             "spark.master": "local[2]",
             "spark.sql.shuffle.partitions": "2",
-            # A JVM that starts faster on two cores: the C1 compiler alone, one compiler thread, the
-            # serial collector (≈3 s less per Spark start here; tests run short, JIT peak speed matters little).
             "spark.driver.extraJavaOptions": JVM_TEST_OPTIONS,
         }
         for key, value in defaults.items():

@@ -60,6 +60,8 @@ H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 #: Kafka's HTTP Basic authentication REST extension, which connectd has built in.
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
 BASIC_AUTH_EXTENSIONS = (BASIC_AUTH_EXTENSION, "BasicAuthSecurityRestExtension")
+#: ``spark.driver.extraJavaOptions`` unless the worker properties set it: the C1 compiler alone, one thread.
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
 
 class _ReplicationFactor(Range):
     # -1 asks the broker for its default, as Kafka allows for internal topics.
@@ -674,6 +676,11 @@ class WorkerConfig:
         conf.setdefault("spark.sql.streaming.checkpointFileManagerClass",
                         "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager")
         conf.setdefault("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+        # The driver JVM plans and schedules micro-batches (and, on a local master, is the executor
+        # beside the Python workers): HotSpot's C2 compiler threads compete with that work for the
+        # cores. C1 alone, on one thread, moves a worker's first record ≈1 s sooner on 2 cores and
+        # its sources no slower (BENCHMARKS.md, "Start-up"). Setting the key replaces these.
+        conf.setdefault("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
         if conf["spark.master"].startswith("local"):
             conf.setdefault("spark.driver.host", "127.0.0.1")
             conf.setdefault("spark.driver.bindAddress", "127.0.0.1")

@@ -402,6 +402,7 @@ def test_spark_conf_defaults(tmp_path) -> None:
         "spark.sql.streaming.checkpointFileManagerClass":
             "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
         "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.python.factory.idleWorkerMaxPoolSize": str(os.cpu_count()),
@@ -421,6 +422,11 @@ def test_spark_conf_leaves_python_workers_to_a_cluster_master(tmp_path) -> None:
 def test_spark_conf_checkpoint_settings_can_be_overridden(tmp_path) -> None:
     conf = _config(tmp_path, "spark.hadoop.fs.file.impl=org.apache.hadoop.fs.LocalFileSystem").spark_conf()
     assert conf["spark.hadoop.fs.file.impl"] == "org.apache.hadoop.fs.LocalFileSystem"
+
+
+def test_spark_conf_driver_java_options_set_replace_the_default(tmp_path) -> None:
+    conf = _config(tmp_path, "spark.driver.extraJavaOptions=-Xmx2g").spark_conf()
+    assert conf["spark.driver.extraJavaOptions"] == "-Xmx2g"
 
 
 def test_spark_conf_passes_spark_keys_through_resolved(tmp_path, monkeypatch) -> None:

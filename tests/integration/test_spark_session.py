@@ -16,6 +16,15 @@ def test_session_is_built_from_the_worker_config(spark):
     assert conf.get("spark.sql.shuffle.partitions") == "2"  # pass-through of any spark.* key
 
 
+def test_the_driver_jvm_starts_with_connectds_log_settings_then_the_worker_configs_java_options(spark):
+    arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions").split()
+    # Spark puts its own first; connectd's log settings, then the worker config's (conftest sets them)
+    ours = options[[o.startswith("-Dlog4j2.configurationFile=") for o in options].index(True):]
+    assert ours[1:] == ["-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1", "-XX:+UseSerialGC"]
+    assert arguments[arguments.index(ours[0]):][:len(ours)] == ours
+
+
 def test_session_runs_a_job(spark):
     assert spark.range(1000).selectExpr("sum(id) AS total").collect()[0]["total"] == 499500
 
