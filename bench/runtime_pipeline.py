@@ -860,7 +860,7 @@ def markdown(summary: dict[str, Any], command: str) -> str:
 
 def notes(summary: dict[str, Any]) -> list[str]:
     """A short reading of the figures, built from what was measured in this run."""
-    cd, costs = summary["connectd"], summary["python_costs"]
+    cd = summary["connectd"]
     dg, fs, lat = cd["datagen_to_kafka"], cd["kafka_to_file"], cd["latency"]
     out = ["Reading the figures:", ""]
     sp = dg["spark"]
