@@ -211,9 +211,12 @@ class OffsetStorageReader:
         """The stored offset of one source partition, or ``None``."""
         return self.offsets([partition]).get(_partition_text(partition))
 
-    def offsets(self, partitions: Collection[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-        """Stored offsets of *partitions*, keyed by the partition as canonical JSON text."""
-        return self._lookup(list(partitions))
+    def offsets(self, partitions: Collection[Mapping[str, Any]]) -> dict[str, Mapping[str, Any] | None]:
+        """Stored offsets of *partitions*, keyed by the partition as canonical JSON text; ``None`` for a
+        partition with no stored offset (as Kafka Connect maps it to ``null``)."""
+        partitions = list(partitions)
+        found = self._lookup(partitions)
+        return {text: found.get(text) for text in map(_partition_text, partitions)}
 
 
 def _partition_text(partition: Mapping[str, Any]) -> str:

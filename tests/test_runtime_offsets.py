@@ -31,6 +31,18 @@ def test_put_get_and_delete(tmp_path):
     assert store.connector_offsets("other") == [({"filename": "/a"}, {"position": 99})]
 
 
+def test_a_tasks_offset_reader_maps_every_partition_asked_for_none_where_nothing_is_stored(tmp_path):
+    from connectd import OffsetStorageReader
+
+    store = FileOffsetStore(tmp_path / "offsets.json")
+    a, b = {"filename": "/a"}, {"filename": "/b"}
+    store.put("src", {canonical(a): {"position": 10}})
+    reader = OffsetStorageReader(lambda partitions: store.get("src", partitions))
+    # As Kafka Connect's OffsetStorageReader: a partition with no offset maps to null.
+    assert reader.offsets([a, b]) == {canonical(a): {"position": 10}, canonical(b): None}
+    assert reader.offset(a) == {"position": 10} and reader.offset(b) is None
+
+
 def test_file_holds_kafka_connect_keys(tmp_path):
     path = tmp_path / "offsets.json"
     FileOffsetStore(path).put("src", {canonical({"filename": "/a"}): {"position": 10}})
