@@ -43,6 +43,14 @@ def test_a_tasks_offset_reader_maps_every_partition_asked_for_none_where_nothing
     assert reader.offset(a) == {"position": 10} and reader.offset(b) is None
 
 
+def test_a_null_partitions_offset_is_kept_under_a_null_key_and_not_listed(tmp_path):
+    store = FileOffsetStore(tmp_path / "offsets.json")
+    store.put("src", {canonical(None): {"position": 4}, canonical({"f": 1}): {"position": 5}})
+    assert store.get("src", [None]) == {"null": {"position": 4}}
+    assert {"key": ["src", None], "value": {"position": 4}} in json.loads((tmp_path / "offsets.json").read_text())["offsets"]
+    assert store.connector_offsets("src") == [({"f": 1}, {"position": 5})]  # as Kafka Connect's listing
+
+
 def test_file_holds_kafka_connect_keys(tmp_path):
     path = tmp_path / "offsets.json"
     FileOffsetStore(path).put("src", {canonical({"filename": "/a"}): {"position": 10}})

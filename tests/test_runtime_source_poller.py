@@ -345,6 +345,18 @@ def test_a_record_without_a_topic_or_with_a_negative_partition_fails_the_task(tr
     assert "offset {'n': 1}" in str(raised.value)
 
 
+@pytest.mark.parametrize("tracked", [False, True], ids=["batch", "commit_record"])
+def test_a_record_without_a_source_partition_moves_the_null_partitions_offset(tracked):
+    from connectd.data.records import SourceRecord
+
+    reader = reader_for()
+    reader._acks = tracked
+    reader._task = Polling([SourceRecord(topic="t", value=str(n), source_partition=p, source_offset={"n": n})
+                            for n, p in enumerate([None, {"f": 1}, None])])
+    _, offsets, *_ = reader._poll_once()
+    assert offsets == {"null": '{"n":2}', '{"f":1}': '{"n":1}'}  # as Kafka Connect stores it
+
+
 def stopping_reader(tmp_path, polls):
     """A reader whose started task is *polls*, with the run's stop and pause files in *tmp_path*."""
     import time

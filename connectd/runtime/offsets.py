@@ -143,11 +143,12 @@ class FileOffsetStore:
         return found
 
     def connector_offsets(self, connector: str) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
-        """Every (partition, offset) stored for *connector*."""
+        """Every (partition, offset) stored for *connector*, but a null partition's (Kafka Connect's
+        offsets listing leaves it out too: its task reads it, the REST API does not show it)."""
         pairs = []
         for key_text, value in self._read().items():
             key = json.loads(key_text)
-            if key[0] == connector and value is not None:
+            if key[0] == connector and value is not None and key[1] is not None:
                 pairs.append((key[1], value))
         return pairs
 
@@ -232,14 +233,15 @@ def jackson_json(value: Any) -> str:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _parse_key(key: bytes) -> tuple[str, dict[str, Any]] | None:
-    """``(connector, partition)`` of an offsets-topic key; ``None`` for any other key."""
+def _parse_key(key: bytes) -> tuple[str, dict[str, Any] | None] | None:
+    """``(connector, partition)`` of an offsets-topic key (a null partition is one: Kafka Connect stores
+    a record's offset under it); ``None`` for any other key."""
     try:
         parsed = json.loads(key)
     except ValueError:
         return None
     if (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str)
-            and isinstance(parsed[1], dict)):
+            and (parsed[1] is None or isinstance(parsed[1], dict))):
         return parsed[0], parsed[1]
     return None
 
@@ -426,8 +428,9 @@ class TopicOffsetStore:
             if store is None:
                 continue
             for key_text, (partition, offset) in store.read().items():
-                # a partition deleted from the primary topic is the fallback's, as in get()
-                if offset is not None and json.loads(key_text)[0] == connector:
+                # a partition deleted from the primary topic is the fallback's, as in get(); a null
+                # partition's is left out, as FileOffsetStore.connector_offsets says
+                if offset is not None and partition is not None and json.loads(key_text)[0] == connector:
                     pairs[key_text] = (partition, offset)
         return list(pairs.values())
 
@@ -518,7 +521,8 @@ def parse_source_offsets(entries: Iterable[tuple[Any, Any]]) -> dict[str, Mappin
     """
     offsets: dict[str, Mapping[str, Any] | None] = {}
     for index, (partition, offset) in enumerate(entries):
-        _check_primitive_map(partition, f"offsets[{index}].partition")
+        if partition is not None:  # a null partition is a partition, as for Kafka Connect (OffsetUtils.validateFormat)
+            _check_primitive_map(partition, f"offsets[{index}].partition")
         if offset is not None:
             _check_primitive_map(offset, f"offsets[{index}].offset")
         offsets[canonical(partition)] = offset  # a later entry for one partition wins, as in Kafka

@@ -820,17 +820,17 @@ class SourceTaskReader(DataSourceStreamReader):
         self.polled_records += len(records)
         if self._acks:
             return self._poll_tracked(records)
-        # The last record of each source partition carries the batch's offset for it.
-        # Tasks usually reuse one partition dict, so canonical text is made once per dict.
+        # The last record of each source partition carries the batch's offset for it (a null
+        # partition is one too, "null", as Kafka Connect stores it). Tasks usually reuse one
+        # partition dict, so canonical text is made once per dict.
         texts: dict[int, str] = {}
         last: dict[str, Any] = {}
         for record in records:
             partition = record.source_partition
-            if partition is not None:
-                text = texts.get(id(partition))
-                if text is None:
-                    text = texts[id(partition)] = canonical(partition)
-                last[text] = record
+            text = texts.get(id(partition))
+            if text is None:
+                text = texts[id(partition)] = canonical(partition)
+            last[text] = record
         offsets = {text: canonical(record.source_offset) for text, record in last.items()}
         transformed = self._transform(records)
         _check_destinations(transformed)
@@ -852,8 +852,7 @@ class SourceTaskReader(DataSourceStreamReader):
         rows, polled = [], []
         chain = self._chain
         for record in records:
-            if record.source_partition is not None:
-                offsets[canonical(record.source_partition)] = canonical(record.source_offset)
+            offsets[canonical(record.source_partition)] = canonical(record.source_offset)
             try:
                 transformed = chain.apply(record)
             except Exception:  # noqa: BLE001 - again stage by stage under the error handling: transforms are pure

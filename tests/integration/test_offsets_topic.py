@@ -188,6 +188,17 @@ def test_the_newest_record_wins_between_keys_of_one_partition(settings, topic):
         b'["src",{"b":1,"a":2}]': b'{"n":4}', b'["src",{"a":2,"b":1}]': b'{"n":4}'}
 
 
+def test_a_null_partition_is_stored_and_read_back_but_not_listed(settings, topic):
+    """As Kafka Connect: a record without a source partition has its offset under ["<name>",null],
+    which the task reads back and the REST listing (OffsetUtils.processPartitionKey) leaves out."""
+    store = TopicOffsetStore(topic, settings)
+    a = {"p": "a"}
+    store.put("src", {canonical(None): {"o": 1}, canonical(a): {"o": 2}})
+    assert read_topic(settings, topic)[b'["src",null]'] == b'{"o":1}'
+    assert TopicOffsetStore(topic, settings).get("src", [None, a]) == {"null": {"o": 1}, canonical(a): {"o": 2}}
+    assert store.connector_offsets("src") == [(a, {"o": 2})]
+
+
 def test_null_deletes(settings, topic):
     store = TopicOffsetStore(topic, settings)
     a, b = {"p": "a"}, {"p": "b"}
