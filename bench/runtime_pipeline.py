@@ -733,6 +733,8 @@ async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw
                 "rows_mean": round(statistics.mean(p["numInputRows"] for p in busy)),
                 "ms_mean": {k: round(statistics.mean(p["durationMs"].get(k, 0) for p in busy))
                             for k in sorted({k for p in busy for k in p["durationMs"]})},
+                # the spread of batch times, which the latency's tail follows
+                "trigger_ms_p50_p99_max": _spread([p["durationMs"].get("triggerExecution", 0) for p in busy]),
             }
     finally:
         await herder.stop()
@@ -740,6 +742,12 @@ async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw
 
 
 # --- report ---------------------------------------------------------------------------------
+
+
+def _spread(values: list[float]) -> list[float]:
+    ordered = sorted(values)
+    return [ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], ordered[-1]]
+
 
 
 def fmt(value: Any, unit: str = "") -> str:

@@ -25,8 +25,9 @@ handled (an executor), never on the driver.
   ``max.records`` in all at most (:func:`batch_ends`). The high watermark
   comes from Fetch responses of a consumer kept at the partitions' ends
   (:class:`HighWatermarks`), which reads no records but those that arrive
-  between two batches, a record batch per partition at most; never from
-  ListOffsets LATEST, which the dev broker gets wrong.
+  between two batches, a record batch or two per partition; while records
+  arrive, fetched again before the batch's end is given, so the end is that
+  of now; never from ListOffsets LATEST, which the dev broker gets wrong.
 - ``partitions(start, end)``: with ``rows=ranges``, one input partition whose
   rows are the ranges themselves, ``topic, partition, start, end``
   (:data:`RANGE_SCHEMA`): one Spark task handles a whole batch, which is how
@@ -235,6 +236,13 @@ def batch_ends(start: dict[str, int], high: dict[str, int], max_records: int) ->
     return end
 
 
+#: How long :meth:`HighWatermarks.high` waits for the answers of a Fetch it sends again (a round
+#: trip when records keep arriving; the whole wait only if none has a record to answer with) ...
+FRESH_FETCH_S = 0.02
+#: ... and, once one answer came, for the others (other brokers', or those a broker answers apart).
+FRESH_FETCH_GRACE_S = 0.003
+
+
 class HighWatermarks:
     """Each partition's high watermark as Fetch responses give it, reading (almost) no records.
 
@@ -247,6 +255,16 @@ class HighWatermarks:
     whose LATEST the dev broker gets wrong (``test-broker.md``); on Kafka
     both agree. It respects the client's ``isolation.level``: under
     ``read_committed`` it is the last stable offset, what a reader can read.
+
+    A Fetch answer's watermark is that of its time, and the last answer can
+    be as old as the previous :meth:`high`: the fetcher stops once a record
+    is queued (its queue holds one), and a broker may hold a Fetch until its
+    wait expires. Taken as it was, a batch ended where the records had been a
+    batch earlier, and a record waited a whole batch more (p50 latency
+    265 → 180 ms at 2,000 records/s; BENCHMARKS.md). So while records arrive
+    (some are queued, or a watermark moved at the previous call), the
+    partitions are fetched again from their ends, which the broker answers at
+    once for those that received records since, with the watermark of now.
     """
 
     def __init__(self, client: dict[str, Any]) -> None:
@@ -254,32 +272,55 @@ class HighWatermarks:
 
         settings = consumer_settings(client)
         # Fetch waits of 100 ms, not the data consumers' 10: an idle task's consumer here fetches all
-        # the time, and at 10 ms five idle sink tasks took a third of a core (with the dev broker's);
-        # a batch's end was not found later for it (p50 latency the same, measured).
+        # the time, and at 10 ms five idle sink tasks took a third of a core (with the dev broker's).
+        # A fetcher stopped by its queue looks again every 2 ms, not 10: high() drains the queue and
+        # fetches again at once (10 ms of each call otherwise; 0 spins a core).
         settings.update({"max.partition.fetch.bytes": 1, "fetch.max.bytes": 1000, "message.max.bytes": 1000,
                          "queued.max.messages.kbytes": 1, "queued.min.messages": 1,
-                         "fetch.wait.max.ms": client.get("fetch.wait.max.ms", 100)})
+                         "fetch.wait.max.ms": client.get("fetch.wait.max.ms", 100), "fetch.queue.backoff.ms": 2})
         self._consumer = Consumer(settings)
         self._known: dict[str, int] = {}
-        self._assigned: dict[str, int] | None = None
+        self._ends: dict[str, int] | None = None  # where each partition's records were known to end
+        self._moved: set[str] = set()  # partitions whose watermark moved at the last call
 
     def high(self, partitions: dict[str, int]) -> dict[str, int]:
-        """The latest high watermark known of each of *partitions* (``{key: offset to start at}``)."""
+        """The latest high watermark known of each of *partitions* (``{key: offset to start at}``):
+        that of now while records arrive, one round trip later (:data:`FRESH_FETCH_S` at most).
+        """
+        consumer = self._consumer
+        if self._ends is None or self._ends.keys() != partitions.keys():
+            self._ends = {key: max(offset, self._known.get(key, offset)) for key, offset in partitions.items()}
+            self._assign(self._ends)
+            self._moved = set()
+        queued = _partitions_of(consumer.consume(num_messages=10_000, timeout=0))  # the records are dropped
+        if queued or self._moved:
+            self._assign(self._ends)
+            # Fetched again from the ends: the broker answers at once where records arrived since.
+            # An answer carries the watermarks of every partition the Fetch asked that broker for,
+            # records or not: once one came, the others get a short grace.
+            waiting, deadline = set(self._ends), time.monotonic() + FRESH_FETCH_S
+            while waiting and (left := deadline - time.monotonic()) > 0:
+                answered = _partitions_of([consumer.poll(left)])
+                if answered and deadline - time.monotonic() > FRESH_FETCH_GRACE_S:
+                    deadline = time.monotonic() + FRESH_FETCH_GRACE_S
+                waiting -= answered
+        self._learn(partitions)
+        ends = {key: max(end, self._known.get(key, end)) for key, end in self._ends.items()}
+        self._moved = {key for key, end in ends.items() if end > self._ends[key]}
+        if self._moved:
+            consumer.consume(num_messages=10_000, timeout=0)
+            self._assign(ends)  # only records that arrive after the new ends are fetched (and queued) next
+            self._ends = ends
+        return {key: self._known[key] for key in partitions if key in self._known}
+
+    def _learn(self, partitions: dict[str, int]) -> None:
+        """Take the high watermarks the last Fetch answers gave."""
         from confluent_kafka import TopicPartition
 
-        consumer = self._consumer
-        if self._assigned is None or self._assigned.keys() != partitions.keys():
-            self._assign({key: max(offset, self._known.get(key, offset)) for key, offset in partitions.items()})
-        consumer.consume(num_messages=10_000, timeout=0)  # at most a batch per partition, fetched ahead: dropped
         for key in partitions:
-            _, high = consumer.get_watermark_offsets(TopicPartition(*decode_tp(key)), cached=True)
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(*decode_tp(key)), cached=True)
             if high >= 0 and high > self._known.get(key, -1):
                 self._known[key] = high
-        assert self._assigned is not None
-        if any(self._known.get(key, at) > at for key, at in self._assigned.items()):
-            # Fetch at the new ends: only what arrives after them is fetched next.
-            self._assign({key: max(at, self._known.get(key, at)) for key, at in self._assigned.items()})
-        return {key: self._known[key] for key in partitions if key in self._known}
 
     def _assign(self, positions: dict[str, int]) -> None:
         # assign(), not seek(): seek() starts offset validation that some brokers never answer,
@@ -287,10 +328,14 @@ class HighWatermarks:
         from confluent_kafka import TopicPartition
 
         self._consumer.assign([TopicPartition(*decode_tp(key), offset) for key, offset in positions.items()])
-        self._assigned = dict(positions)
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def _partitions_of(messages: list[Any]) -> set[str]:
+    """The partition keys of the records among *messages* (``None`` and errors left out)."""
+    return {encode_tp(m.topic(), m.partition()) for m in messages if m is not None and m.error() is None}
 
 
 #: Keys of a micro-batch's end offsets that are not partitions start with "@" (a topic name cannot).

@@ -379,3 +379,23 @@ def test_high_watermarks_come_from_fetches_so_a_batch_ends_after_the_last_record
                    timeout=30)
     finally:
         watermarks.close()
+
+
+def test_while_records_arrive_each_batch_ends_at_the_high_watermark_of_its_time(broker, topic_name, wait_until):
+    """The fetcher stops once a record is queued, and a broker may hold a Fetch at the end until its
+    wait expires: the last answer's watermark could be a batch old, and a record a batch late. A
+    partition receiving records is fetched again before its end is given."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    produce_lines(broker, topic_name, 0, 10, 2)
+    watermarks = HighWatermarks({"bootstrap.servers": broker.bootstrap_servers})
+    start = {f"{topic_name}:0": 0, f"{topic_name}:1": 0}
+    try:
+        wait_until(lambda: watermarks.high(start), "the first high watermarks",
+                   until=lambda high: high == {f"{topic_name}:0": 5, f"{topic_name}:1": 5}, timeout=30)
+        for produced in range(10, 70, 10):
+            produce_lines(broker, topic_name, produced, 10, 2)  # acknowledged: in the log before high()
+            ends = produced // 2 + 5
+            assert watermarks.high(start) == {f"{topic_name}:0": ends, f"{topic_name}:1": ends}
+    finally:
+        watermarks.close()
