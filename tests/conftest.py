@@ -146,7 +146,7 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spark
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{master_ui}/json", timeout=2) as answer:
                     return int(json.load(answer).get("aliveworkers", 0))
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or an empty answer while its UI starts
                 return 0
 
         _wait_until(alive_workers, "the Spark worker to register with the master", timeout=120)
