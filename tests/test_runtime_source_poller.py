@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -452,3 +453,60 @@ def test_a_poll_not_returning_at_stop_is_waited_for_once_then_woken_by_stop(tmp_
     began = time.monotonic()
     reader.stop()
     assert task.calls == ["stop"] and time.monotonic() - began < 1.0  # not another 1.5 s
+
+
+#: A planner process (as PySpark's loop runs the reader) whose main thread gets SIGTERM from Spark at
+#: a chosen moment: while the loop waits for Spark (then the loop's ``finally`` stops the reader),
+#: once the reader's stop is under way, or as the loop ended and the stop is not reached.
+_PLANNER = """
+import json, signal, sys, threading, time
+from connectd.runtime import source_task
+source_task.configure_spark_process = lambda **context: None  # not this test's logging
+spec, moment, stop_file = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+reader = source_task.SourceTaskReader({source_task.SPEC_OPTION: json.dumps(spec), "stop.file": stop_file})
+reader._ensure_started()
+main = threading.get_ident()
+def sigterm(after):
+    threading.Timer(after, signal.pthread_kill, (main, signal.SIGTERM)).start()
+if moment == "while-waiting":
+    try:
+        sigterm(0.2)
+        time.sleep(30)
+    finally:
+        reader.stop()
+elif moment == "during-stop":
+    time.sleep(0.2)  # the task's poll() is under way: the stop waits for it
+    sigterm(0.3)
+    reader.stop()
+else:
+    sigterm(0.2)
+    time.sleep(30)  # the stop is never reached
+"""
+
+
+@pytest.mark.parametrize(("moment", "exit_code"), [("while-waiting", 143), ("during-stop", 0),
+                                                     ("before-stop", 143)])
+def test_the_task_of_a_planner_process_spark_ends_is_stopped_once_whenever_the_signal_comes(
+        tmp_path, worker_config, moment, exit_code):
+    """Spark ends the planner process with SIGTERM and closes its socket: whichever PySpark's loop
+    sees first, the task is stopped exactly once and its registration goes (the query's stop waits
+    for it)."""
+    import json
+    import subprocess
+    import sys
+
+    from connectd.runtime.executor_sink import instances_dir
+
+    events = tmp_path / "events.txt"
+    config = {"name": "c", "connector.class": "X", "count": "0", "idle.sleep.s": "2", "topic": "t",
+              "events.file": str(events)}
+    spec = {"connector": "c", "task_id": 0, "task_class": "recording_source.CountingSourceTask",
+            "task_config": config, "connector_config": config, "worker_config": worker_config.settings(),
+            "offsets": {"kind": "file", "path": str(tmp_path / "offsets.json")}, "producer": "{}"}
+    stop_file = tmp_path / "run" / "stop"
+    stop_file.parent.mkdir()
+    done = subprocess.run([sys.executable, "-c", _PLANNER, json.dumps(spec), moment, str(stop_file)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == exit_code, done.stderr
+    assert [line.split()[1] for line in events.read_text().splitlines()] == ["start", "stop"]
+    assert list(Path(instances_dir(str(stop_file.parent))).iterdir()) == []

@@ -44,7 +44,10 @@ the query failed; but Spark ends that process with SIGTERM, whose default
 would kill it before. So the reader, once it started the task, turns SIGTERM
 into an exit that unwinds through PySpark's loop, which calls
 ``reader.stop()``: the task is stopped exactly once, whether the query was
-stopped or died. While its task runs, the process registers itself among the
+stopped or died. A SIGTERM handled once that stop is under way does not cut
+it short, and one that ends the process before it began (Spark closes the
+socket right after the signal, so the loop may be on its way to the stop)
+leaves the stop to the process's exit. While its task runs, the process registers itself among the
 run's instances (:func:`connectd.runtime.executor_sink.instances_dir`), so
 stopping the query waits for ``task.stop()`` to return.
 
@@ -465,6 +468,7 @@ class SourceTaskReader(DataSourceStreamReader):
         self.commit_interval = 60.0
         self._last_commit = 0.0
         self._stop_waited = False  # the poll() under way at stop was waited for (see _take_at_stop)
+        self._stopping = False  # stop() is under way: a SIGTERM now does not cut it short
         self._poll_stuck = False  # …and had not returned: stop() wakes it at once, not after another wait
         self._kept: dict[int, bytes | str] = {}  # a batch's IPC bytes, or its handoff file
         self._acks = False  # the task overrides commit_record
@@ -600,6 +604,7 @@ class SourceTaskReader(DataSourceStreamReader):
                     os.unlink(kept)
 
     def stop(self) -> None:
+        self._stopping = True
         if self._poller is not None:
             poller, self._poller = self._poller, None
             poller.stop(0 if self._poll_stuck else _STOP_WAIT_S)  # a poll() waited for once is not again
@@ -625,15 +630,23 @@ class SourceTaskReader(DataSourceStreamReader):
 
     def _register(self) -> None:
         """Be stopped as the query stops (SIGTERM), and have the query's stop wait for that."""
+        import atexit
         import signal
 
         with contextlib.suppress(ValueError):  # not the main thread: PySpark's loop runs there
-            signal.signal(signal.SIGTERM, _exit_on_sigterm)
+            signal.signal(signal.SIGTERM, lambda signum, frame: _exit_on_sigterm(signum, frame, self))
+        atexit.register(self._stop_at_exit)
         path = self._registration()
         if path is not None:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(f"{self._name()}\n")
+
+    def _stop_at_exit(self) -> None:
+        """The process ends and its task was not stopped: SIGTERM came as PySpark's loop had already
+        ended and was about to call :meth:`stop` (the socket closed first), and ended it before."""
+        if self._task is not None:
+            self.stop()
 
     def _unregister(self) -> None:
         path = self._registration()
@@ -943,11 +956,14 @@ class SourceTaskReader(DataSourceStreamReader):
         return (topic, record.kafka_partition, key, value, record.timestamp, headers, None, None)
 
 
-def _exit_on_sigterm(signum: int, frame: Any) -> None:
+def _exit_on_sigterm(signum: int, frame: Any, reader: SourceTaskReader) -> None:
     """Spark ends the planner process: unwind PySpark's loop, which then calls ``reader.stop()``.
 
-    Spark may say so more than once: only the first unwinds, so ``stop()`` itself is not cut
-    short; a ``stop()`` that hangs is cut after ``_EXIT_BOUND_S`` all the same.
+    Spark sends SIGTERM, then closes the process's socket; when the signal is handled after the
+    loop saw the socket closed, the reader's stop is under way (or about to be): the signal then
+    only bounds it. Nothing here cuts ``stop()`` short, and a process ended before it ran stops
+    its task on the way out (:meth:`SourceTaskReader._stop_at_exit`). Spark may say so more than
+    once: only the first counts. A ``stop()`` that hangs is cut after ``_EXIT_BOUND_S`` all the same.
     """
     import signal
 
@@ -955,7 +971,8 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
     watchdog = threading.Timer(_EXIT_BOUND_S, os._exit, (128 + signum,))
     watchdog.daemon = True
     watchdog.start()
-    raise SystemExit(128 + signum)
+    if not reader._stopping:
+        raise SystemExit(128 + signum)
 
 
 def _check_destinations(records: Any) -> None:
