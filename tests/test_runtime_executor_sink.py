@@ -128,3 +128,22 @@ def test_a_record_being_retried_gives_up_once_the_run_stops(tmp_path):
 
     with pytest.raises(ConnectorError, match="the task is stopping: a failed record is not retried again"):
         instance.runner.errors.run("VALUE_CONVERTER", "X", converting, Original("t"))
+
+
+def test_a_python_worker_told_to_go_while_it_looks_up_an_instance_goes():
+    """SIGTERM's handler stops the instances under the lock the main thread may be holding as the
+    signal comes (looking its task's instance up): the worker goes, it does not hang."""
+    import signal
+    import subprocess
+    import sys
+
+    script = """
+import signal, threading, time
+from connectd.runtime import executor_sink
+executor_sink._start_reaper()  # as the first batch does, on the main thread: SIGTERM's handler
+with executor_sink._instances_lock:
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+    time.sleep(20)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == -signal.SIGTERM, done.stderr

@@ -166,7 +166,9 @@ class _Instance:
 
 
 _instances: dict[tuple[str, int], _Instance] = {}
-_instances_lock = threading.Lock()
+#: Reentrant: SIGTERM's handler (:func:`_stop_all_and_exit`) takes it on the main thread, which
+#: may be holding it when the signal comes.
+_instances_lock = threading.RLock()
 _reaper: threading.Thread | None = None
 
 
