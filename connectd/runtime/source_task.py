@@ -37,7 +37,7 @@ Poller states::
       buffered is one last batch (not while paused)
     POLLING ──poll() raises a retriable error──► POLLING (logged; poll() again, as Kafka Connect does)
     POLLING ──poll() raises anything else──► FAILED: the next latestOffset raises it (the task fails)
-    any ──reader.stop()──► STOPPED (the thread ends; then task.stop(), once)
+    any ──reader.stop(), or the process's exit──► STOPPED (the thread ends; then task.stop(), once)
 
 ``reader.stop()`` is how PySpark ends the planner process's loop, also when
 the query failed; but Spark ends that process with SIGTERM, whose default
@@ -47,9 +47,10 @@ into an exit that unwinds through PySpark's loop, which calls
 stopped or died. A SIGTERM handled once that stop is under way does not cut
 it short, and one that ends the process before it began (Spark closes the
 socket right after the signal, so the loop may be on its way to the stop)
-leaves the stop to the process's exit. While its task runs, the process registers itself among the
-run's instances (:func:`connectd.runtime.executor_sink.instances_dir`), so
-stopping the query waits for ``task.stop()`` to return.
+leaves the stop to the process's exit. While its task runs, the process
+registers itself among the run's instances
+(:func:`connectd.runtime.executor_sink.instances_dir`), so stopping the
+query waits for ``task.stop()`` to return.
 
 An empty ``poll()`` is followed by a pause of a few milliseconds before the
 next, so a task that returns at once without data does not spin a core.
