@@ -749,7 +749,6 @@ def _spread(values: list[float]) -> list[float]:
     return [ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], ordered[-1]]
 
 
-
 def fmt(value: Any, unit: str = "") -> str:
     if value is None:
         return "—"

@@ -138,12 +138,11 @@ def test_a_python_worker_told_to_go_while_it_looks_up_an_instance_goes():
     import sys
 
     script = """
-import signal, threading, time
+import signal
 from connectd.runtime import executor_sink
 executor_sink._start_reaper()  # as the first batch does, on the main thread: SIGTERM's handler
 with executor_sink._instances_lock:
-    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
-    time.sleep(20)
+    signal.raise_signal(signal.SIGTERM)  # handled here, the lock held
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == -signal.SIGTERM, done.stderr

@@ -459,28 +459,27 @@ def test_a_poll_not_returning_at_stop_is_waited_for_once_then_woken_by_stop(tmp_
 #: a chosen moment: while the loop waits for Spark (then the loop's ``finally`` stops the reader),
 #: once the reader's stop is under way, or as the loop ended and the stop is not reached.
 _PLANNER = """
-import json, signal, sys, threading, time
+import json, signal, sys
 from connectd.runtime import source_task
 source_task.configure_spark_process = lambda **context: None  # not this test's logging
 spec, moment, stop_file = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 reader = source_task.SourceTaskReader({source_task.SPEC_OPTION: json.dumps(spec), "stop.file": stop_file})
 reader._ensure_started()
-main = threading.get_ident()
-def sigterm(after):
-    threading.Timer(after, signal.pthread_kill, (main, signal.SIGTERM)).start()
 if moment == "while-waiting":
     try:
-        sigterm(0.2)
-        time.sleep(30)
+        signal.raise_signal(signal.SIGTERM)
     finally:
         reader.stop()
 elif moment == "during-stop":
-    time.sleep(0.2)  # the task's poll() is under way: the stop waits for it
-    sigterm(0.3)
+    poller = reader._poller
+    stop_polling = poller.stop
+    def stop_signalled(timeout):
+        signal.raise_signal(signal.SIGTERM)  # Spark's signal comes as the reader's stop is under way
+        stop_polling(timeout)
+    poller.stop = stop_signalled
     reader.stop()
 else:
-    sigterm(0.2)
-    time.sleep(30)  # the stop is never reached
+    signal.raise_signal(signal.SIGTERM)  # the stop is never reached
 """
 
 
@@ -498,7 +497,7 @@ def test_the_task_of_a_planner_process_spark_ends_is_stopped_once_whenever_the_s
     from connectd.runtime.executor_sink import instances_dir
 
     events = tmp_path / "events.txt"
-    config = {"name": "c", "connector.class": "X", "count": "0", "idle.sleep.s": "2", "topic": "t",
+    config = {"name": "c", "connector.class": "X", "count": "0", "topic": "t",
               "events.file": str(events)}
     spec = {"connector": "c", "task_id": 0, "task_class": "recording_source.CountingSourceTask",
             "task_config": config, "connector_config": config, "worker_config": worker_config.settings(),

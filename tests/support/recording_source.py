@@ -27,8 +27,7 @@ class CountingSourceTask(SourceTask):
 
     ``retriable.polls``: the first so many polls raise :class:`~connectd.RetriableException`;
     ``fail.at``: the poll that would return that record raises :class:`~connectd.ConnectException`
-    (saying ``fail.message`` if given); ``idle.sleep.s``: how long a poll with nothing left to
-    return takes (0.02).
+    (saying ``fail.message`` if given).
     """
 
     def _event(self, call: str, detail: str = "") -> None:
@@ -49,7 +48,7 @@ class CountingSourceTask(SourceTask):
             raise RetriableException("not now")
         count, per_poll = int(self.config["count"]), int(self.config.get("per.poll", "10"))
         if self.next >= count:
-            time.sleep(float(self.config.get("idle.sleep.s", "0.02")))
+            time.sleep(0.02)
             return None
         numbers = range(self.next, min(self.next + per_poll, count))
         if str(self.config.get("fail.at", "")) in {str(i) for i in numbers}:
