@@ -645,8 +645,9 @@ async def started_herder(bootstrap: str, spark: Any, tmp: Path, **settings: str)
 
 
 async def connectd_runs(bootstrap: str, spark: Any, tmp: Path, records: int, raw_topic: str, raw_ends: dict[int, int],
-                        latency_rate: int, latency_seconds: float, memory: MemoryPeak) -> dict[str, Any]:
-    herder = await started_herder(bootstrap, spark, tmp)
+                        latency_rate: int, latency_seconds: float, memory: MemoryPeak,
+                        worker_settings: dict[str, str] | None = None) -> dict[str, Any]:
+    herder = await started_herder(bootstrap, spark, tmp, **(worker_settings or {}))
     out: dict[str, Any] = {}
     try:
         # 2. datagen → Kafka
@@ -927,6 +928,8 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="more settings of the worker's SparkSession, spark.* (repeatable)")
+    parser.add_argument("--worker", action="append", default=[], metavar="KEY=VALUE",
+                        help="more worker settings, e.g. sink.batch.linger.ms=1000 (repeatable)")
     parser.add_argument("--latency-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.latency_child:
@@ -968,7 +971,8 @@ def main() -> int:
                 memory = MemoryPeak(broker.pid)
                 memory.start()
                 summary["connectd"] = asyncio.run(connectd_runs(
-                    bootstrap, spark, tmp, records, raw_topic, raw_ends, args.latency_rate, latency_seconds, memory))
+                    bootstrap, spark, tmp, records, raw_topic, raw_ends, args.latency_rate, latency_seconds, memory,
+                    dict(item.split("=", 1) for item in args.worker)))
             finally:
                 if memory is not None:
                     memory.halt.set()

@@ -122,8 +122,9 @@ async def sink_run(herder: Any, bootstrap: str, topic: str, out: Path, tasks: in
 
 
 async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, records: int, raw_ends: dict[int, int],
-               latency_rate: int, latency_seconds: float, memory: PssPeak) -> dict[str, Any]:
-    herder = await rp.started_herder(bootstrap, spark, tmp)
+               latency_rate: int, latency_seconds: float, memory: PssPeak,
+               worker_settings: dict[str, str] | None = None) -> dict[str, Any]:
+    herder = await rp.started_herder(bootstrap, spark, tmp, **(worker_settings or {}))
     out: dict[str, Any] = {}
     try:
         for tasks in (4, 2):
@@ -153,12 +154,15 @@ def main() -> int:
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="more spark.* settings of the worker (repeatable)")
+    parser.add_argument("--worker", action="append", default=[], metavar="KEY=VALUE",
+                        help="more worker settings, e.g. sink.batch.linger.ms=1000 (repeatable)")
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     from connectd.broker import EmbeddedBroker
 
-    summary: dict[str, Any] = {"records": args.records, "master": args.master, "conf": args.conf, "machine": rp.machine_info(),
+    summary: dict[str, Any] = {"records": args.records, "master": args.master, "conf": args.conf,
+                               "worker": args.worker, "machine": rp.machine_info(),
                                "loadavg_start": rp.loadavg(), "date": time.strftime("%Y-%m-%d")}
     with tempfile.TemporaryDirectory(prefix="connectd-bench-") as tmp_name, EmbeddedBroker(host="127.0.0.1") as broker:
         tmp, bootstrap, topic = Path(tmp_name), broker.bootstrap_servers, "bench-sink"
@@ -174,7 +178,8 @@ def main() -> int:
         memory.start()
         try:
             summary["connectd"] = asyncio.run(runs(bootstrap, spark, tmp, topic, args.records, raw_ends,
-                                                   args.latency_rate, args.latency_seconds, memory))
+                                                   args.latency_rate, args.latency_seconds, memory,
+                                                   dict(item.split("=", 1) for item in args.worker)))
         finally:
             memory.halt.set()
             spark.stop()

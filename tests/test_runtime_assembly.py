@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from recording_sink import PinnedRecordingSinkTask
+from recording_sink import PinnedRecordingSinkTask, RecordingSinkTask
 
 from connectd.errors import ConnectorError, RetriableException
 from connectd.plugins import get_registry
@@ -38,3 +38,20 @@ def test_a_pinned_tasks_record_being_retried_gives_up_once_the_task_is_stopping(
             handle.runner.errors.run("VALUE_CONVERTER", "X", converting, Original("t"))
     finally:
         assembler.release(handle)
+
+
+def test_a_sink_tasks_query_gets_the_workers_batch_bounds_and_linger(tmp_path, monkeypatch, worker_config):
+    metadata = SimpleNamespace(topics={"t": SimpleNamespace(partitions={0: None})})
+    admin = SimpleNamespace(list_topics=lambda timeout: metadata)
+    started = []
+    monkeypatch.setattr(sink_task, "start_offsets", lambda consumer, partitions, reset: {})
+    monkeypatch.setattr(queries, "start_sink_query", lambda spark, **options: started.append(options))
+    worker = worker_config(**{"sink.batch.linger.ms": "750", "sink.batch.max.records": "1234"})
+    assembler = TaskAssembler(worker, None, get_registry(), lambda: admin, lambda config: {},
+                              lambda connector, topics: None)
+    task_config = {"file": str(tmp_path / "out.txt"), "events.file": str(tmp_path / "events.txt"), "topics": "t"}
+    handle = assembler.start(connector="c", connector_config={"topics": "t"}, kind="sink",
+                             task_class=RecordingSinkTask, task_id=0, task_config=task_config, tasks=1, paused=False)
+    assembler.release(handle)
+    [options] = started
+    assert (options["linger_ms"], options["max_records"], options["spec"].partitions) == (750, 1234, [("t", 0)])

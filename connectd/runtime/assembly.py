@@ -324,7 +324,7 @@ class TaskAssembler:
                                             consumer_config=consumer_option, start=start, commit=commit,
                                             on_topics=topics_used, spec=spec, max_records=batch_records,
                                             put_records=put_records, paused=paused, tick_ms=tick_ms,
-                                            metrics=metrics)
+                                            linger_ms=self.worker.get("sink.batch.linger.ms"), metrics=metrics)
             return
         send = None
         if policy.dlq_topic:

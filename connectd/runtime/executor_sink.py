@@ -12,7 +12,10 @@
                                                   RangeReader reads the ranges (consumer kept)
                                                   converters ─► transforms ─► put(), max.poll.records each
                                                   pre_commit(batch ends) ─► the offsets it says are safe
-                         ◄── one row per range ── (topic, partition, end, committed)
+                                                  sink.batch.linger.ms: records arriving at the task's
+                                                  partitions are put and pre-committed as they come
+                         ◄── one row per range ── (topic, partition, end, committed, seek)
+    a partition read past its planned end: the next batch starts there (seek)
     the Spark job succeeded: commit those offsets to group connect-<connector>
     the job failed: nothing is committed; the query fails and the task is FAILED with the trace
 
@@ -72,7 +75,7 @@ from pyspark.sql.datasource import DataSource
 
 from connectd.connector import TopicPartition
 from connectd.logging import configure_spark_process, get_logger
-from connectd.runtime.kafka_io import KafkaStreamReader, decode_tp
+from connectd.runtime.kafka_io import KafkaStreamReader, batch_ends, decode_tp, encode_tp
 
 __all__ = ["FORMAT", "IDLE_STOP_S", "SPEC_OPTION", "SinkSpec", "SinkTaskDataSource", "instances_dir", "run"]
 
@@ -93,6 +96,8 @@ RESULT_SCHEMA = ("topic string, partition int, end long, committed long, seek lo
 IDLE_STOP_S = 30.0
 
 _REAP_EVERY_S = 0.25
+#: The longest a lingering batch waits for records at a time (between looks at its stop file).
+_LINGER_WAIT_S = 0.1
 
 log = get_logger(__name__)
 
@@ -113,6 +118,9 @@ class SinkSpec:
     partitions: list[tuple[str, int]]
     put_records: int
     workdir: str  #: the run directory on the driver's host (stop file, instance registrations)
+    #: ``sink.batch.linger.ms``: how long after it began a batch with records keeps putting those that arrive
+    linger_ms: int = 0
+    max_records: int = 100_000  #: ``sink.batch.max.records``: a lingering batch reads no more either
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
@@ -176,21 +184,26 @@ _Result = tuple[str, int, int | None, int | None, int | None, bool, int | None, 
 
 
 def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None,
-        lag: dict[str, int] | None = None) -> Iterator[_Result]:
+        lag: dict[str, int] | None = None, idle: dict[str, int] | None = None) -> Iterator[_Result]:
     """Put one micro-batch's *ranges* (``topic, partition, start, end``) with the task's instance here.
 
     :param paused: the partitions the task had paused after its last batch (``encode_tp``),
         as the driver knows them: an instance new here starts with them paused.
     :param lag: records past each range's end when the batch was planned (``encode_tp`` keys).
+    :param idle: where the task's partitions without a range stand (``encode_tp`` keys): a
+        lingering batch (``SinkSpec.linger_ms``) reads what arrives there too.
     :returns: ``(topic, partition, end, committed, seek, paused, records, stats)`` per range: its
         end, the offset ``pre_commit`` allows to commit (``None`` if it named none), where the
-        partition's next batch starts if the task moved it (``None`` if not), whether it is paused
-        now, and the range's length; then the same for each partition the task moved or has
-        paused that had no range (``end`` and ``records`` ``None``). The first row's *stats* is
+        partition's next batch starts if the task moved it or the batch read past the range
+        while it lingered (``None`` if neither), whether it is paused now, and the records read
+        (the range's length, or more after lingering; ``end`` is then where it got to); then the
+        same for each partition without a range that the batch read while it lingered, and for
+        each the task moved or has paused (``end`` and ``records`` ``None``). The first row's *stats* is
         JSON for the task's metrics (:data:`RESULT_SCHEMA`), the others' ``None``.
     """
     if not ranges:
         return
+    began = time.monotonic()
     spec = SinkSpec.from_json(spec_json)
     configure_spark_process()
     instance = _locked_instance(spec)
@@ -198,6 +211,9 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[st
         instance.captured = {}
         instance.runner.paused = [TopicPartition(*decode_tp(key)) for key in paused or ()]
         instance.runner.process_ranges(ranges, instance.reader, spec.put_records)
+        positions = {**{decode_tp(key): offset for key, offset in (idle or {}).items()},
+                     **{(topic, partition): end for topic, partition, _, end in ranges}}
+        reached = _linger(instance, ranges, positions, began + spec.linger_ms / 1000) if spec.linger_ms > 0 else {}
         instance.last_used = time.monotonic()
     except BaseException:
         with _instances_lock:
@@ -210,19 +226,76 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[st
     committed = {(tp.topic, tp.partition): offset for tp, offset in instance.captured.items()}
     seeks = {(tp.topic, tp.partition): offset for tp, offset in instance.runner.seeks.items()}
     now_paused = {(tp.topic, tp.partition) for tp in instance.runner.paused}
-    stats: str | None = json.dumps({**instance.runner.take_counts(), "lag": lag or {}})
+    lag = dict(lag or {})
+    for tp, end in reached.items():  # records read while lingering are no longer behind
+        key = encode_tp(*tp)
+        if key in lag:
+            lag[key] = max(lag[key] - (end - positions[tp]), 0)
+    stats: str | None = json.dumps({**instance.runner.take_counts(), "lag": lag})
+    planned = {(topic, partition) for topic, partition, _, _ in ranges}
     for topic, partition, begin, end in ranges:  # empty ranges (a tick) included
         tp = (topic, partition)
-        yield (topic, partition, end, committed.get(tp), seeks.pop(tp, None), tp in now_paused, max(end - begin, 0),
-               stats)
+        seek = seeks.pop(tp, None)
+        if tp in reached:  # read past the planned end: the next batch starts where this one got to
+            end = reached[tp]
+            seek = end if seek is None else seek
+        yield (topic, partition, end, committed.get(tp), seek, tp in now_paused, max(end - begin, 0), stats)
         now_paused.discard(tp)
         stats = None
+    for (topic, partition), end in reached.items():  # partitions the batch had no range of, read while it lingered
+        tp = (topic, partition)
+        if tp not in planned:
+            seek = seeks.pop(tp, None)
+            yield (topic, partition, end, committed.get(tp), end if seek is None else seek, tp in now_paused,
+                   end - positions[tp], None)
+            now_paused.discard(tp)
     for (topic, partition), offset in seeks.items():
         yield (topic, partition, None, committed.get((topic, partition)), offset, (topic, partition) in now_paused,
                None, None)
         now_paused.discard((topic, partition))
     for topic, partition in sorted(now_paused):
         yield topic, partition, None, committed.get((topic, partition)), None, True, None, None
+
+
+def _linger(instance: _Instance, ranges: list[tuple[str, int, int, int]], positions: dict[tuple[str, int], int],
+            deadline: float) -> dict[tuple[str, int], int]:
+    """After a batch's planned *ranges*: put the records that arrive until *deadline*, as they come.
+
+    Each arrival is put and pre-committed as a batch of its own would be, in
+    this same Spark task. A batch without records does not linger, nor one
+    whose task moved or paused a partition (``seeks``); lingering ends early
+    once the task stops (where this host sees its run directory) or the
+    batch has read ``max_records`` (records known to be there are read in
+    ranges, as a batch's are, shared fairly among the partitions).
+
+    :param positions: where each of the task's partitions stands after *ranges*.
+    :returns: ``{(topic, partition): end}``, where each partition read past *positions* now stands.
+    """
+    spec, runner, reader = instance.spec, instance.runner, instance.reader
+    if not any(end > begin for _, _, begin, end in ranges):
+        return {}
+    positions = dict(positions)
+    read = sum(max(end - begin, 0) for _, _, begin, end in ranges)
+    reached: dict[tuple[str, int], int] = {}
+    while not runner.seeks and read < spec.max_records and not instance.finished():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        paused = {(tp.topic, tp.partition) for tp in runner.paused}
+        wanted = {tp: offset for tp, offset in positions.items() if tp not in paused}
+        if not wanted:
+            break
+        # A short wait at a time, so that a stop is seen soon.
+        known = reader.wait_past(wanted, min(left, _LINGER_WAIT_S), spec.put_records)
+        if known:
+            start = {encode_tp(*tp): wanted[tp] for tp in known}
+            ends = batch_ends(start, {encode_tp(*tp): end for tp, end in known.items()}, spec.max_records - read)
+            more = [(*decode_tp(key), start[key], end) for key, end in ends.items() if end > start[key]]
+            runner.process_ranges(more, reader, spec.put_records)
+            for topic, partition, begin, end in more:
+                positions[(topic, partition)] = reached[(topic, partition)] = end
+                read += end - begin
+    return reached
 
 
 class SinkTaskReader(KafkaStreamReader):
@@ -241,7 +314,7 @@ class SinkTaskReader(KafkaStreamReader):
 
     def read(self, partition: Any) -> Iterator[_Result]:
         yield from run(self.spec_json, [(str(t), int(p), int(b), int(e)) for t, p, b, e in partition.ranges],
-                       partition.paused, getattr(partition, "lag", {}))
+                       partition.paused, getattr(partition, "lag", {}), getattr(partition, "idle", {}))
 
 
 class SinkTaskDataSource(DataSource):

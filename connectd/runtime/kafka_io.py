@@ -76,7 +76,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,11 +209,13 @@ class _Ranges(InputPartition):
     """One micro-batch's offset ranges, ``(topic, partition, start, end)``, read where they are handled."""
 
     def __init__(self, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None,
-                 lag: dict[str, int] | None = None) -> None:
+                 lag: dict[str, int] | None = None, idle: dict[str, int] | None = None) -> None:
         self.ranges = ranges
         self.paused = paused or []  #: partitions (``encode_tp``) the task has paused
         #: per partition (``encode_tp``): records past the batch's end when it was planned
         self.lag = lag or {}
+        #: where the partitions without a range stand (``encode_tp``): a lingering batch reads them too
+        self.idle = idle or {}
 
 
 def batch_ends(start: dict[str, int], high: dict[str, int], max_records: int) -> dict[str, int]:
@@ -469,13 +471,15 @@ class KafkaStreamReader(DataSourceStreamReader):
         return end
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        ranges = []
+        ranges, idle = [], {}
         for key, stop in end.items():
             if key.startswith(_META):
                 continue
             begin = int(end.get(_FROM + key, start.get(key, self.start_offsets.get(key, 0))))
             if int(stop) > begin:
                 ranges.append((*decode_tp(key), begin, int(stop)))
+            else:
+                idle[key] = max(begin, int(stop))
         if self.ranges_only:
             # One input partition: one Spark task handles the whole batch (one sink task instance);
             # none for a batch without records, so no Python worker starts an instance for nothing,
@@ -486,7 +490,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             if not ranges and int(end.get(_TICK, 0)) > int(start.get(_TICK, 0)):
                 return [_Ranges([(*decode_tp(key), int(stop), int(stop))
                                  for key, stop in end.items() if not key.startswith(_META)], paused, lag)]
-            return [_Ranges(ranges, paused, lag)] if ranges else []
+            return [_Ranges(ranges, paused, lag, idle)] if ranges else []
         return [_Ranges([r]) for r in ranges]
 
     def read(self, partition: _Ranges) -> Iterator[tuple]:
@@ -651,6 +655,50 @@ class RangeReader:
                 out = []
         if out:
             yield out
+
+    def wait_past(self, positions: Mapping[tuple[str, int], int], timeout: float, most: int = 10_000
+                  ) -> dict[tuple[str, int], int]:
+        """Wait at most *timeout* for records at *positions* (``{(topic, partition): next offset}``).
+
+        Returns as soon as records are known there (it waits only when none
+        is): fetched already, or below the high watermark the last fetch
+        answer gave. What is fetched meanwhile is kept for :meth:`read`, as
+        records fetched ahead are.
+
+        :returns: ``{(topic, partition): end}``, where each partition's known records end
+            (exclusive), for the partitions that have any past their position.
+        """
+        if any(self._next.get(tp) != offset for tp, offset in positions.items()):
+            self._assign({tp: (offset, offset) for tp, offset in positions.items()})
+        known = self._known_ends(positions)
+        if not known:
+            first = self.consumer.poll(timeout)
+            if first is not None:
+                # consume() waits its whole timeout for fewer records than asked: only what is queued.
+                self._keep_ahead([first, *self.consumer.consume(num_messages=most, timeout=0)])
+                known = self._known_ends(positions)
+        return known
+
+    def _known_ends(self, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        from confluent_kafka import TopicPartition
+
+        ends = {}
+        for tp, offset in positions.items():
+            rows = self._ahead.get(tp)
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(*tp), cached=True)
+            end = max(rows[-1][2] + 1 if rows else offset, high)
+            if end > offset:
+                ends[tp] = end
+        return ends
+
+    def _keep_ahead(self, messages: list[Any]) -> None:
+        for message in messages:
+            if message.error() is not None:
+                _raise_unless_benign(message.error())
+                continue
+            tp = (message.topic(), message.partition())
+            if tp in self._next:  # else a partition no longer assigned
+                self._ahead.setdefault(tp, []).append(_row(message))
 
     def _assign(self, wanted: dict[tuple[str, int], tuple[int, int]]) -> None:
         from confluent_kafka import TopicPartition

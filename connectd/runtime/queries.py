@@ -314,6 +314,7 @@ def start_sink_query(
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
     tick_ms: int = 0,
+    linger_ms: int = 0,
     metrics: Any = None,
 ) -> TaskQuery:
     """Start a record-level sink task's query: Kafka → converters → transforms → plugin → group offsets.
@@ -337,6 +338,8 @@ def start_sink_query(
     :param tick_ms: after this long without records, a batch without any (a tick): the task's
         ``put([])`` and ``pre_commit``, so it can flush on time (the worker's
         ``offset.flush.interval.ms``); 0 for none.
+    :param linger_ms: with a *spec*: a batch with records goes on putting the records that arrive
+        until this long after it began (:func:`connectd.runtime.executor_sink.run`); 0 for never.
     """
     from connectd.connector import TopicPartition
 
@@ -347,7 +350,7 @@ def start_sink_query(
     def build(workdir: Path) -> StreamingQuery:
         if spec is not None:
             task_spec = dataclasses.replace(spec, run=uuid.uuid4().hex, workdir=str(workdir),
-                                            put_records=put_records)
+                                            put_records=put_records, linger_ms=linger_ms, max_records=max_records)
 
             def each_batch(frame: Any, batch_id: int) -> None:
                 # Collecting the batch is running it: executor_sink.SinkTaskReader.read puts it.

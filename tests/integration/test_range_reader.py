@@ -90,3 +90,28 @@ def test_a_replayed_range_and_a_new_partition_reposition_the_consumer(reader, to
 def test_a_range_past_the_end_of_the_log_times_out_naming_it(reader, topic):
     with pytest.raises(TimeoutError, match=rf"{topic}\[1\] up to 104"):
         read(reader, [(topic, 1, 95, 105)])
+
+
+def test_wait_past_gives_where_records_arriving_after_the_last_ranges_end_and_read_reads_them(
+        reader, topic, broker, wait_until):
+    read(reader, [(topic, 0, 0, 100), (topic, 1, 0, 100)])
+    positions = {(topic, 0): 100, (topic, 1): 100}
+    assert reader.wait_past(positions, 0.3) == {}  # nothing arrives: the wait ends empty-handed
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for offset in range(100, 103):
+        producer.produce(topic, value=f"p1-{offset}".encode(), partition=1)
+    assert producer.flush(30) == 0
+    ends = wait_until(lambda: reader.wait_past(positions, 0.5), "the new records fetched",
+                      until=lambda ends: ends.get((topic, 1)) == 103)
+    assert ends == {(topic, 1): 103}
+    assert len(reader.assigns) == 1  # the positions were where the ranges ended: no reassignment
+    rows = read(reader, [(topic, 1, 100, 103)])
+    assert [(r[2], r[6]) for r in rows] == [(100, b"p1-100"), (101, b"p1-101"), (102, b"p1-102")]
+
+
+def test_wait_past_at_positions_the_reader_is_not_at_reassigns_there(reader, topic, wait_until):
+    read(reader, [(topic, 0, 0, 10)])
+    wait_until(lambda: reader.wait_past({(topic, 2): 97}, 1), "partition 2 fetched from 97",
+               until=lambda ends: ends == {(topic, 2): 100})
+    assert len(reader.assigns) == 2
+    assert offsets_by_partition(read(reader, [(topic, 2, 97, 100)])) == {2: [97, 98, 99]}

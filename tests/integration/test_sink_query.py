@@ -47,7 +47,7 @@ class Sink:
     def __init__(self, spark, worker: dict[str, str], connector: str, topic: str, partitions: int,
                  config: dict[str, str], pinned: bool, task: str = "RecordingSinkTask",
                  max_records: int = 2000, connector_config: dict[str, str] | None = None,
-                 tick_ms: int = 0, put_records: int = 300) -> None:
+                 tick_ms: int = 0, put_records: int = 300, linger_ms: int = 0) -> None:
         self.group = Consumer(consumer_settings({"bootstrap.servers": worker["bootstrap.servers"],
                                                  "group.id": group_id(connector)}))
         self.topics: set[str] = set()
@@ -55,7 +55,7 @@ class Sink:
         client = json.dumps({"bootstrap.servers": worker["bootstrap.servers"]})
         common = dict(connector=connector, task_id=0, consumer_config=client,
                       start=start_offsets(self.group, assigned), commit=self.commit, on_topics=self.topics.update,
-                      max_records=max_records, put_records=put_records, tick_ms=tick_ms)
+                      max_records=max_records, put_records=put_records, tick_ms=tick_ms, linger_ms=linger_ms)
         self.runner = None
         if pinned:
             registry = get_registry()
@@ -140,6 +140,59 @@ def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, b
     lines = out.read_text().splitlines()
     assert sorted(lines) == sorted(f"p{i % 3} {i}" for i in range(6300))  # nothing twice
     assert sink.committed(topic_name, 3) == {0: 2100, 1: 2100, 2: 2100}
+    sink.group.close()
+
+
+def test_a_lingering_batch_puts_what_arrives_during_it_and_commits_it_when_it_ends(
+        spark, broker, topic_name, tmp_path, wait_until, worker_config):
+    """sink.batch.linger.ms: the batch that put the first records goes on putting those that
+    arrive, on its partitions without records too; nothing is committed before it ends, and it
+    ends early when the task stops."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
+    produce_lines(broker, topic_name, 0, 30, 1)  # the batch has records of partition 0 only
+    sink = Sink(spark, worker_config.settings(), "lingers", topic_name, 3, config, False, linger_ms=60_000)
+    try:
+        wait_until(lambda: lines_in(out), "the first lines", until=lambda lines: len(lines) >= 30)
+        produce_lines(broker, topic_name, 30, 30, 3)
+        wait_until(lambda: lines_in(out), "the lines sent later", until=lambda lines: len(lines) >= 60)
+        # Still the first batch (it lingers a minute): the driver commits when a batch ends.
+        assert all(offset < 0 for offset in sink.committed(topic_name, 3).values())
+        assert sink.stop() is True  # within its 30 s: the stop ended the lingering
+    finally:
+        if sink.query.is_active():
+            sink.stop()
+    assert sorted(lines_in(out)) == sorted([f"p0 {i}" for i in range(30)] + [f"p{i % 3} {i}" for i in range(30, 60)])
+    assert sink.committed(topic_name, 3) == {0: 40, 1: 10, 2: 10}
+    sink.group.close()
+
+
+def test_after_a_lingering_batch_the_next_starts_where_it_got_to(spark, broker, topic_name, tmp_path, wait_until,
+                                                                 worker_config):
+    """Records put while a batch lingered are past the end it was planned with: the next batch
+    starts after them (none put twice), and every partition keeps its order."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
+    sink = Sink(spark, worker_config.settings(), "lingers-often", topic_name, 3, config, False, linger_ms=1000)
+    try:
+        for first in range(0, 300, 30):  # some arrive while a batch lingers, some between batches
+            produce_lines(broker, topic_name, first, 30, 3)
+            wait_until(lambda: lines_in(out), f"{first + 30} lines", until=lambda lines: len(lines) >= first + 30)
+        wait_until(lambda: sink.committed(topic_name, 3), "every offset committed",
+                   until=lambda committed: committed == {0: 100, 1: 100, 2: 100})
+        assert sink.stop() is True
+    finally:
+        if sink.query.is_active():
+            sink.stop()
+    lines = lines_in(out)
+    assert sorted(lines) == sorted(f"p{i % 3} {i}" for i in range(300))  # each once
+    for p in range(3):
+        seq = [int(line.split()[1]) for line in lines if line.startswith(f"p{p} ")]
+        assert seq == sorted(seq)
     sink.group.close()
 
 
