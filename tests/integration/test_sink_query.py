@@ -196,10 +196,15 @@ def test_after_a_lingering_batch_the_next_starts_where_it_got_to(spark, broker, 
     sink.group.close()
 
 
-@pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
+#: (pinned, sink.batch.linger.ms): in an executor, in the worker process, in an executor that lingers
+MODES = pytest.mark.parametrize("pinned, linger", [(False, 0), (True, 0), (False, 500)],
+                                ids=["executor", "pinned", "executor-lingering"])
+
+
+@MODES
 @pytest.mark.parametrize("batch", [2000, 60], ids=["one-batch", "small-batches"])
 def test_context_offset_moves_partitions_as_kafka_connects_seek_does(spark, broker, topic_name, tmp_path, pinned,
-                                                                      batch, wait_until, worker_config):
+                                                                      linger, batch, wait_until, worker_config):
     """A partition moved within the batch is read again from there at once; one moved to the
     batch's end or past it (with small batches) starts there in the next batch, through the
     reader. Record i is on partition i % 2 at offset i // 2."""
@@ -212,7 +217,7 @@ def test_context_offset_moves_partitions_as_kafka_connects_seek_does(spark, brok
               "moves": "0:open:100,1:10:250,1:280:260"}
     produce_lines(broker, topic_name, 0, 600, 2)
     sink = Sink(spark, worker_config.settings(), "moves", topic_name, 2, config, pinned, task="RewindingSinkTask",
-                max_records=batch)
+                max_records=batch, linger_ms=linger)
     try:
         wait_until(lambda: sink.committed(topic_name, 2), "every offset committed",
                    until=lambda committed: committed == {0: 300, 1: 300}, timeout=90)
@@ -236,9 +241,9 @@ def test_context_offset_moves_partitions_as_kafka_connects_seek_does(spark, brok
     sink.group.close()
 
 
-@pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
+@MODES
 def test_a_paused_partition_is_not_put_or_committed_past_until_the_task_resumes_it(
-        spark, broker, topic_name, tmp_path, pinned, wait_until, worker_config):
+        spark, broker, topic_name, tmp_path, pinned, linger, wait_until, worker_config):
     """As Kafka Connect's context.pause(): records of the partition read in the same batch but not
     yet put are left for later; the pause holds over batches (and instances) until resume()."""
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
@@ -252,7 +257,7 @@ def test_a_paused_partition_is_not_put_or_committed_past_until_the_task_resumes_
             producer.produce(topic_name, value=f"p{partition} {offset}", partition=partition)
     assert producer.flush(30) == 0
     sink = Sink(spark, worker_config.settings(), "pausing", topic_name, 2, config, pinned, task="PausingSinkTask",
-                max_records=40, put_records=10)
+                max_records=40, put_records=10, linger_ms=linger)
     try:
         wait_until(lambda: sink.committed(topic_name, 2), "partition 1 committed while 0 is paused",
                    until=lambda committed: committed[1] == 10, timeout=90)
