@@ -40,18 +40,33 @@ def test_a_pinned_tasks_record_being_retried_gives_up_once_the_task_is_stopping(
         assembler.release(handle)
 
 
-def test_a_sink_tasks_query_gets_the_workers_batch_bounds_and_linger(tmp_path, monkeypatch, worker_config):
-    metadata = SimpleNamespace(topics={"t": SimpleNamespace(partitions={0: None})})
+def test_sink_tasks_linger_as_many_as_spark_has_cores_less_one_first_started_first(tmp_path, monkeypatch,
+                                                                                      worker_config):
+    metadata = SimpleNamespace(topics={"t": SimpleNamespace(partitions={0: None, 1: None, 2: None})})
     admin = SimpleNamespace(list_topics=lambda timeout: metadata)
     started = []
+
+    class Query:
+        def __init__(self, **options):
+            self.options, self.lingers = options, []
+            started.append(self)
+
+        def linger(self, ms):
+            self.lingers.append(ms)
+
     monkeypatch.setattr(sink_task, "start_offsets", lambda consumer, partitions, reset: {})
-    monkeypatch.setattr(queries, "start_sink_query", lambda spark, **options: started.append(options))
+    monkeypatch.setattr(queries, "start_sink_query", lambda spark, **options: Query(**options))
     worker = worker_config(**{"sink.batch.linger.ms": "750", "sink.batch.max.records": "1234"})
-    assembler = TaskAssembler(worker, None, get_registry(), lambda: admin, lambda config: {},
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=3))
+    assembler = TaskAssembler(worker, spark, get_registry(), lambda: admin, lambda config: {},
                               lambda connector, topics: None)
     task_config = {"file": str(tmp_path / "out.txt"), "events.file": str(tmp_path / "events.txt"), "topics": "t"}
-    handle = assembler.start(connector="c", connector_config={"topics": "t"}, kind="sink",
-                             task_class=RecordingSinkTask, task_id=0, task_config=task_config, tasks=1, paused=False)
-    assembler.release(handle)
-    [options] = started
-    assert (options["linger_ms"], options["max_records"], options["spec"].partitions) == (750, 1234, [("t", 0)])
+    handles = [assembler.start(connector="c", connector_config={"topics": "t"}, kind="sink",
+                               task_class=RecordingSinkTask, task_id=task, task_config=task_config, tasks=3,
+                               paused=False) for task in range(3)]
+    assert [q.options["max_records"] for q in started] == [1234] * 3
+    assert [q.lingers[-1] for q in started] == [750, 750, 0]  # 3 cores: 2 lingering, one core for the rest
+    assembler.release(handles[0])  # the first stops: the third lingers now
+    assert [q.lingers[-1] for q in started[1:]] == [750, 750]
+    for handle in handles[1:]:
+        assembler.release(handle)

@@ -294,13 +294,14 @@ _WORKER_KEYS = [
     ConfigKey("sink.batch.linger.ms", Type.LONG,
               "connectd extension: how long a record-level sink task's micro-batch that had records goes on "
               "putting the records that arrive, as they arrive (each put() followed by pre_commit), counted "
-              "from the batch's start; 0 (the default) never. A record then waits for a fetch instead of the "
-              "next micro-batch (its offset is committed when the batch ends): "
-              "end-to-end latency falls to tens of milliseconds at low rates, and Spark runs fewer jobs. A "
-              "lingering batch holds one Spark executor core for the whole time, records or not: set it only "
-              "where each sink task can have a core (docs/running.md, \"Sink latency\"). Tasks run in the worker "
-              "process (SinkTask.pinned) and Spark-level sinks do not linger.",
-              default=0, importance=L, validator=Range.between(0, 60000), group="Tasks"),
+              "from the batch's start. A record then waits for a fetch instead of the next micro-batch (its "
+              "offset is committed when the batch ends): end-to-end latency falls to tens of milliseconds at "
+              "low rates, and Spark runs fewer jobs. A lingering batch holds one Spark executor core for its "
+              "whole time, so the worker gives this to as many of its sink tasks as Spark has cores less one, "
+              "first started first; the others' batches do not linger (docs/running.md, \"Sink latency\"). "
+              "0: no batch lingers. Tasks run in the worker process (SinkTask.pinned) and Spark-level sinks "
+              "do not linger.",
+              default=500, importance=L, validator=Range.between(0, 60000), group="Tasks"),
     ConfigKey("source.batch.max.records", Type.INT,
               "connectd extension: the most records one micro-batch of a record-level source task holds. "
               "The task is polled while the last batch is produced; a batch is what was polled meanwhile, "

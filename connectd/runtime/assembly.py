@@ -21,6 +21,8 @@ file in standalone mode, the offsets topic in distributed mode.
 
 from __future__ import annotations
 
+import threading
+
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +104,9 @@ class TaskAssembler:
         self.source_offsets = source_offsets
         self._on_topics = on_topics
         self.checkpoints = checkpoints
+        #: Record-level sink tasks on executors, first started first: who may linger (:meth:`_share_linger`).
+        self._sinks: list[TaskHandle] = []
+        self._sinks_lock = threading.Lock()
 
     # --- clients ---
 
@@ -169,6 +174,8 @@ class TaskAssembler:
 
     def release(self, handle: TaskHandle) -> None:
         """Close the task's clients and plugin instance; each is dropped so it is destroyed now."""
+        if any(sink is handle for sink in self._sinks):
+            self._share_linger(gone=handle)
         try:
             if handle.runner is not None:
                 handle.runner.close()
@@ -180,6 +187,23 @@ class TaskAssembler:
                 handle.spark_task.stop()
         finally:
             handle.runner = handle.consumer = handle.dead_letters = handle.spark_task = None
+
+    def _share_linger(self, new: TaskHandle | None = None, gone: TaskHandle | None = None) -> None:
+        """Give ``sink.batch.linger.ms`` to as many record-level sink tasks on executors as Spark
+        has cores less one, first started first; the others' batches do not linger.
+
+        A lingering batch holds a core for its whole time: more of them than cores would queue
+        for the cores, and the core left over runs every other task's batches.
+        """
+        linger_ms = self.worker.get("sink.batch.linger.ms")
+        with self._sinks_lock:
+            if new is not None:
+                self._sinks.append(new)
+            if gone is not None:
+                self._sinks = [sink for sink in self._sinks if sink is not gone]
+            cores = self.spark.sparkContext.defaultParallelism if linger_ms and self.spark is not None else 0
+            for index, sink in enumerate(self._sinks):
+                sink.query.linger(linger_ms if index < cores - 1 else 0)
 
     # --- the four kinds ---
 
@@ -324,7 +348,8 @@ class TaskAssembler:
                                             consumer_config=consumer_option, start=start, commit=commit,
                                             on_topics=topics_used, spec=spec, max_records=batch_records,
                                             put_records=put_records, paused=paused, tick_ms=tick_ms,
-                                            linger_ms=self.worker.get("sink.batch.linger.ms"), metrics=metrics)
+                                            metrics=metrics)
+            self._share_linger(new=handle)
             return
         send = None
         if policy.dlq_topic:

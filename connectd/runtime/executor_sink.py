@@ -118,8 +118,6 @@ class SinkSpec:
     partitions: list[tuple[str, int]]
     put_records: int
     workdir: str  #: the run directory on the driver's host (stop file, instance registrations)
-    #: ``sink.batch.linger.ms``: how long after it began a batch with records keeps putting those that arrive
-    linger_ms: int = 0
     max_records: int = 100_000  #: ``sink.batch.max.records``: a lingering batch reads no more either
 
     def to_json(self) -> str:
@@ -184,14 +182,17 @@ _Result = tuple[str, int, int | None, int | None, int | None, bool, int | None, 
 
 
 def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None,
-        lag: dict[str, int] | None = None, idle: dict[str, int] | None = None) -> Iterator[_Result]:
+        lag: dict[str, int] | None = None, idle: dict[str, int] | None = None, linger_ms: int = 0
+        ) -> Iterator[_Result]:
     """Put one micro-batch's *ranges* (``topic, partition, start, end``) with the task's instance here.
 
     :param paused: the partitions the task had paused after its last batch (``encode_tp``),
         as the driver knows them: an instance new here starts with them paused.
     :param lag: records past each range's end when the batch was planned (``encode_tp`` keys).
     :param idle: where the task's partitions without a range stand (``encode_tp`` keys): a
-        lingering batch (``SinkSpec.linger_ms``) reads what arrives there too.
+        lingering batch reads what arrives there too.
+    :param linger_ms: how long after it began the batch goes on putting what arrives
+        (``sink.batch.linger.ms`` as the worker gave it to this task; 0: it does not).
     :returns: ``(topic, partition, end, committed, seek, paused, records, stats)`` per range: its
         end, the offset ``pre_commit`` allows to commit (``None`` if it named none), where the
         partition's next batch starts if the task moved it or the batch read past the range
@@ -213,7 +214,7 @@ def run(spec_json: str, ranges: list[tuple[str, int, int, int]], paused: list[st
         instance.runner.process_ranges(ranges, instance.reader, spec.put_records)
         positions = {**{decode_tp(key): offset for key, offset in (idle or {}).items()},
                      **{(topic, partition): end for topic, partition, _, end in ranges}}
-        reached = _linger(instance, ranges, positions, began + spec.linger_ms / 1000) if spec.linger_ms > 0 else {}
+        reached = _linger(instance, ranges, positions, began + linger_ms / 1000) if linger_ms > 0 else {}
         instance.last_used = time.monotonic()
     except BaseException:
         with _instances_lock:
@@ -314,7 +315,8 @@ class SinkTaskReader(KafkaStreamReader):
 
     def read(self, partition: Any) -> Iterator[_Result]:
         yield from run(self.spec_json, [(str(t), int(p), int(b), int(e)) for t, p, b, e in partition.ranges],
-                       partition.paused, getattr(partition, "lag", {}), getattr(partition, "idle", {}))
+                       partition.paused, getattr(partition, "lag", {}), getattr(partition, "idle", {}),
+                       getattr(partition, "linger_ms", 0))
 
 
 class SinkTaskDataSource(DataSource):

@@ -96,6 +96,7 @@ __all__ = [
     "KafkaDataSource",
     "RangeReader",
     "add_seeks",
+    "set_linger",
     "consumer_settings",
     "decode_tp",
     "encode_tp",
@@ -209,13 +210,15 @@ class _Ranges(InputPartition):
     """One micro-batch's offset ranges, ``(topic, partition, start, end)``, read where they are handled."""
 
     def __init__(self, ranges: list[tuple[str, int, int, int]], paused: list[str] | None = None,
-                 lag: dict[str, int] | None = None, idle: dict[str, int] | None = None) -> None:
+                 lag: dict[str, int] | None = None, idle: dict[str, int] | None = None, linger_ms: int = 0) -> None:
         self.ranges = ranges
         self.paused = paused or []  #: partitions (``encode_tp``) the task has paused
         #: per partition (``encode_tp``): records past the batch's end when it was planned
         self.lag = lag or {}
         #: where the partitions without a range stand (``encode_tp``): a lingering batch reads them too
         self.idle = idle or {}
+        #: how long after it began the batch goes on reading what arrives (``sink.batch.linger.ms``)
+        self.linger_ms = linger_ms
 
 
 def batch_ends(start: dict[str, int], high: dict[str, int], max_records: int) -> dict[str, int]:
@@ -381,6 +384,29 @@ def set_paused(path: str | os.PathLike[str], partitions: Iterable[str]) -> None:
     os.replace(temporary, path)
 
 
+def set_linger(path: str | os.PathLike[str], ms: int) -> None:
+    """Have the sink reader whose ``linger.file`` is *path* let its next batches linger *ms*
+    (0: the file goes, and they do not); written whole, by the driver, whenever it decides."""
+    if ms <= 0:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    temporary = f"{os.fspath(path)}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(str(int(ms)))
+    os.replace(temporary, path)
+
+
+def _read_linger(path: str | None) -> int:
+    if not path:
+        return 0
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return int(handle.read())
+    except FileNotFoundError:
+        return 0
+
+
 def _read_paused(path: str | None) -> list[str]:
     if not path:
         return []
@@ -421,6 +447,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.pause_file = options.get("pause.file")
         self.seek_file = options.get("seek.file")
         self.paused_file = options.get("paused.file")
+        self.linger_file = options.get("linger.file")
         self.ranges_only = options.get("rows", "records") == "ranges"
         #: With ranges: after this long without a batch, a batch of empty ranges (a tick), so the
         #: task gets put([]) and pre_commit though no record arrives (0: never).
@@ -490,7 +517,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             if not ranges and int(end.get(_TICK, 0)) > int(start.get(_TICK, 0)):
                 return [_Ranges([(*decode_tp(key), int(stop), int(stop))
                                  for key, stop in end.items() if not key.startswith(_META)], paused, lag)]
-            return [_Ranges(ranges, paused, lag, idle)] if ranges else []
+            return [_Ranges(ranges, paused, lag, idle, _read_linger(self.linger_file))] if ranges else []
         return [_Ranges([r]) for r in ranges]
 
     def read(self, partition: _Ranges) -> Iterator[tuple]:

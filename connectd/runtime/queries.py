@@ -56,6 +56,8 @@ __all__ = [
 _SEEK_FILE = "seek.json"
 #: In a sink task's run directory: the partitions the task has paused (kafka_io.set_paused).
 _PAUSED_FILE = "paused.json"
+#: In a sink task's run directory: how long its batches linger (kafka_io.set_linger).
+_LINGER_FILE = "linger.ms"
 _IDLE_CHECKS = 3
 _POLL_S = 0.1
 #: The least time a stopping sink task waits for its instances in executors to stop.
@@ -96,6 +98,11 @@ class TaskQuery:
 
     def resume(self) -> None:
         self.pause_file.unlink(missing_ok=True)
+
+    def linger(self, ms: int) -> None:
+        """Have a record-level sink task's next batches linger *ms* (``sink.batch.linger.ms``; 0: not)."""
+        if self.workdir.is_dir():  # else the run is over
+            kafka_io.set_linger(self.workdir / _LINGER_FILE, ms)
 
     def is_active(self) -> bool:
         return self.query.isActive
@@ -176,6 +183,7 @@ def _kafka_stream(spark: SparkSession, workdir: Path, consumer_config: dict[str,
         .option("pause.file", str(workdir / "pause"))
         .option("seek.file", str(workdir / _SEEK_FILE))
         .option("paused.file", str(workdir / _PAUSED_FILE))
+        .option("linger.file", str(workdir / _LINGER_FILE))
         .load()
     )
 
@@ -340,6 +348,7 @@ def start_sink_query(
         ``offset.flush.interval.ms``); 0 for none.
     :param linger_ms: with a *spec*: a batch with records goes on putting the records that arrive
         until this long after it began (:func:`connectd.runtime.executor_sink.run`); 0 for never.
+        :meth:`TaskQuery.linger` changes it for the next batches.
     """
     from connectd.connector import TopicPartition
 
@@ -350,7 +359,8 @@ def start_sink_query(
     def build(workdir: Path) -> StreamingQuery:
         if spec is not None:
             task_spec = dataclasses.replace(spec, run=uuid.uuid4().hex, workdir=str(workdir),
-                                            put_records=put_records, linger_ms=linger_ms, max_records=max_records)
+                                            put_records=put_records, max_records=max_records)
+            kafka_io.set_linger(workdir / _LINGER_FILE, linger_ms)
 
             def each_batch(frame: Any, batch_id: int) -> None:
                 # Collecting the batch is running it: executor_sink.SinkTaskReader.read puts it.

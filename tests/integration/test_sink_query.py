@@ -152,9 +152,10 @@ def test_a_lingering_batch_puts_what_arrives_during_it_and_commits_it_when_it_en
     admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
     out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
     config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
-    produce_lines(broker, topic_name, 0, 30, 1)  # the batch has records of partition 0 only
-    sink = Sink(spark, worker_config.settings(), "lingers", topic_name, 3, config, False, linger_ms=60_000)
+    sink = Sink(spark, worker_config.settings(), "lingers", topic_name, 3, config, False)
     try:
+        sink.query.linger(60_000)  # as the worker gives it, while the query runs
+        produce_lines(broker, topic_name, 0, 30, 1)  # the batch has records of partition 0 only
         wait_until(lambda: lines_in(out), "the first lines", until=lambda lines: len(lines) >= 30)
         produce_lines(broker, topic_name, 30, 30, 3)
         wait_until(lambda: lines_in(out), "the lines sent later", until=lambda lines: len(lines) >= 60)
