@@ -155,6 +155,10 @@ class _Instance:
         workdir = self.spec.workdir
         return self.local and (not os.path.isdir(workdir) or os.path.exists(os.path.join(workdir, "stop")))
 
+    def pausing(self) -> bool:
+        """The task is being paused, as far as this host can see (the run's pause file)."""
+        return self.local and os.path.exists(os.path.join(self.spec.workdir, "pause"))
+
     def stop(self) -> None:
         try:
             self.runner.close()
@@ -265,9 +269,10 @@ def _linger(instance: _Instance, ranges: list[tuple[str, int, int, int]], positi
     Each arrival is put and pre-committed as a batch of its own would be, in
     this same Spark task. A batch without records does not linger, nor one
     whose task moved or paused a partition (``seeks``); lingering ends early
-    once the task stops (where this host sees its run directory) or the
-    batch has read ``max_records`` (records known to be there are read in
-    ranges, as a batch's are, shared fairly among the partitions).
+    once the task stops or is paused (where this host sees its run
+    directory) or the batch has read ``max_records`` (records known to be
+    there are read in ranges, as a batch's are, shared fairly among the
+    partitions).
 
     :param positions: where each of the task's partitions stands after *ranges*.
     :returns: ``{(topic, partition): end}``, where each partition read past *positions* now stands.
@@ -278,7 +283,7 @@ def _linger(instance: _Instance, ranges: list[tuple[str, int, int, int]], positi
     positions = dict(positions)
     read = sum(max(end - begin, 0) for _, _, begin, end in ranges)
     reached: dict[tuple[str, int], int] = {}
-    while not runner.seeks and read < spec.max_records and not instance.finished():
+    while not runner.seeks and read < spec.max_records and not instance.finished() and not instance.pausing():
         left = deadline - time.monotonic()
         if left <= 0:
             break

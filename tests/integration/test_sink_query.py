@@ -170,6 +170,26 @@ def test_a_lingering_batch_puts_what_arrives_during_it_and_commits_it_when_it_en
     sink.group.close()
 
 
+def test_pausing_the_task_ends_a_lingering_batch(spark, broker, topic_name, tmp_path, wait_until, worker_config):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
+    produce_lines(broker, topic_name, 0, 30, 3)
+    sink = Sink(spark, worker_config.settings(), "lingers-paused", topic_name, 3, config, False, linger_ms=60_000)
+    try:
+        wait_until(lambda: lines_in(out), "the lines", until=lambda lines: len(lines) >= 30)
+        sink.query.pause()
+        # the batch ends (and commits) long before its minute of lingering is up
+        wait_until(lambda: sink.committed(topic_name, 3), "the batch committed once paused",
+                   until=lambda committed: committed == {0: 10, 1: 10, 2: 10}, timeout=30)
+        assert sink.stop() is True
+    finally:
+        if sink.query.is_active():
+            sink.stop()
+    sink.group.close()
+
+
 def test_after_a_lingering_batch_the_next_starts_where_it_got_to(spark, broker, topic_name, tmp_path, wait_until,
                                                                  worker_config):
     """Records put while a batch lingered are past the end it was planned with: the next batch
