@@ -1,5 +1,5 @@
-"""A pinned record-level sink task assembled in the worker process (connectd.runtime.assembly), its
-query not started: what the runner is given (no broker, no Spark)."""
+"""Record-level sink tasks assembled in the worker process (connectd.runtime.assembly), their queries
+not started: what a pinned task's runner is given, what the queries are told (no broker, no Spark)."""
 
 from __future__ import annotations
 

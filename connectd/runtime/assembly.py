@@ -22,7 +22,6 @@ file in standalone mode, the offsets topic in distributed mode.
 from __future__ import annotations
 
 import threading
-
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path

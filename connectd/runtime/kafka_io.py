@@ -96,13 +96,13 @@ __all__ = [
     "KafkaDataSource",
     "RangeReader",
     "add_seeks",
-    "set_linger",
     "consumer_settings",
     "decode_tp",
     "encode_tp",
     "arrow_write_schema",
     "executor_producer",
     "produce_batches",
+    "set_linger",
     "set_paused",
 ]
 
