@@ -41,6 +41,15 @@ def lines_in(path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def recording_task_files(broker, topic: str, partitions: int, tmp_path, more: dict[str, str] | None = None):
+    """*topic* made with *partitions*; the recording task's output and events files, and its config
+    (``file``, ``events.file``, ``topics``, and *more*)."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
+    return out, calls, {"file": str(out), "events.file": str(calls), "topics": topic, **(more or {})}
+
+
 class Sink:
     """One run of a sink task's query over *partitions* partitions of *topic*, and its group."""
 
@@ -90,10 +99,7 @@ class Sink:
 @pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
 def test_sink_query_writes_every_line_keeps_partition_order_and_commits(spark, broker, topic_name, tmp_path, pinned,
                                                                         wait_until, worker_config):
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
-    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
-    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
+    out, calls, config = recording_task_files(broker, topic_name, 3, tmp_path)
     produce_lines(broker, topic_name, 0, 6000, 3)
     sink = Sink(spark, worker_config.settings(), "files-out", topic_name, 3, config, pinned)
     try:
@@ -148,10 +154,7 @@ def test_a_lingering_batch_puts_what_arrives_during_it_and_commits_it_when_it_en
     """sink.batch.linger.ms: the batch that put the first records goes on putting those that
     arrive, on its partitions without records too; nothing is committed before it ends, and it
     ends early when the task stops."""
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
-    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
-    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
+    out, calls, config = recording_task_files(broker, topic_name, 3, tmp_path)
     sink = Sink(spark, worker_config.settings(), "lingers", topic_name, 3, config, False)
     try:
         sink.query.linger(60_000)  # as the worker gives it, while the query runs
@@ -171,10 +174,7 @@ def test_a_lingering_batch_puts_what_arrives_during_it_and_commits_it_when_it_en
 
 
 def test_pausing_the_task_ends_a_lingering_batch(spark, broker, topic_name, tmp_path, wait_until, worker_config):
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
-    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
-    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
+    out, calls, config = recording_task_files(broker, topic_name, 3, tmp_path)
     produce_lines(broker, topic_name, 0, 30, 3)
     sink = Sink(spark, worker_config.settings(), "lingers-paused", topic_name, 3, config, False, linger_ms=60_000)
     try:
@@ -194,10 +194,7 @@ def test_after_a_lingering_batch_the_next_starts_where_it_got_to(spark, broker, 
                                                                  worker_config):
     """Records put while a batch lingered are past the end it was planned with: the next batch
     starts after them (none put twice), and every partition keeps its order."""
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(timeout=30)
-    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
-    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
+    out, calls, config = recording_task_files(broker, topic_name, 3, tmp_path)
     sink = Sink(spark, worker_config.settings(), "lingers-often", topic_name, 3, config, False, linger_ms=1000)
     try:
         for first in range(0, 300, 30):  # some arrive while a batch lingers, some between batches
@@ -267,11 +264,7 @@ def test_a_paused_partition_is_not_put_or_committed_past_until_the_task_resumes_
         spark, broker, topic_name, tmp_path, pinned, linger, wait_until, worker_config):
     """As Kafka Connect's context.pause(): records of the partition read in the same batch but not
     yet put are left for later; the pause holds over batches (and instances) until resume()."""
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
-    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
-    config = {"file": str(out), "events.file": str(calls), "topics": topic_name,
-              "pause.at": "0:5", "resume.at": "1:15"}
+    out, calls, config = recording_task_files(broker, topic_name, 2, tmp_path, {"pause.at": "0:5", "resume.at": "1:15"})
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     for partition, count in ((0, 100), (1, 10)):
         for offset in range(count):
@@ -310,10 +303,7 @@ def test_a_paused_partition_is_not_put_or_committed_past_until_the_task_resumes_
 @pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
 def test_the_offsets_committed_are_exactly_what_pre_commit_returned(spark, broker, topic_name, tmp_path, pinned,
                                                                      wait_until, worker_config):
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
-    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
-    config = {"file": str(out), "events.file": str(calls), "topics": topic_name, "hold": "7"}
+    out, calls, config = recording_task_files(broker, topic_name, 2, tmp_path, {"hold": "7"})
     produce_lines(broker, topic_name, 0, 400, 2)
     sink = Sink(spark, worker_config.settings(), "holding", topic_name, 2, config, pinned, task="HoldingSinkTask",
                 max_records=90)
@@ -332,11 +322,8 @@ def test_the_offsets_committed_are_exactly_what_pre_commit_returned(spark, broke
 @pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
 def test_put_raising_retriable_errors_gets_the_same_records_again_until_it_succeeds(
         spark, broker, topic_name, tmp_path, pinned, wait_until, worker_config):
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(timeout=30)
-    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
-    config = {"file": str(out), "events.file": str(calls), "topics": topic_name,
-              "retriable.puts": "3", "retry.timeout.ms": "50"}
+    out, calls, config = recording_task_files(broker, topic_name, 1, tmp_path,
+                                              {"retriable.puts": "3", "retry.timeout.ms": "50"})
     produce_lines(broker, topic_name, 0, 200, 1)
     # errors.retry.timeout is 0 (the default): it bounds converters and transforms, not put()
     sink = Sink(spark, worker_config.settings(), "flaky", topic_name, 1, config, pinned, task="FlakySinkTask")
@@ -397,10 +384,7 @@ def test_errant_records_go_to_the_dead_letter_topic_with_their_context(spark, br
 @pytest.mark.parametrize("pinned", [False, True], ids=["executor", "pinned"])
 def test_an_idle_task_gets_put_of_nothing_and_pre_commit_each_flush_interval(spark, broker, topic_name, tmp_path,
                                                                             pinned, wait_until, worker_config):
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
-    out, calls = tmp_path / "out.txt", tmp_path / "events.txt"
-    config = {"file": str(out), "events.file": str(calls), "topics": topic_name}
+    out, calls, config = recording_task_files(broker, topic_name, 2, tmp_path)
     produce_lines(broker, topic_name, 0, 10, 2)
     sink = Sink(spark, worker_config.settings(), "idle", topic_name, 2, config, pinned, tick_ms=500)
     try:
