@@ -320,8 +320,7 @@ class SinkTaskReader(KafkaStreamReader):
 
     def read(self, partition: Any) -> Iterator[_Result]:
         yield from run(self.spec_json, [(str(t), int(p), int(b), int(e)) for t, p, b, e in partition.ranges],
-                       partition.paused, getattr(partition, "lag", {}), getattr(partition, "idle", {}),
-                       getattr(partition, "linger_ms", 0))
+                       partition.paused, partition.lag, partition.idle, partition.linger_ms)
 
 
 class SinkTaskDataSource(DataSource):

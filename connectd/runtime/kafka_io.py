@@ -352,78 +352,53 @@ _FROM = "@from "
 _TICK = "@tick"
 
 
+def _write_control(path: str | os.PathLike[str], value: Any) -> None:
+    """Write a run's control file whole (write, then rename), as JSON; ``None`` removes it."""
+    if value is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    temporary = f"{os.fspath(path)}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(value, handle)
+    os.replace(temporary, path)
+
+
+def _read_control(path: str | os.PathLike[str] | None, default: Any) -> Any:
+    """A run's control file's JSON value; *default* when there is none."""
+    if not path:
+        return default
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return default
+
+
 def add_seeks(path: str | os.PathLike[str], seeks: dict[str, int]) -> None:
     """Have the reader whose ``seek.file`` is *path* start these partitions' next batch at these offsets.
 
     Called by the driver between micro-batches (``foreachBatch``), so the next
     batch's ``latestOffset`` sees them; written whole (write, then rename).
     """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            pending = json.load(handle)
-    except FileNotFoundError:
-        pending = {}
-    pending.update(seeks)
-    temporary = f"{os.fspath(path)}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(pending, handle)
-    os.replace(temporary, path)
+    _write_control(path, {**_read_control(path, {}), **seeks})
 
 
 def set_paused(path: str | os.PathLike[str], partitions: Iterable[str]) -> None:
     """Have the reader whose ``paused.file`` is *path* leave *partitions* (``encode_tp``) alone,
     and no others: written whole by the driver between micro-batches (nothing: the file goes)."""
-    keys = sorted(partitions)
-    if not keys:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        return
-    temporary = f"{os.fspath(path)}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(keys, handle)
-    os.replace(temporary, path)
+    _write_control(path, sorted(partitions) or None)
 
 
 def set_linger(path: str | os.PathLike[str], ms: int) -> None:
     """Have the sink reader whose ``linger.file`` is *path* let its next batches linger *ms*
     (0: the file goes, and they do not); written whole, by the driver, whenever it decides."""
-    if ms <= 0:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        return
-    temporary = f"{os.fspath(path)}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(str(int(ms)))
-    os.replace(temporary, path)
-
-
-def _read_linger(path: str | None) -> int:
-    if not path:
-        return 0
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return int(handle.read())
-    except FileNotFoundError:
-        return 0
-
-
-def _read_paused(path: str | None) -> list[str]:
-    if not path:
-        return []
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return list(json.load(handle))
-    except FileNotFoundError:
-        return []
+    _write_control(path, int(ms) if ms > 0 else None)
 
 
 def _take_seeks(path: str | None) -> dict[str, int]:
-    if not path:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            seeks = json.load(handle)
-    except FileNotFoundError:
+    seeks = _read_control(path, None)
+    if seeks is None:
         return {}
     os.unlink(path)
     return {key: int(offset) for key, offset in seeks.items()}
@@ -482,7 +457,7 @@ class KafkaStreamReader(DataSourceStreamReader):
                 self._watermarks = HighWatermarks(client_settings(self.client_option))
             high = self._watermarks.high(start)
             self._high = dict(high)  # the partitions' lag after this batch, for partitions()
-            for key in _read_paused(self.paused_file):  # the task paused them: they stay where they are
+            for key in _read_control(self.paused_file, []):  # the task paused them: they stay where they are
                 if key in high:
                     high[key] = start[key]
             end = batch_ends(start, high, self.max_records)
@@ -511,13 +486,13 @@ class KafkaStreamReader(DataSourceStreamReader):
             # One input partition: one Spark task handles the whole batch (one sink task instance);
             # none for a batch without records, so no Python worker starts an instance for nothing,
             # unless it is a tick: then the empty range of every partition, where it stands.
-            paused = _read_paused(self.paused_file)
+            paused = list(_read_control(self.paused_file, []))
             high = self._high or {}  # none for a batch planned before a restart, replayed now
             lag = {key: max(high[key] - int(stop), 0) for key, stop in end.items() if key in high}
             if not ranges and int(end.get(_TICK, 0)) > int(start.get(_TICK, 0)):
                 return [_Ranges([(*decode_tp(key), int(stop), int(stop))
                                  for key, stop in end.items() if not key.startswith(_META)], paused, lag)]
-            return [_Ranges(ranges, paused, lag, idle, _read_linger(self.linger_file))] if ranges else []
+            return [_Ranges(ranges, paused, lag, idle, int(_read_control(self.linger_file, 0)))] if ranges else []
         return [_Ranges([r]) for r in ranges]
 
     def read(self, partition: _Ranges) -> Iterator[tuple]:
