@@ -17,6 +17,7 @@ Prints a JSON summary (BENCHMARKS.md, "Start-up", holds the figures).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -121,13 +122,21 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--worker-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a line added to the worker properties (repeatable)")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="run in DIR (made if missing) and keep each run's files and connectd.log there")
     args = parser.parse_args()
     from connectd.broker import EmbeddedBroker
 
     summary: dict[str, Any] = {"machine": rp.machine_info(), "loadavg_start": rp.loadavg(), "runs": args.runs,
                                "worker_properties": args.worker_property}
-    with tempfile.TemporaryDirectory(prefix="connectd-startup-") as tmp, EmbeddedBroker(host="127.0.0.1") as broker:
-        results = [one_run(broker.bootstrap_servers, Path(tmp), run, args.worker_property) for run in range(args.runs)]
+    with contextlib.ExitStack() as stack:
+        if args.keep is None:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="connectd-startup-")))
+        else:
+            tmp = args.keep
+            tmp.mkdir(parents=True, exist_ok=True)
+        broker = stack.enter_context(EmbeddedBroker(host="127.0.0.1"))
+        results = [one_run(broker.bootstrap_servers, tmp, run, args.worker_property) for run in range(args.runs)]
     for key in results[0]:
         values = [r[key] for r in results]
         summary[key] = {"median": round(statistics.median(values), 2), "min": round(min(values), 2),

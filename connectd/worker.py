@@ -148,7 +148,7 @@ class Worker:
             raise ConnectdError("start the worker before its herder")
         if self.herder is not None:
             return self.herder
-        from connectd.runtime.spark import start_session
+        from connectd.runtime.spark import start_session, stop_session
 
         with bind_context(worker=self.worker_id):
             # The REST API listens first: /health says "starting" and writes wait while Spark starts
@@ -167,7 +167,7 @@ class Worker:
             if spark is None:
                 log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
                 self.spark = await asyncio.to_thread(start_session, self.config, self.worker_id)
-                self._stack.push_async_callback(asyncio.to_thread, self.spark.stop)
+                self._stack.push_async_callback(asyncio.to_thread, stop_session, self.spark)
                 if not self.config.spark_conf()["spark.master"].startswith("local"):
                     from connectd.runtime.executors import check_executors, executor_modules
 

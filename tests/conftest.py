@@ -25,6 +25,12 @@ too:
   it; each test adds or overrides its own settings.
 - ``notify_socket``: systemd's end of ``sd_notify``, a unix datagram socket in
   the test's ``tmp_path`` (:class:`NotifySocket`).
+
+Workers made with ``worker_config`` keep no driver class archive
+(``class.archive.dir`` empty), so no test's stop is the one that writes it;
+the class archive's own tests set a directory. Any other worker (the
+quickstart's) keeps it in a cache directory of the session's
+(``XDG_CACHE_HOME``), never the user's.
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ import asyncio
 import inspect
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -63,6 +71,14 @@ if str(SUPPORT_DIR) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SUPPORT_DIR), os.environ.get("PYTHONPATH")) if p)
 if str(SUPPORT_DIR) not in sys.path:
     sys.path.insert(0, str(SUPPORT_DIR))
+
+_SESSION_CACHE = tempfile.mkdtemp(prefix="connectd-test-cache-")
+os.environ.pop("CACHE_DIRECTORY", None)
+os.environ["XDG_CACHE_HOME"] = _SESSION_CACHE
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -439,7 +455,8 @@ class WorkerConfigs:
     The settings start with what a worker of the mode needs (bootstrap,
     converters, then the offsets file or the group and its internal topics),
     then the overrides in their order, then the defaults no override replaced:
-    a REST listener on a free loopback port and a small local Spark. An
+    a REST listener on a free loopback port, a small local Spark and no driver
+    class archive. An
     override of ``None`` drops the key. Written to a file, the first override
     is on line 5 in standalone mode, as tests that check line numbers expect.
     """
@@ -480,6 +497,7 @@ class WorkerConfigs:
             "spark.master": "local[2]",
             "spark.sql.shuffle.partitions": "2",
             "spark.driver.extraJavaOptions": JVM_TEST_OPTIONS,
+            "class.archive.dir": "",
         }
         for key, value in defaults.items():
             settings.setdefault(key, value)

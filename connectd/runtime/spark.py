@@ -14,7 +14,10 @@ in the environment before the JVM starts, not only in the Spark conf:
   the host's public address.
 
 Starting a session takes seconds (a JVM); call :func:`start_session` from a
-thread, never on the event loop.
+thread, never on the event loop. The driver JVM maps a class-data archive of
+an earlier one when there is one, or writes one as it exits
+(:mod:`connectd.runtime.class_archive`); :func:`stop_session` stops the
+session and, for the JVM that writes it, waits for that.
 
 Spark's JVM writes its log lines to the worker's stdout in the worker's own
 format (:func:`log4j_config`): one JSON object a line with the same keys —
@@ -37,16 +40,23 @@ query between its micro-batches found no job of its group to cancel.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from connectd.config.worker import WorkerConfig
 
-__all__ = ["QUIET_LOGGERS", "is_hiccup", "start_session"]
+__all__ = ["QUIET_LOGGERS", "is_hiccup", "log4j_file", "start_session", "stop_session"]
+
+#: How long a stopping worker waits for the class archive to be written (once per key).
+CLASS_ARCHIVE_WRITE_TIMEOUT_S = 90.0
+#: How long a stopped session's JVM may take to exit once its input is closed.
+_JVM_EXIT_S = 30.0
 
 #: Spark loggers set to ERROR when the session starts.
 QUIET_LOGGERS = (
@@ -115,7 +125,7 @@ def log4j_config(as_json: bool, level: str = "WARN", worker: str = "") -> str:
 _ALWAYS_QUIET = ("org.apache.hadoop.util.NativeCodeLoader",)
 
 
-def _log4j_file(as_json: bool, level: str, worker: str) -> str:
+def log4j_file(as_json: bool, level: str, worker: str) -> str:
     """:func:`log4j_config` written to a file the JVM reads at start (removed when this process exits)."""
     import atexit
     import tempfile
@@ -134,18 +144,23 @@ def start_session(config: WorkerConfig, worker_id: str = "") -> SparkSession:
     """
     import logging
 
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     from connectd.logging import lines_are_json, spark_process_env
 
     conf = config.spark_conf()
+    # Only a JVM that starts now takes Java options (a second session shares the running one).
+    archive = _class_archive(config, conf) if SparkContext._gateway is None else None
     # Spark's Python processes write their lines as this worker does: those on this host inherit
     # the environment (the JVM starts them), executors elsewhere get it from the conf.
     for key, value in spark_process_env(worker_id).items():
         os.environ[key] = value
         conf.setdefault(f"spark.executorEnv.{key}", value)
     level = "ERROR" if logging.getLogger().getEffectiveLevel() >= logging.ERROR else "WARN"
-    options = f"-Dlog4j2.configurationFile={_log4j_file(lines_are_json(), level, worker_id)}"
+    options = f"-Dlog4j2.configurationFile={log4j_file(lines_are_json(), level, worker_id)}"
+    if archive is not None:
+        options = f"{options} {archive.java_options()}"
     conf["spark.driver.extraJavaOptions"] = f"{options} {conf.get('spark.driver.extraJavaOptions', '')}".strip()
     if "spark.pyspark.python" in config.originals():
         # Set in the worker properties: it wins over an inherited PYSPARK_PYTHON, as
@@ -159,8 +174,54 @@ def start_session(config: WorkerConfig, worker_id: str = "") -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
+    session._connectd_class_archive = archive
     _quiet(session)
     return session
+
+
+def stop_session(session: SparkSession) -> None:
+    """Stop *session*; if its driver JVM writes the class archive, end the JVM and wait for that
+    (:data:`CLASS_ARCHIVE_WRITE_TIMEOUT_S` at most). Blocking."""
+    from pyspark import SparkContext
+
+    archive = getattr(session, "_connectd_class_archive", None)
+    gateway = SparkContext._gateway
+    session.stop()
+    if archive is None or archive.mode != "write":
+        return
+    # This worker's JVM ends first (its memory freed; PySpark's gateway exits at the end of its input),
+    # and a later session in this process would start a new one.
+    jvm = getattr(gateway, "proc", None)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if jvm is not None:
+        with contextlib.suppress(OSError):
+            jvm.stdin.close()
+        try:
+            jvm.wait(_JVM_EXIT_S)
+        except subprocess.TimeoutExpired:
+            jvm.kill()
+            jvm.wait()
+    archive.write(CLASS_ARCHIVE_WRITE_TIMEOUT_S)
+
+
+def _class_archive(config: WorkerConfig, conf: dict[str, str]) -> Any:
+    """The driver JVM's :class:`~connectd.runtime.class_archive.ClassArchive`, or ``None``: off
+    (``class.archive.dir`` empty), the user's Java options handle class sharing, or no java found."""
+    from pathlib import Path
+
+    from connectd.runtime import class_archive
+
+    setting = config.get("class.archive.dir")
+    if setting == "":
+        return None
+    java_options = conf.get("spark.driver.extraJavaOptions", "")
+    if any(option.startswith(class_archive.USER_SHARING) for option in java_options.split()):
+        return None
+    key = class_archive.archive_key(conf)
+    if key is None:
+        return None
+    return class_archive.prepare(Path(setting) if setting else class_archive.default_dir(), key, conf)
 
 
 def _quiet(session: SparkSession) -> None:
