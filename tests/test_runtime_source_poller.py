@@ -103,6 +103,46 @@ def test_a_retriable_error_from_poll_is_polled_again(wait_until):
         poller.stop(5)
 
 
+def test_first_poll_waits_for_the_first_poll_to_end_or_its_timeout(wait_until):
+    polls = Polls(size=10)
+    polls.release.clear()  # the first poll() does not return yet
+    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    try:
+        poller.first_poll(0.05)  # returns at its timeout, nothing polled
+        assert polls.calls == 0 and poller.take() is None
+        threading.Timer(0.2, polls.release.set).start()
+        poller.first_poll(30)  # returns once the first poll() ended, its records buffered
+        batches, *_ = poller.take()
+        assert values(batches)[:10] == [f"1-{i}".encode() for i in range(10)]
+        poller.first_poll(30)  # a look already ended: at once
+    finally:
+        polls.release.set()
+        poller.stop(5)
+
+
+def test_the_querys_first_batch_carries_the_first_polls_records(tmp_path):
+    """A fresh Spark's first batch costs seconds: taken at once it would be empty, and the first records
+    would wait for a second batch."""
+    from connectd.runtime.source_task import _Batch
+
+    polls = Polls(size=10)
+    polls.release.clear()
+    reader = reader_for()
+
+    def start() -> None:  # as _ensure_started, without a plugin
+        reader._task = Acknowledged()
+        reader._poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+        threading.Timer(0.2, polls.release.set).start()  # the first poll() takes 0.2 s
+
+    reader._ensure_started = start
+    try:
+        assert reader.latestOffset() == {"seq": 1}
+        assert values(_Batch([reader._kept[1]]).record_batches())[:10] == [f"1-{i}".encode() for i in range(10)]
+    finally:
+        polls.release.set()
+        reader._poller.stop(5)
+
+
 def test_stop_ends_the_thread_after_the_poll_in_progress():
     polls = Polls()
     polls.release.clear()  # the next poll() blocks

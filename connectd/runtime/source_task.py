@@ -17,6 +17,11 @@ of its own, so the next batch is polled while the last one is produced::
                                                      batch's last offset per source partition
     worker process, foreachBatch: collect() those rows; once the batch succeeded, store them
 
+The query's first ``latestOffset`` starts the task and waits for its first
+``poll()`` to return (1 s at most), so that the first batch carries those
+records: on a fresh Spark that batch costs seconds, and an empty one would
+make them wait for the next.
+
 Batches adapt to the rate by themselves: a batch is whatever was polled
 while the last one was written, up to ``max.records``; the slower the
 writes, the larger the batches. The records cross from the planner process
@@ -256,6 +261,8 @@ RESULT_SCHEMA = "source_partition string, source_offset string, records long, st
 
 _EMPTY_POLL_PAUSE_S = 0.005
 _IDLE_CHECK_S = 0.1
+#: How long the query's first ``latestOffset`` waits for the task's first ``poll()`` to return.
+_FIRST_POLL_WAIT_S = 1.0
 
 
 class _ProduceFailures:
@@ -325,6 +332,7 @@ class _Poller:
         self._error: BaseException | None = None
         self._stopping = False
         self._polling = False  # a poll() (or the look whether to make one) is under way
+        self._looks = 0  # how many of those have ended
         self._thread = threading.Thread(target=self._run, name=f"connectd-poll-{name}", daemon=True)
         self._thread.start()
 
@@ -341,6 +349,7 @@ class _Poller:
             finally:
                 with self._cond:
                     self._polling = False
+                    self._looks += 1
                     self._cond.notify_all()
             if pause is None:
                 return
@@ -393,6 +402,16 @@ class _Poller:
             self._batches, self._offsets, self._topics, self._polled, self._buffered = [], {}, set(), [], 0
             self._cond.notify_all()
             return taken
+
+    def first_poll(self, timeout: float) -> None:
+        """Wait up to *timeout* seconds for the first ``poll()`` (or look whether to make one) to end."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._looks == 0 and not self._stopping:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
 
     def finish_poll(self, timeout: float) -> bool:
         """Wait up to *timeout* seconds for a ``poll()`` under way to return and its records to be
@@ -532,8 +551,13 @@ class SourceTaskReader(DataSourceStreamReader):
                 return {"seq": self._seq}
             taken = self._take_at_stop()
         else:
+            starting = self._task is None
             self._ensure_started()
             assert self._poller is not None
+            if starting:
+                # The query's first batch carries what the first poll() returned: a fresh Spark pays
+                # seconds for its first batch, and an empty one would make the records wait for a second.
+                self._poller.first_poll(_FIRST_POLL_WAIT_S)
             taken = self._poller.take()
         if taken is None:
             return {"seq": self._seq}
