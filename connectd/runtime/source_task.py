@@ -126,6 +126,7 @@ import contextlib
 import importlib
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -171,8 +172,7 @@ def _ipc(batches: list[Any]) -> bytes:
 
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batches[0].schema) as writer:
-        for batch in batches:
-            writer.write_batch(batch)
+        writer.write_table(pa.Table.from_batches(batches))  # one call: see _ipc_file
     return sink.getvalue().to_pybytes()
 
 
@@ -182,8 +182,9 @@ def _ipc_file(batches: list[Any], path: str) -> str:
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, batches[0].schema) as writer:
-        for batch in batches:
-            writer.write_batch(batch)
+        # One call, which releases the GIL for all of it: a call per batch waits for the GIL at each,
+        # which the poller thread holds for up to the switch interval (5 ms) each time.
+        writer.write_table(pa.Table.from_batches(batches))
     return path
 
 
@@ -261,6 +262,8 @@ RESULT_SCHEMA = "source_partition string, source_offset string, records long, st
 
 _EMPTY_POLL_PAUSE_S = 0.005
 _IDLE_CHECK_S = 0.1
+#: The planner process's GIL switch interval once the task polls on its own thread (Python's is 5 ms).
+_SWITCH_INTERVAL_S = 0.001
 #: How long the query's first ``latestOffset`` waits for the task's first ``poll()`` to return.
 _FIRST_POLL_WAIT_S = 1.0
 
@@ -813,6 +816,9 @@ class SourceTaskReader(DataSourceStreamReader):
         from connectd.connector import SourceTask
 
         self._acks = type(task).commit_record is not SourceTask.commit_record
+        # The poller thread holds the GIL while it polls; Spark's calls to this process (latestOffset,
+        # partitions, commit) wait up to the switch interval for it at each turn: 1 ms, not 5.
+        sys.setswitchinterval(_SWITCH_INTERVAL_S)
         self._poller = _Poller(self._poll_once, self.max_records, self._held, self._name())
 
     def take_counts(self) -> dict[str, float]:
