@@ -126,7 +126,6 @@ import contextlib
 import importlib
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -262,8 +261,6 @@ RESULT_SCHEMA = "source_partition string, source_offset string, records long, st
 
 _EMPTY_POLL_PAUSE_S = 0.005
 _IDLE_CHECK_S = 0.1
-#: The planner process's GIL switch interval once the task polls on its own thread (Python's is 5 ms).
-_SWITCH_INTERVAL_S = 0.001
 #: How long the query's first ``latestOffset`` waits for the task's first ``poll()`` to return.
 _FIRST_POLL_WAIT_S = 1.0
 
@@ -816,9 +813,6 @@ class SourceTaskReader(DataSourceStreamReader):
         from connectd.connector import SourceTask
 
         self._acks = type(task).commit_record is not SourceTask.commit_record
-        # The poller thread holds the GIL while it polls; Spark's calls to this process (latestOffset,
-        # partitions, commit) wait up to the switch interval for it at each turn: 1 ms, not 5.
-        sys.setswitchinterval(_SWITCH_INTERVAL_S)
         self._poller = _Poller(self._poll_once, self.max_records, self._held, self._name())
 
     def take_counts(self) -> dict[str, float]:
