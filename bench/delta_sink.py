@@ -118,7 +118,7 @@ def main() -> int:
         try:
             summary.update(asyncio.run(runs(bootstrap, spark, tmp, topic, args.records, nbytes)))
         finally:
-            spark.stop()
+            rp.bench_spark_stop(spark)
     summary["delta_vs_file"] = round(summary["delta_sink"]["records_per_s"] / summary["file_sink"]["records_per_s"], 2)
     summary["loadavg_end"] = rp.loadavg()
     print(json.dumps(summary, indent=2))

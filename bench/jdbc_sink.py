@@ -215,7 +215,7 @@ def main() -> int:
                 tables.append(("postgresql", table))
                 e2e = asyncio.run(end_to_end(bootstrap, spark, tmp, topic, table, count))
             finally:
-                spark.stop()
+                rp.bench_spark_stop(spark)
         summary["postgresql"]["end_to_end"] = e2e
         summary["postgresql"]["end_to_end_vs_raw"] = round(e2e["records_per_s"] / summary["postgresql"]["raw_rows_per_s"], 2)
     finally:

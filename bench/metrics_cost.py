@@ -82,7 +82,7 @@ def main() -> int:
         try:
             summary["sink_tasks_4"] = asyncio.run(rounds(bootstrap, spark, tmp, topic, args.records, args.rounds))
         finally:
-            spark.stop()
+            rp.bench_spark_stop(spark)
     summary["loadavg_end"] = rp.loadavg()
     print(json.dumps(summary, indent=2))
     return 0

@@ -626,6 +626,14 @@ def bench_spark(bootstrap: str, tmp: Path, master: str = "local[2]", **conf: str
     return spark
 
 
+def bench_spark_stop(spark: Any) -> None:
+    """Stop a :func:`bench_spark` session as the worker does (the first on a machine writes the
+    driver's class archive then: docs/running.md, "Start-up")."""
+    from connectd.runtime.spark import stop_session
+
+    stop_session(spark)
+
+
 async def started_herder(bootstrap: str, spark: Any, tmp: Path, **settings: str) -> Any:
     """A standalone herder in this process (StringConverter keys and values, offsets in *tmp*), started;
     *settings* are more worker settings (``**{"sink.batch.max.records": "20000"}``)."""
@@ -979,7 +987,7 @@ def main() -> int:
             finally:
                 if memory is not None:
                     memory.halt.set()
-                spark.stop()
+                bench_spark_stop(spark)
     summary["wall_s"] = round(time.monotonic() - wall, 1)
     summary["loadavg_end"] = loadavg()
     summary["notes"] = notes(summary)

@@ -182,7 +182,7 @@ def main() -> int:
                                                    dict(item.split("=", 1) for item in args.worker)))
         finally:
             memory.halt.set()
-            spark.stop()
+            rp.bench_spark_stop(spark)
     summary["loadavg_end"] = rp.loadavg()
     print(json.dumps(summary, indent=2))
     return 0

@@ -107,7 +107,7 @@ def main() -> int:
             summary["connectd"] = asyncio.run(runs(bootstrap, spark, tmp, "bench-file", path, args.records, memory))
         finally:
             memory.halt.set()
-            spark.stop()
+            rp.bench_spark_stop(spark)
     summary["ratio_to_raw"] = round(summary["connectd"]["records_per_s"]
                                     / summary["raw_produce"]["records_per_s"], 3)
     summary["loadavg_end"] = rp.loadavg()

@@ -29,7 +29,8 @@ directory::
 
     ABSENT ──a worker starts and creates <key>.lock (O_EXCL, its pid)──► WRITER (runs as usual)
     ABSENT, the lock held by a live process ──► the worker runs without an archive
-    ABSENT, the lock's process gone (killed) ──► its lock removed ──► ABSENT (and on, above)
+    ABSENT, the lock's process gone (killed) ──► its lock and any writer's .tmp of a process
+        gone removed ──► ABSENT (and on, above)
     WRITER ──the worker stops: its Spark and JVM ended, the writer JVM run, exit 0 within
         the timeout──► <key>.<pid>.tmp renamed to <key>.jsa, lock removed ──► READY
     WRITER ──the writer fails or times out (then killed)──► .tmp and lock removed,
@@ -211,6 +212,7 @@ def prepare(directory: Path, key: str, conf: Mapping[str, str]) -> ClassArchive 
             return None
         if not _take_lock(archive.lock):
             return None
+        _remove_stale(directory)
         return ClassArchive(directory, key, "write", {name: conf[name] for name in ARCHIVE_CONF if name in conf})
     except OSError as error:
         log.warning("spark_class_archive_dir_unusable", path=str(directory), error=str(error))
@@ -258,7 +260,11 @@ def _prune(directory: Path, keep: int) -> None:
     for old in archives[keep:]:
         with contextlib.suppress(FileNotFoundError):
             old.unlink()
-    # Left by writers killed with their worker (the lock's process gone, nothing writes them).
+    _remove_stale(directory)
+
+
+def _remove_stale(directory: Path) -> None:
+    """Remove the temporary files of writers whose process is gone (killed with their worker)."""
     for stale in directory.glob("spark-driver-*.tmp"):
         pid = stale.suffixes[-2].lstrip(".") if len(stale.suffixes) >= 2 else ""
         if pid.isdigit() and not _alive(int(pid)):

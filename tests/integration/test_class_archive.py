@@ -48,11 +48,14 @@ def test_absent_the_first_worker_takes_the_lock_and_is_the_writer_the_next_runs_
     assert prepare(directory, "k1", CONF) is None
 
 
-def test_a_lock_whose_process_is_gone_is_taken_over(tmp_path):
-    (tmp_path / "spark-driver-k1.lock").write_text(str(_dead_pid()))
+def test_a_lock_whose_process_is_gone_is_taken_over_and_its_writers_temporary_file_removed(tmp_path):
+    gone = _dead_pid()
+    (tmp_path / "spark-driver-k1.lock").write_text(str(gone))
+    (tmp_path / f"spark-driver-k1.{gone}.tmp").write_bytes(b"partial")
     archive = prepare(tmp_path, "k1", CONF)
     assert archive is not None and archive.mode == "write"
     assert archive.lock.read_text() == str(os.getpid())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spark-driver-k1.lock"]
 
 
 def test_ready_a_private_archive_is_mapped(tmp_path):
