@@ -40,6 +40,7 @@ __all__ = [
     "get_levels",
     "get_logger",
     "set_level",
+    "spark_process_worker",
     "spark_process_env",
 ]
 
@@ -364,11 +365,16 @@ def configure_spark_process(**context: Any) -> None:
     carries the worker's id and *context* (a planner's ``connector`` and ``task``)."""
     with _lock:
         first = not _process_context
-        _process_context["worker"] = os.environ.get(_ENV_WORKER, "")
+        _process_context["worker"] = spark_process_worker()
         _process_context.update(context)
     if first:
         configure_logging(os.environ.get(_ENV_LEVEL, "INFO"),
                           json=os.environ.get(_ENV_JSON, "true") == "true", stream=sys.stderr)
+
+
+def spark_process_worker() -> str:
+    """The id of the worker whose process started this one (:func:`spark_process_env`), or ``""``."""
+    return os.environ.get(_ENV_WORKER, "")
 
 
 def lines_are_json() -> bool:

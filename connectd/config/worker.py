@@ -317,7 +317,7 @@ _WORKER_KEYS = [
               "connectd extension: a directory where workers keep a class-data archive of Spark's driver JVM "
               "(HotSpot AppCDS), so a worker's JVM maps Spark's classes instead of loading them: its first "
               "record moves ≈3 s sooner. The first worker to start without an archive for its java, pyspark "
-              "and driver options writes one as it stops (its stop takes ≈20 s longer on 2 cores, once; ≈170 MB). "
+              "and driver options writes one as it stops (its stop takes ≈25 s longer on 2 cores, once; ≈170 MB). "
               "Made private (0700); an archive another user could have written is not used. Unset: "
               "$CACHE_DIRECTORY (systemd's CacheDirectory=), else $XDG_CACHE_HOME/connectd, else "
               "~/.cache/connectd. Empty: no archive. Java options naming -Xshare or an archive in "

@@ -37,7 +37,7 @@ directory::
         <key>.failed made ──► FAILED: no worker tries again (remove the file to retry)
     READY ──a worker starts──► its JVM runs with -XX:SharedArchiveFile=<key>.jsa
 
-Writing costs that one stop ≈20 s (logged as it starts and ends). The
+Writing costs that one stop ≈25 s on 2 cores (logged as it starts and ends). The
 directory keeps the :data:`KEEP` newest archives. A JVM already running in
 this process (a second session), Java options of the user's that name an
 archive or ``-Xshare``, or a directory that cannot be made: no archive,
@@ -277,18 +277,20 @@ def _write(conf: Mapping[str, str], archive: str) -> int:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from connectd.logging import configure_spark_process, lines_are_json
+    from connectd.logging import configure_spark_process, lines_are_json, spark_process_worker
     from connectd.runtime.spark import log4j_file
     from connectd.runtime.warm_up import warm_up
 
     configure_spark_process()
-    options = " ".join(part for part in (f"-Dlog4j2.configurationFile={log4j_file(lines_are_json(), 'WARN', '')}",
+    log4j = log4j_file(lines_are_json(), "WARN", spark_process_worker())
+    options = " ".join(part for part in (f"-Dlog4j2.configurationFile={log4j}",
                                          conf.get("spark.driver.extraJavaOptions", ""),
                                          f"-XX:ArchiveClassesAtExit={archive} {_QUIET}") if part)
+    settings = {**conf, "spark.driver.extraJavaOptions": options, "spark.ui.enabled": "false",
+                "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FAIR",
+                "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     builder = SparkSession.builder.master("local[1]").appName("connectd-class-archive")
-    for name, value in {**conf, "spark.driver.extraJavaOptions": options, "spark.ui.enabled": "false",
-                        "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FAIR", "spark.driver.host": "127.0.0.1",
-                        "spark.driver.bindAddress": "127.0.0.1"}.items():
+    for name, value in settings.items():
         builder = builder.config(name, value)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -15,9 +15,9 @@ in the environment before the JVM starts, not only in the Spark conf:
 
 Starting a session takes seconds (a JVM); call :func:`start_session` from a
 thread, never on the event loop. The driver JVM maps a class-data archive of
-an earlier one when there is one, or writes one as it exits
-(:mod:`connectd.runtime.class_archive`); :func:`stop_session` stops the
-session and, for the JVM that writes it, waits for that.
+Spark's classes when there is one; the first worker without one writes it as
+it stops (:mod:`connectd.runtime.class_archive`), in :func:`stop_session`,
+which stops the session.
 
 Spark's JVM writes its log lines to the worker's stdout in the worker's own
 format (:func:`log4j_config`): one JSON object a line with the same keys —
@@ -180,8 +180,8 @@ def start_session(config: WorkerConfig, worker_id: str = "") -> SparkSession:
 
 
 def stop_session(session: SparkSession) -> None:
-    """Stop *session*; if its driver JVM writes the class archive, end the JVM and wait for that
-    (:data:`CLASS_ARCHIVE_WRITE_TIMEOUT_S` at most). Blocking."""
+    """Stop *session*; if this worker is the one to write the class archive, end its JVM, then
+    write the archive (:data:`CLASS_ARCHIVE_WRITE_TIMEOUT_S` at most). Blocking."""
     from pyspark import SparkContext
 
     archive = getattr(session, "_connectd_class_archive", None)
