@@ -203,16 +203,22 @@ def prepare(directory: Path, key: str, conf: Mapping[str, str]) -> ClassArchive 
             return None
         archive = ClassArchive(directory, key, "use")
         if archive.failed.exists():
+            log.info("spark_class_archive_failed_before", marker=str(archive.failed),
+                     note="not written again until this file is removed; the worker's log said why")
             return None
         if archive.archive.exists():
             if _private(archive.archive):
+                log.info("spark_class_archive_used", path=str(archive.archive))
                 return archive
             log.warning("spark_class_archive_not_private", path=str(archive.archive),
                         reason="owned by another user or writable by others; not used")
             return None
         if not _take_lock(archive.lock):
+            log.info("spark_class_archive_being_written", lock=str(archive.lock),
+                     note="another worker writes it; this one starts without")
             return None
         _remove_stale(directory)
+        log.info("spark_class_archive_missing", path=str(archive.archive), note="this worker writes it as it stops")
         return ClassArchive(directory, key, "write", {name: conf[name] for name in ARCHIVE_CONF if name in conf})
     except OSError as error:
         log.warning("spark_class_archive_dir_unusable", path=str(directory), error=str(error))
