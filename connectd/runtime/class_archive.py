@@ -131,21 +131,24 @@ class ClassArchive:
     #: The worker's :data:`ARCHIVE_CONF` settings, for the writer's JVM.
     conf: dict[str, str] = field(default_factory=dict)
 
+    def _file(self, suffix: str) -> Path:
+        return self.directory / f"spark-driver-{self.key}.{suffix}"
+
     @property
     def archive(self) -> Path:
-        return self.directory / f"spark-driver-{self.key}.jsa"
+        return self._file("jsa")
 
     @property
     def lock(self) -> Path:
-        return self.directory / f"spark-driver-{self.key}.lock"
+        return self._file("lock")
 
     @property
     def failed(self) -> Path:
-        return self.directory / f"spark-driver-{self.key}.failed"
+        return self._file("failed")
 
     @property
     def temporary(self) -> Path:
-        return self.directory / f"spark-driver-{self.key}.{os.getpid()}.tmp"
+        return self._file(f"{os.getpid()}.tmp")
 
     def java_options(self) -> str:
         """Options for the worker's driver JVM (none for the writing worker's own)."""
@@ -280,11 +283,10 @@ def _remove_stale(directory: Path) -> None:
 
 def _write(conf: Mapping[str, str], archive: str) -> int:
     """The writer: a local session with *conf* whose JVM writes *archive* as it exits; 0 if it did."""
-    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     from connectd.logging import configure_spark_process, lines_are_json, spark_process_worker
-    from connectd.runtime.spark import log4j_file
+    from connectd.runtime.spark import end_jvm, log4j_file
     from connectd.runtime.warm_up import warm_up
 
     configure_spark_process()
@@ -302,11 +304,9 @@ def _write(conf: Mapping[str, str], archive: str) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")  # its warnings (the warm-up's trigger) are not the worker's
-    jvm = SparkContext._gateway.proc
     ran = warm_up(spark, _WARM_UP_S)
     spark.stop()
-    jvm.stdin.close()  # PySpark's gateway exits at the end of its input: HotSpot writes the archive
-    code = jvm.wait()
+    code = end_jvm()  # HotSpot writes the archive as the JVM exits (the worker's timeout bounds it)
     return 0 if ran and code == 0 and os.path.exists(archive) else 1
 
 

@@ -44,14 +44,15 @@ import contextlib
 import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from connectd.config.worker import WorkerConfig
+    from connectd.runtime.class_archive import ClassArchive
 
-__all__ = ["QUIET_LOGGERS", "is_hiccup", "log4j_file", "start_session", "stop_session"]
+__all__ = ["QUIET_LOGGERS", "end_jvm", "is_hiccup", "log4j_file", "start_session", "stop_session"]
 
 #: How long a stopping worker waits for the class archive to be written (once per key).
 CLASS_ARCHIVE_WRITE_TIMEOUT_S = 90.0
@@ -182,30 +183,38 @@ def start_session(config: WorkerConfig, worker_id: str = "") -> SparkSession:
 def stop_session(session: SparkSession) -> None:
     """Stop *session*; if this worker is the one to write the class archive, end its JVM, then
     write the archive (:data:`CLASS_ARCHIVE_WRITE_TIMEOUT_S` at most). Blocking."""
-    from pyspark import SparkContext
-
     archive = getattr(session, "_connectd_class_archive", None)
-    gateway = SparkContext._gateway
     session.stop()
     if archive is None or archive.mode != "write":
         return
-    # This worker's JVM ends first (its memory freed; PySpark's gateway exits at the end of its input),
-    # and a later session in this process would start a new one.
-    jvm = getattr(gateway, "proc", None)
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-    if jvm is not None:
-        with contextlib.suppress(OSError):
-            jvm.stdin.close()
-        try:
-            jvm.wait(_JVM_EXIT_S)
-        except subprocess.TimeoutExpired:
-            jvm.kill()
-            jvm.wait()
+    end_jvm(_JVM_EXIT_S)  # this worker's first: its memory is freed before the writer's JVM starts
     archive.write(CLASS_ARCHIVE_WRITE_TIMEOUT_S)
 
 
-def _class_archive(config: WorkerConfig, conf: dict[str, str]) -> Any:
+def end_jvm(timeout_s: float | None = None) -> int | None:
+    """End this process's Spark JVM once its session is stopped; its exit code (``None`` if none ran).
+
+    PySpark's gateway exits at the end of its input: that is closed, then the JVM is
+    waited for *timeout_s* (``None``: as long as it takes), and killed past that. A later
+    session in this process starts a new JVM.
+    """
+    from pyspark import SparkContext
+
+    jvm = getattr(SparkContext._gateway, "proc", None)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if jvm is None:
+        return None
+    with contextlib.suppress(OSError):
+        jvm.stdin.close()
+    try:
+        return jvm.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        jvm.kill()
+        return jvm.wait()
+
+
+def _class_archive(config: WorkerConfig, conf: dict[str, str]) -> ClassArchive | None:
     """The driver JVM's :class:`~connectd.runtime.class_archive.ClassArchive`, or ``None``: off
     (``class.archive.dir`` empty), the user's Java options handle class sharing, or no java found."""
     from pathlib import Path
