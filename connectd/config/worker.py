@@ -320,8 +320,10 @@ _WORKER_KEYS = [
               "and driver options writes one as it stops (its stop takes ≈25 s longer on 2 cores, once; ≈170 MB). "
               "Made private (0700); an archive another user could have written is not used. Unset: "
               "$CACHE_DIRECTORY (systemd's CacheDirectory=), else $XDG_CACHE_HOME/connectd, else "
-              "~/.cache/connectd. Empty: no archive. Java options naming -Xshare or an archive in "
-              "spark.driver.extraJavaOptions turn this off (docs/running.md, \"Start-up\").",
+              "~/.cache/connectd. Empty: no archive. A directory that cannot be made, or that others can write, "
+              "is logged as a warning and the worker starts without an archive (it only saves time). Java "
+              "options naming -Xshare or an archive in spark.driver.extraJavaOptions turn this off "
+              "(docs/running.md, \"Start-up\").",
               default=None, importance=L, group="Tasks"),
     ConfigKey("listeners", Type.LIST,
               "Where the REST API listens: http://host:port or https://host:port, comma-separated, every one "
