@@ -376,3 +376,62 @@ def test_a_record_being_retried_gives_up_once_the_task_is_stopping():
     with pytest.raises(ConnectorError, match="the task is stopping: a failed record is not retried again"):
         run.process([("a", 0, 0, None, 0, None, b"1", None)])
     assert waits == [0.3] and run.task.put_calls == []
+
+
+class ReportingLate(Recording):
+    """As a task writing in the background: a put()'s refused records are known during the next put(), or
+    in pre_commit() for the last one."""
+
+    def start(self, config):
+        super().start(config)
+        self.waiting: list[SinkRecord] = []
+
+    def put(self, records):
+        super().put(records)
+        self._report_waiting()
+        self.waiting = [r for r in records if r.value == {"bad": True}]
+
+    def pre_commit(self, offsets):
+        self._report_waiting()
+        return offsets
+
+    def _report_waiting(self):
+        for record in self.waiting:
+            self.context.errant_record_reporter().report(record, ValueError("refused by the database"))
+        self.waiting = []
+
+
+class Chunks:
+    """A RangeReader's read() of these rows, *chunk* at a time."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def read(self, ranges, chunk):
+        for start in range(0, len(self.rows), chunk):
+            yield self.rows[start:start + chunk]
+
+
+class FlushRecording:
+    """A dead-letter producer's flush, noted among the commits with how many records it had been given."""
+
+    def __init__(self, events, sent):
+        self.events, self.sent = events, sent
+
+    def flush(self):
+        self.events.append(f"dlq flush of {len(self.sent)}")
+
+
+def test_records_a_task_reports_after_their_put_keep_their_bytes_and_reach_the_dlq_before_the_commit():
+    run, sent = dead_lettering(task=ReportingLate())
+    events = []
+    run._commit = lambda offsets: events.append(f"commit {sorted(offsets.values())}")
+    run.dead_letters = FlushRecording(events, sent)
+    bad = b'{ "bad" : true }'  # as consumed: the converter would write it {"bad":true}
+    run.process_ranges([("a", 0, 0, 4)], Chunks([("a", 0, 0, None, 0, None, bad, None),
+                                                 ("a", 0, 1, None, 0, None, b'{"n": 1}', None),
+                                                 ("a", 0, 2, None, 0, None, b'{"n": 2}', None),
+                                                 ("a", 0, 3, None, 0, None, bad, None)]), chunk=2)
+    # offset 0 reported during the second put(), offset 3 in pre_commit(): both as consumed
+    assert [(dict(h)["__connect.errors.offset"], value) for _, _, value, h, _, _ in sent] == [(b"0", bad), (b"3", bad)]
+    assert events == ["dlq flush of 2", "commit [4]"]

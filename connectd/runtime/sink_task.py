@@ -189,8 +189,10 @@ class SinkTaskRunner:
         self._counts = TaskCounts()
         task.context = SinkTaskContext(task_config, partitions)
         policy = self.errors.policy
-        #: The rows of the put() in progress: an errant record's bytes as consumed are among them.
+        #: The rows of the put() in progress and of the one before: an errant record's bytes as consumed
+        #: are among them (a task writing in the background reports a put()'s records during the next).
         self._rows: list[Any] = []
+        self._earlier_rows: list[Any] = []
         if policy.dlq_topic or policy.log_enable:
             task.context.reporter = _Reporter(self)
         # Every call on the task comes from this one thread, as in Kafka Connect (the callers' threads
@@ -330,7 +332,7 @@ class SinkTaskRunner:
             rows = self._without_paused(rows, paused)
             if not rows:
                 return
-        self._rows = rows
+        self._earlier_rows, self._rows = self._rows, rows
         try:
             origins, records = self._convert_batch(rows)
         except Exception:  # find the failing record(s): converters are pure, running them again is safe
@@ -411,8 +413,6 @@ class SinkTaskRunner:
         self._next_offsets = {}
         offered = self._positions if self._all_positions else batch
         offsets = {TopicPartition(t, p): o for (t, p), o in offered.items()}
-        if self.dead_letters is not None:  # errant records reported in put() included
-            self.dead_letters.flush()
         try:
             provided = self.task.pre_commit(dict(offsets))
         except Exception as error:  # noqa: BLE001 - Kafka Connect logs it and rewinds; the task goes on
@@ -420,6 +420,8 @@ class SinkTaskRunner:
                       error=repr(error))
             self._rewind_to_committed(offsets)
             return {}
+        if self.dead_letters is not None:  # errant records reported in put() and in pre_commit() included
+            self.dead_letters.flush()
         safe = self._committable(offsets, provided)
         if safe:
             self._commit(safe)
@@ -566,9 +568,9 @@ class SinkTaskRunner:
             if self._positions:
                 try:
                     offsets = {TopicPartition(t, p): o for (t, p), o in self._positions.items()}
+                    safe = self._committable(offsets, self.task.pre_commit(dict(offsets)))
                     if self.dead_letters is not None:
                         self.dead_letters.flush()
-                    safe = self._committable(offsets, self.task.pre_commit(dict(offsets)))
                     if safe and not self.failed:
                         self._commit(safe)
                 except Exception as error:  # noqa: BLE001 - close() and stop() are owed all the same
@@ -597,10 +599,11 @@ class _Reporter(ErrantRecordReporter):
         runner = self._runner
         key = (record.original_topic, record.original_kafka_partition, record.original_kafka_offset)
         # Looked for only when a record is reported, not kept indexed for every record.
-        row = next((r for r in runner._rows if (r[0], r[1], r[2]) == key), None)
+        row = next((r for rows in (runner._rows, runner._earlier_rows) for r in rows if (r[0], r[1], r[2]) == key),
+                   None)
         if row is not None:
             original = _original(row)
-        else:  # not from the put() in progress: its data and headers as the converters write them (Kafka Connect's)
+        else:  # from neither put(): its data and headers as the converters write them (Kafka Connect's)
             topic = record.original_topic or record.topic
             converters = runner.converters
             header = converters["header"].from_connect_header
