@@ -53,6 +53,12 @@ def task_for(database, reporter: ErrantRecordReporter | None = None, **config: s
     return task
 
 
+def put_and_flush(task: JdbcSinkTask, records: list[SinkRecord]) -> None:
+    """What connectd does with a batch: put(), then pre_commit() (which flushes) before offsets are committed."""
+    task.put(records)
+    task.pre_commit({})
+
+
 def record(topic: str, value: Any, offset: int, *, key: Any = None, key_schema: Schema | None = None,
            value_schema: Schema | None = PERSON) -> SinkRecord:
     return SinkRecord(topic=topic, kafka_partition=0, key_schema=key_schema, key=key,
@@ -110,6 +116,30 @@ def test_timestamps_are_written_in_db_timezone(database, table):
     task.put([record(table, Struct(schema, {"ts": instant}), 0, value_schema=schema)])
     task.stop()
     assert database.rows(table) == [(datetime.datetime(2026, 7, 1, 14, 0),)]  # CEST, UTC+2
+
+
+def test_timestamp_keys_and_naive_values_in_db_timezone(database, table):
+    # Key columns get db.timezone's wall-clock time without an offset (a WHERE on them compares like with
+    # like); value columns the instant in db.timezone; a naive value is an instant in UTC, as in Connect.
+    key_schema = SchemaBuilder.struct().field("at", Timestamp.SCHEMA).build()
+    schema = SchemaBuilder.struct().field("at", Timestamp.SCHEMA).field("seen", Timestamp.builder().optional().build()) \
+        .field("name", Schema.OPTIONAL_STRING).build()
+    at = datetime.datetime(2026, 1, 5, 8, 30, tzinfo=datetime.UTC)
+    task = task_for(database, **{"auto.create": "true", "db.timezone": "Europe/Paris", "insert.mode": "upsert",
+                                 "pk.mode": "record_key", "delete.enabled": "true"})
+
+    def change(name: str | None, offset: int, seen: datetime.datetime | None = None) -> SinkRecord:
+        value = None if name is None else Struct(schema, {"at": at, "seen": seen, "name": name})
+        return record(table, value, offset, key=Struct(key_schema, {"at": at}), key_schema=key_schema,
+                      value_schema=schema)
+
+    put_and_flush(task, [change("a", 0, seen=datetime.datetime(2026, 1, 5, 9, 0))])  # naive: 09:00 UTC
+    put_and_flush(task, [change("b", 1, seen=datetime.datetime(2026, 1, 5, 9, 0, tzinfo=datetime.UTC))])
+    paris = datetime.datetime(2026, 1, 5, 9, 30)  # CET, UTC+1
+    assert database.rows(table) == [(paris, datetime.datetime(2026, 1, 5, 10, 0), "b")]  # one row: the key met
+    put_and_flush(task, [change(None, 2)])
+    task.stop()
+    assert database.rows(table) == []
 
 
 @pytest.fixture

@@ -16,10 +16,13 @@ psycopg and folded into multi-row statements by PyMySQL), inside the put()'s
 one transaction.
 
 Time zones: a session starts in ``db.timezone`` and Timestamp values are sent
-as its wall-clock time. Columns without a zone (PostgreSQL ``TIMESTAMP``,
-MariaDB ``DATETIME``) keep that wall-clock time; zoned columns (PostgreSQL
-``TIMESTAMPTZ``, MariaDB ``TIMESTAMP``) read it in the session's zone, so
-they get the record's instant whatever zone the server is set to.
+as the record's instant in that zone. Columns without a zone (PostgreSQL
+``TIMESTAMP``, MariaDB ``DATETIME``) keep its wall-clock time (PostgreSQL
+ignores the offset of a value written to such a column; PyMySQL writes the
+wall-clock time alone); zoned columns (PostgreSQL ``TIMESTAMPTZ``, MariaDB
+``TIMESTAMP``) get the record's instant whatever zone the server is set to.
+Key columns get the wall-clock time without an offset, so that a
+``WHERE key = …`` compares like with like and uses the key's index.
 """
 
 from __future__ import annotations

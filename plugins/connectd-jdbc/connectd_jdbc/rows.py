@@ -142,7 +142,7 @@ class Shapes:
                 raise RecordError(f"record {where(record)}: pk.fields names {', '.join(missing)}, not fields of "
                                   f"the value (it has {', '.join(value_names)})")
             key_columns = [self._column(value_schema, name, record) for name in names]
-            key = self._extractor(value_schema, names, lambda r: r.value)
+            key = self._extractor(value_schema, names, _value)
         key_names = {column.name for column in key_columns}  # a value field of a key column's name is the key
         value_columns: list[Column] = []
         values: Callable[[SinkRecord], tuple[Any, ...]] = _nothing
@@ -150,7 +150,7 @@ class Shapes:
             whitelist = settings.fields_whitelist
             names = [name for name in value_names if name not in key_names and (not whitelist or name in whitelist)]
             value_columns = [self._column(value_schema, name, record) for name in names]
-            values = self._extractor(value_schema, names, lambda r: r.value)
+            values = self._extractor(value_schema, names, _value, zoned=True)
         if not key_columns and not value_columns and not tombstone:
             raise RecordError(f"record {where(record)}: no column to write: the value has no fields"
                               f"{' that fields.whitelist keeps' if value_names else ''} and pk.mode={mode} "
@@ -192,14 +192,14 @@ class Shapes:
                               "writes primitive and logical (Decimal, Date, Time, Timestamp) fields only")
         return Column(name, schema)
 
-    def _extractor(self, struct_schema: Schema, names: list[str],
-                   part: Callable[[SinkRecord], Struct]) -> Callable[[SinkRecord], tuple[Any, ...]]:
+    def _extractor(self, struct_schema: Schema, names: list[str], part: Callable[[SinkRecord], Struct],
+                   zoned: bool = False) -> Callable[[SinkRecord], tuple[Any, ...]]:
         if not names:  # key-only records: the value's fields are all key columns (or not whitelisted)
             return _nothing
         positions = {field.name: index for index, field in enumerate(struct_schema.fields)}
         pick = operator.itemgetter(*(positions[name] for name in names))
         single = len(names) == 1
-        converters = [(at, self._converter(struct_schema.field(name).schema)) for at, name in enumerate(names)]
+        converters = [(at, self._converter(struct_schema.field(name).schema, zoned)) for at, name in enumerate(names)]
         converters = [(at, convert) for at, convert in converters if convert is not _same]
         # A null stays NULL in an optional field, default or not (Kafka's Struct.get, which Confluent's sink
         # reads fields with, gives the default: a NULL a CDC source saw would arrive as the column's default);
@@ -207,6 +207,18 @@ class Shapes:
         defaults = [(at, schema.default_value) for at, name in enumerate(names)
                     for schema in [struct_schema.field(name).schema]
                     if not schema.optional and schema.default_value is not None]
+
+        if part is _value and [positions[name] for name in names] == list(range(len(positions))):
+            # Every field, in order (the usual case): the struct's values are the row as they are.
+            def extract_all(record: SinkRecord) -> tuple[Any, ...]:
+                row = record.value.field_values(defaults=False)
+                for at, default in defaults:
+                    if row[at] is None:
+                        row[at] = default
+                for at, convert in converters:
+                    row[at] = convert(row[at])
+                return tuple(row)
+            return extract_all
 
         def extract(record: SinkRecord) -> tuple[Any, ...]:
             picked = pick(part(record).field_values(defaults=False))
@@ -223,15 +235,26 @@ class Shapes:
             return tuple(row)
         return extract
 
-    def _converter(self, schema: Schema) -> Callable[[Any], Any]:
+    def _converter(self, schema: Schema, zoned: bool = False) -> Callable[[Any], Any]:
+        """How a field of *schema* is written: Timestamps in ``db.timezone`` (the dialects' docstring says why
+        a *zoned* value, which keeps its offset, and a key's wall-clock time without one)."""
         if schema.name != Timestamp.LOGICAL_NAME:
             return _same
         zone = self._zone
         utc = zone.key == "UTC"
+        if zoned:
+            def in_zone(value: Any) -> Any:
+                # Connect's Timestamp is an instant (naive means UTC). Already in UTC: as it is (a
+                # datetime's replace() costs more than a row's other work).
+                if value is None or (utc and (value.tzinfo is None or value.tzinfo is datetime.UTC)):
+                    return value
+                if value.tzinfo is None:
+                    value = value.replace(tzinfo=datetime.UTC)
+                return value.astimezone(zone)
+            return in_zone
 
         def to_zone(value: Any) -> Any:
-            # Connect's Timestamp is an instant (naive means UTC); columns without a time zone
-            # get the wall-clock time of db.timezone.
+            # Columns without a time zone get the wall-clock time of db.timezone.
             if value is None or (utc and value.tzinfo is None):
                 return value
             if value.tzinfo is None:
@@ -244,6 +267,10 @@ class Shapes:
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _value(record: SinkRecord) -> Any:
+    return record.value
 
 
 def _key(record: SinkRecord) -> Any:
