@@ -2,21 +2,30 @@
 
 N rows of (id INT, name TEXT ~20 chars, amount DECIMAL(2), at TIMESTAMP), each database on 127.0.0.1:
 
-1. the limit: the driver alone loads the rows, already as Python tuples, in
+1. the limit: the driver alone loads the rows, already as Python tuples of
+   the values the task sends (Timestamps as the records' instants, in UTC), in
    one transaction (PostgreSQL: psycopg ``COPY … FROM STDIN``; MariaDB:
    PyMySQL's multi-row ``INSERT`` through ``executemany``, 3,000 rows a
-   statement);
+   statement). For reference, PostgreSQL also with the Timestamps made naive
+   beforehand (not timed), which psycopg formats faster;
 2. the task alone: ``JdbcSinkTask.put()`` of the same rows as Connect
    records (struct values with the schema), 500 a call as connectd hands them
-   (``consumer.max.poll.records``; ``--put-records`` for other sizes), each
-   call a transaction;
+   (``consumer.max.poll.records``; ``--put-records`` for other sizes, with
+   ``batch.size`` raised to match, so that a call is one statement), each
+   call a transaction, then ``pre_commit()`` (which waits for the last one),
+   as connectd ends a batch;
 3. end to end (PostgreSQL): the rows as JSON with schemas in a 1-partition
    topic of the embedded broker, a worker in this process (Spark
    ``local[2]``) running the connector with ``tasks.max=1``, ``put()`` in a
    Spark executor; counted from the group's first committed offset to the
    one reaching N.
 
-Run:  .venv/bin/python bench/jdbc_sink.py [--records 200000] [--put-records 500 5000]
+Steps 1 and 2 run ``--repeat`` times, interleaved (limit, then the task, each
+into a new table after a CHECKPOINT, so that one run's WAL is not the next
+one's work); each ratio is a run's limit over the same round's task, and the
+summary gives every run and the medians.
+
+Run:  .venv/bin/python bench/jdbc_sink.py [--records 200000] [--put-records 500 5000] [--repeat 3]
 Prints a JSON summary (BENCHMARKS.md, "JDBC sink", holds the figures).
 """
 
@@ -28,6 +37,7 @@ import datetime
 import decimal
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -87,10 +97,17 @@ def execute(kind: str, statement: str) -> None:
         connection.close()
 
 
-def raw_load(kind: str, table: str, values: list[tuple[Any, ...]]) -> float:
-    """Seconds for the driver alone to load *values* in one transaction."""
+def new_table(kind: str, table: str) -> None:
+    if kind == "postgresql":
+        execute(kind, "CHECKPOINT")  # the earlier loads' WAL written out before this one is timed
     execute(kind, f"CREATE TABLE {table} {DDL if kind == 'postgresql' else MARIADB_DDL}")
-    plain = [(i, n, a, at.replace(tzinfo=None)) for i, n, a, at in values]
+
+
+def raw_load(kind: str, table: str, values: list[tuple[Any, ...]], naive: bool = False) -> float:
+    """Seconds for the driver alone to load *values* in one transaction (*naive*: Timestamps without their
+    zone, made so before the clock starts)."""
+    new_table(kind, table)
+    plain = [(i, n, a, at.replace(tzinfo=None)) for i, n, a, at in values] if naive else values
     connection = connect(kind)
     try:
         began = time.perf_counter()
@@ -110,14 +127,15 @@ def raw_load(kind: str, table: str, values: list[tuple[Any, ...]]) -> float:
 
 
 def task_load(kind: str, table: str, batch: list[Any], chunk: int = CHUNK) -> float:
-    """Seconds for ``JdbcSinkTask.put()`` to write *batch*, *chunk* records a call."""
+    """Seconds for ``JdbcSinkTask.put()`` to write *batch*, *chunk* records a call, and ``pre_commit()``."""
     from connectd_jdbc.task import JdbcSinkTask
 
     from connectd import SinkTaskContext
 
-    execute(kind, f"CREATE TABLE {table} {DDL if kind == 'postgresql' else MARIADB_DDL}")
+    new_table(kind, table)
     database = PG if kind == "postgresql" else MARIADB
-    config = {"connection.url": database["url"], "connection.user": database["user"], "table.name.format": table}
+    config = {"connection.url": database["url"], "connection.user": database["user"], "table.name.format": table,
+              "batch.size": str(max(chunk, 3000))}
     task = JdbcSinkTask()
     task.context = SinkTaskContext(config)
     task.start(config)
@@ -125,6 +143,7 @@ def task_load(kind: str, table: str, batch: list[Any], chunk: int = CHUNK) -> fl
         began = time.perf_counter()
         for start in range(0, len(batch), chunk):
             task.put(batch[start:start + chunk])
+        task.pre_commit({})
         return time.perf_counter() - began
     finally:
         task.stop()
@@ -180,6 +199,8 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--put-records", type=int, nargs="+", default=[CHUNK],
                         help="records per put() in the task-alone runs (consumer.max.poll.records; default 500)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of the limit and the task-alone runs")
+    parser.add_argument("--no-end-to-end", action="store_true", help="skip step 3 (Kafka → executor → table)")
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     count = args.records
@@ -191,33 +212,61 @@ def main() -> int:
     tables = []
     try:
         for kind in ("postgresql", "mariadb"):
-            raw_table, task_table = f"bench_raw_{suffix}", f"bench_task_{suffix}"
-            tables.append((kind, raw_table))
-            raw = raw_load(kind, raw_table, values)
-            summary[kind] = {"raw_rows_per_s": round(count / raw)}
+            runs: dict[str, list[float]] = {"raw": [], **{f"put_{size}": [] for size in args.put_records}}
+            ratios: dict[str, list[float]] = {f"put_{size}{naive}": [] for size in args.put_records
+                                              for naive in ("", "_naive")}
+            for round_ in range(args.repeat):
+                raw_table = f"bench_raw_{suffix}_{round_}"
+                tables.append((kind, raw_table))
+                raw = raw_load(kind, raw_table, values)
+                execute(kind, f"DROP TABLE {raw_table}")
+                runs["raw"].append(count / raw)
+                raw_naive = None
+                if kind == "postgresql":
+                    raw_naive = raw_load(kind, raw_table, values, naive=True)
+                    runs.setdefault("raw_naive", []).append(count / raw_naive)
+                    execute(kind, f"DROP TABLE {raw_table}")
+                for size in args.put_records:
+                    task_table = f"bench_task_{suffix}_{size}_{round_}"
+                    tables.append((kind, task_table))
+                    task = task_load(kind, task_table, batch, size)
+                    execute(kind, f"DROP TABLE {task_table}")
+                    runs[f"put_{size}"].append(count / task)
+                    ratios[f"put_{size}"].append(raw / task)
+                    if raw_naive is not None:
+                        ratios[f"put_{size}_naive"].append(raw_naive / task)
+            summary[kind] = {"raw_rows_per_s": round(statistics.median(runs["raw"])),
+                             "raw_runs": [round(r) for r in runs["raw"]]}
+            if "raw_naive" in runs:
+                summary[kind]["raw_naive_rows_per_s"] = round(statistics.median(runs["raw_naive"]))
+                summary[kind]["raw_naive_runs"] = [round(r) for r in runs["raw_naive"]]
             for size in args.put_records:
-                task = task_load(kind, f"{task_table}_{size}", batch, size)
-                tables.append((kind, f"{task_table}_{size}"))
-                summary[kind][f"task_rows_per_s_put_{size}"] = round(count / task)
-                summary[kind][f"task_vs_raw_put_{size}"] = round(raw / task, 2)
+                summary[kind][f"task_rows_per_s_put_{size}"] = round(statistics.median(runs[f"put_{size}"]))
+                summary[kind][f"task_runs_put_{size}"] = [round(r) for r in runs[f"put_{size}"]]
+                summary[kind][f"task_vs_raw_put_{size}"] = round(statistics.median(ratios[f"put_{size}"]), 2)
+                summary[kind][f"task_vs_raw_runs_put_{size}"] = [round(r, 2) for r in ratios[f"put_{size}"]]
+                if ratios[f"put_{size}_naive"]:
+                    summary[kind][f"task_vs_raw_naive_put_{size}"] = round(
+                        statistics.median(ratios[f"put_{size}_naive"]), 2)
             print(kind, json.dumps(summary[kind]), file=sys.stderr)
 
-        from connectd.broker import EmbeddedBroker
+        if not args.no_end_to_end:
+            from connectd.broker import EmbeddedBroker
 
-        with tempfile.TemporaryDirectory(prefix="connectd-bench-") as tmp_name, \
-                EmbeddedBroker(host="127.0.0.1") as broker:
-            tmp, bootstrap, topic = Path(tmp_name), broker.bootstrap_servers, "bench-jdbc"
-            rp.create_topic(bootstrap, topic, 1)
-            fill_topic(bootstrap, topic, values)
-            spark = rp.bench_spark(bootstrap, tmp)
-            try:
-                table = f"bench_e2e_{suffix}"
-                tables.append(("postgresql", table))
-                e2e = asyncio.run(end_to_end(bootstrap, spark, tmp, topic, table, count))
-            finally:
-                rp.bench_spark_stop(spark)
-        summary["postgresql"]["end_to_end"] = e2e
-        summary["postgresql"]["end_to_end_vs_raw"] = round(e2e["records_per_s"] / summary["postgresql"]["raw_rows_per_s"], 2)
+            with tempfile.TemporaryDirectory(prefix="connectd-bench-") as tmp_name, \
+                    EmbeddedBroker(host="127.0.0.1") as broker:
+                tmp, bootstrap, topic = Path(tmp_name), broker.bootstrap_servers, "bench-jdbc"
+                rp.create_topic(bootstrap, topic, 1)
+                fill_topic(bootstrap, topic, values)
+                spark = rp.bench_spark(bootstrap, tmp)
+                try:
+                    table = f"bench_e2e_{suffix}"
+                    tables.append(("postgresql", table))
+                    e2e = asyncio.run(end_to_end(bootstrap, spark, tmp, topic, table, count))
+                finally:
+                    rp.bench_spark_stop(spark)
+            summary["postgresql"]["end_to_end"] = e2e
+            summary["postgresql"]["end_to_end_vs_raw"] = round(e2e["records_per_s"] / summary["postgresql"]["raw_rows_per_s"], 2)
     finally:
         for kind, table in tables:
             execute(kind, f"DROP TABLE IF EXISTS {table}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -295,10 +296,15 @@ def test_missing_table_or_column_without_auto_ddl_fails_saying_what_to_set(datab
 def test_a_put_is_one_transaction(database, table):
     database.query(f"CREATE TABLE {database.quote(table)} (id INT PRIMARY KEY, name VARCHAR(20))")
     task = task_for(database)
-    with pytest.raises(ConnectException, match=f"records {table}-0@0 to {table}-0@2 failed"):
-        task.put(people(table, (1, "a"), (1, "duplicate"), (2, "b")))
+    message = f"records {table}-0@0 to {table}-0@2 failed"
+    with pytest.raises(ConnectException, match=message):
+        # PostgreSQL: put() sent the COPY, and the flush finds it failed (the records written again fail again)
+        put_and_flush(task, people(table, (1, "a"), (1, "duplicate"), (2, "b")))
     assert database.rows(table) == []  # nothing of the failed put, not even the rows before the bad one
-    task.put(people(table, (3, "c"), start=3))  # the task's connection is usable again
+    if database.kind == "postgresql":  # connectd goes on after a failed flush: the next put() fails the task
+        with pytest.raises(ConnectException, match=message):
+            task.put(people(table, (3, "c"), start=3))
+    put_and_flush(task, people(table, (3, "c"), start=3))  # the task's connection is usable again
     task.stop()
     assert database.rows(table) == [(3, "c")]
 
@@ -308,7 +314,7 @@ def test_with_a_reporter_refused_records_are_reported_and_the_others_written(dat
     reporter = Reporter()
     task = task_for(database, reporter)
     batch = people(table, (1, "a"), (1, "duplicate"), (2, "b"))
-    task.put(batch)
+    put_and_flush(task, batch)
     task.stop()
     assert database.rows(table) == [(1, "a"), (2, "b")]
     assert [r.kafka_offset for r, _ in reporter.reported] == [1]
@@ -319,7 +325,7 @@ def test_records_that_are_no_rows_are_reported_or_fail_the_task(database, table)
     tombstone = record(table, None, 1)
     reporter = Reporter()
     task = task_for(database, reporter, **{"auto.create": "true"})
-    task.put([schemaless, tombstone, *people(table, (3, "c"), start=2)])
+    put_and_flush(task, [schemaless, tombstone, *people(table, (3, "c"), start=2)])
     task.stop()
     assert database.rows(table) == [(3, "c")]
     messages = [str(error) for _, error in reporter.reported]
@@ -465,7 +471,7 @@ def test_a_record_that_fills_no_column_is_reported(database, table):
     empty = SchemaBuilder.struct().build()
     reporter = Reporter()
     task = task_for(database, reporter, **{"auto.create": "true"})
-    task.put([record(table, Struct(empty, {}), 0, value_schema=empty), *people(table, (1, "a"), start=1)])
+    put_and_flush(task, [record(table, Struct(empty, {}), 0, value_schema=empty), *people(table, (1, "a"), start=1)])
     task.stop()
     assert database.rows(table) == [(1, "a")]
     ((reported, error),) = reporter.reported
@@ -668,3 +674,165 @@ def test_percent_signs_in_table_and_field_names(database, mode):
         assert database.rows(table, order_by="3") == expected
     finally:
         database.query(f"DROP TABLE IF EXISTS {database.quote(table)}")
+
+
+# -- a put() sent to PostgreSQL (the task's docstring has the states) ------------------------------
+
+
+@pytest.fixture
+def own_role(postgresql) -> Iterator[tuple[str, str]]:
+    """A PostgreSQL role of this test's own and a table (empty) it may write: the test can refuse the
+    role logins, so that the task's reconnections fail as they do when the database went away."""
+    role, table = f"jdbc_role_{uuid.uuid4().hex[:8]}", f"jdbc_{uuid.uuid4().hex[:10]}"
+    postgresql.query(f"CREATE ROLE {role} LOGIN")
+    postgresql.query(f'CREATE TABLE "{table}" (id INT PRIMARY KEY, name TEXT)')
+    postgresql.query(f'GRANT SELECT, INSERT ON "{table}" TO {role}')
+    try:
+        yield role, table
+    finally:
+        postgresql.query(f"ALTER ROLE {role} LOGIN")
+        postgresql.query(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'")
+        postgresql.query(f'DROP TABLE IF EXISTS "{table}"')
+        postgresql.query(f"DROP ROLE {role}")
+
+
+def _holding_key(postgresql, table: str, id_: int) -> Any:
+    """A connection inserting row *id_* in a transaction left open: a COPY of the same key waits for it."""
+    holder = postgresql.connect()
+    holder.autocommit = False
+    holder.execute(f'INSERT INTO "{table}" VALUES (%s, %s)', (id_, "held"))
+    return holder
+
+
+def _copy_waiting(postgresql, role: str) -> bool:
+    return bool(postgresql.query("SELECT 1 FROM pg_stat_activity WHERE usename = %s AND wait_event_type = 'Lock' "
+                                 "AND query LIKE 'COPY%%'", role))
+
+
+def test_a_sent_put_returns_while_postgresql_writes_and_flush_waits_for_it(postgresql, own_role, wait_until):
+    role, table = own_role
+    holder = _holding_key(postgresql, table, 1)
+    task = task_for(postgresql, **{"connection.user": role})
+    try:
+        task.put(people(table, (1, "a"), (2, "b")))  # returns: its COPY waits for the holder's row
+        wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
+        assert postgresql.rows(table) == []
+        holder.rollback()
+        task.pre_commit({})  # waits for the COPY, which then commits
+        assert postgresql.rows(table) == [(1, "a"), (2, "b")]
+    finally:
+        holder.close()
+        task.stop()
+
+
+def test_a_sent_put_larger_than_the_sockets_buffers_is_sent_whole_while_postgresql_waits(postgresql, own_role,
+                                                                                          wait_until):
+    # ~40 MB of COPY data: the server stops reading it while its first row waits for the holder's key, so
+    # put() waits to write more (reading what the server sends meanwhile), and goes on once it may.
+    role, table = own_role
+    holder = _holding_key(postgresql, table, 1)
+    task = task_for(postgresql, **{"connection.user": role, "batch.size": "20000"})
+    long_name = "n" * 2000
+    batch = people(table, *((i, long_name) for i in range(1, 20_001)))
+    put = threading.Thread(target=task.put, args=(batch,))
+    try:
+        put.start()
+        wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
+        holder.rollback()
+        put.join(60)
+        assert not put.is_alive()
+        task.pre_commit({})
+        assert postgresql.query(f'SELECT count(*), min(id), max(id), min(length(name)) FROM "{table}"') == [
+        (20_000, 1, 20_000, 2000)]
+    finally:
+        holder.rollback()
+        holder.close()
+        put.join(60)
+        task.stop()
+
+
+@pytest.mark.parametrize("reporting", [True, False])
+def test_a_sent_put_that_failed_is_written_again_and_reported_or_fails_the_task(postgresql, own_role, wait_until,
+                                                                                reporting):
+    role, table = own_role
+    holder = _holding_key(postgresql, table, 1)
+    reporter = Reporter() if reporting else None
+    task = task_for(postgresql, reporter, **{"connection.user": role})
+    try:
+        task.put(people(table, (1, "a"), (2, "b")))
+        wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
+        holder.commit()  # the COPY fails: key 1 exists now
+        if reporting:
+            task.pre_commit({})  # written again, one record a transaction: the refused one reported
+            assert postgresql.rows(table) == [(1, "held"), (2, "b")]
+            assert [(r.kafka_offset, "duplicate key" in str(e)) for r, e in reporter.reported] == [(0, True)]
+        else:
+            message = f"records {table}-0@0 to {table}-0@1 failed: duplicate key"
+            with pytest.raises(ConnectException, match=message):
+                task.pre_commit({})
+            # connectd logs a failed pre_commit and reads the records again: the next put() fails the task
+            with pytest.raises(ConnectException, match=message):
+                task.put(people(table, (1, "a"), (2, "b")))
+            assert postgresql.rows(table) == [(1, "held")]
+    finally:
+        holder.close()
+        task.stop()
+
+
+def test_a_sent_put_whose_connection_was_lost_is_retried_by_the_next_put(postgresql, own_role, wait_until):
+    role, table = own_role
+    holder = _holding_key(postgresql, table, 1)
+    task = task_for(postgresql, **{"connection.user": role, "connection.attempts": "1", "max.retries": "3",
+                                   "retry.backoff.ms": "5"})
+    try:
+        task.put(people(table, (1, "a"), (2, "b")))
+        wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
+        postgresql.query(f"ALTER ROLE {role} NOLOGIN")  # the database is gone, for the task
+        postgresql.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", role)
+        holder.rollback()
+        second = people(table, (3, "c"), start=2)
+        with pytest.raises(RetriableException):  # finishing the sent put: its connection lost, no new one
+            task.put(second)
+        assert task.context.retry_timeout_ms == 5
+        postgresql.query(f"ALTER ROLE {role} LOGIN")
+        task.put(second)  # connectd puts the same records again: the first put's records are written first
+        task.pre_commit({})
+        assert postgresql.rows(table) == [(1, "a"), (2, "b"), (3, "c")]
+    finally:
+        holder.close()
+        task.stop()
+
+
+def test_a_sent_put_whose_connection_was_lost_at_flush_is_left_to_be_read_again(postgresql, own_role,
+                                                                                   wait_until):
+    role, table = own_role
+    holder = _holding_key(postgresql, table, 1)
+    task = task_for(postgresql, **{"connection.user": role, "connection.attempts": "1", "max.retries": "3",
+                                   "retry.backoff.ms": "5"})
+    try:
+        first = people(table, (1, "a"), (2, "b"))
+        task.put(first)
+        wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
+        postgresql.query(f"ALTER ROLE {role} NOLOGIN")
+        postgresql.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", role)
+        holder.rollback()
+        with pytest.raises(RetriableException):  # nothing is committed; connectd reads the records again
+            task.pre_commit({})
+        postgresql.query(f"ALTER ROLE {role} LOGIN")
+        put_and_flush(task, first)  # as connectd puts them again: written once, not twice
+        assert postgresql.rows(table) == [(1, "a"), (2, "b")]
+    finally:
+        holder.close()
+        task.stop()
+
+
+def test_stop_waits_for_a_sent_put_and_logs_its_failure(postgresql, own_role, caplog):
+    _role, table = own_role
+    task = task_for(postgresql)
+    task.put(people(table, (1, "a"), (2, "b")))
+    task.put(people(table, (2, "again"), start=2))  # sent, and fails: key 2 is there
+    with caplog.at_level("WARNING", logger="connectd_jdbc.task"):
+        task.stop()
+    assert postgresql.rows(table) == [(1, "a"), (2, "b")]
+    assert f"jdbc_write_failed_at_stop: records {table}-0@2 to {table}-0@2" in caplog.text
+    assert "read again" in caplog.text

@@ -15,6 +15,14 @@ Each in statements of at most ``batch.size`` rows (executemany is pipelined by
 psycopg and folded into multi-row statements by PyMySQL), inside the put()'s
 one transaction.
 
+A put() that is one PostgreSQL COPY may be *sent* (:meth:`Dialect.send_insert`):
+its rows, the statement and its end go to the server, which runs it in
+autocommit while the task goes on; :meth:`Dialect.sent_outcome` later waits for
+how it ended. This is libpq's own asynchronous API (``PQsendQuery``,
+``PQputCopyData``, ``PQputCopyEnd``, ``PQgetResult``, through psycopg's
+``Connection.pgconn``), the rows formatted by psycopg's ``Copy`` as its COPY
+would send them.
+
 Time zones: a session starts in ``db.timezone`` and Timestamp values are sent
 as the record's instant in that zone. Columns without a zone (PostgreSQL
 ``TIMESTAMP``, MariaDB ``DATETIME``) keep its wall-clock time (PostgreSQL
@@ -31,6 +39,7 @@ import datetime
 import decimal
 import logging
 import math
+import select
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -97,6 +106,29 @@ class Dialect:
 
     def is_transient(self, error: BaseException) -> bool:
         """Whether *error* may go away by itself: a lost connection, a deadlock, a lock wait."""
+        raise NotImplementedError
+
+    #: Whether :meth:`send_insert` can send.
+    sends = False
+
+    def copy_data(self, connection: Any, rows: list[tuple[Any, ...]]) -> Any:
+        """*rows* as :meth:`send_insert` sends them, made without using *connection*'s socket."""
+        raise NotImplementedError
+
+    def send_insert(self, connection: Any, table: str, columns: Sequence[Column], rows: list[tuple[Any, ...]],
+                    data: Any = None) -> bool:
+        """Send *rows* (or their :meth:`copy_data`) to *table* as one statement in autocommit, without
+        waiting for the database.
+
+        ``True``: sent; *connection* must not be used before :meth:`sent_outcome`. ``False``: not sent
+        (this database cannot, the connection is in a transaction, or the statement could not start);
+        the caller writes the rows as usual, which says why they cannot be written.
+        """
+        return False
+
+    def sent_outcome(self, connection: Any) -> str | None:
+        """Wait for the statement :meth:`send_insert` sent: ``None`` once it committed, else the
+        database's reason why it did not (nothing of it was written)."""
         raise NotImplementedError
 
     # -- names ------------------------------------------------------------------------------------
@@ -249,6 +281,7 @@ class PostgreSql(Dialect):
 
         self._psycopg = psycopg
         self.errors = (psycopg.Error,)
+        self.sends = True
 
     def _connect(self, connection: Connection) -> Any:
         arguments = {"host": connection.host, "port": connection.port, "dbname": connection.database,
@@ -286,11 +319,55 @@ class PostgreSql(Dialect):
         return f"ALTER TABLE {self.table(table)} ADD COLUMN IF NOT EXISTS {self.column_definition(column, False)}"
 
     def insert(self, cursor: Any, table: str, columns: Sequence[Column], rows: list[tuple[Any, ...]]) -> None:
-        names = ", ".join(self.quote(c.name) for c in columns)
+        statement = self._copy_statement(table, columns)
         for chunk in _chunks(rows, self.settings.batch_size):
-            with cursor.copy(f"COPY {self.table(table)} ({names}) FROM STDIN") as copy:
+            with cursor.copy(statement) as copy:
                 for row in chunk:
                     copy.write_row(row)
+
+    def _copy_statement(self, table: str, columns: Sequence[Column]) -> str:
+        return f"COPY {self.table(table)} ({', '.join(self.quote(c.name) for c in columns)}) FROM STDIN"
+
+    def copy_data(self, connection: Any, rows: list[tuple[Any, ...]]) -> list[bytes]:
+        """*rows* as COPY data, formatted by psycopg as its COPY sends them (nothing is sent: *connection*
+        may be busy with a statement sent before); a value psycopg refuses raises."""
+        data = _Collected()
+        with connection.cursor() as cursor, self._psycopg.Copy(cursor, binary=False, writer=data) as copy:
+            for row in rows:
+                copy.write_row(row)
+        return data.parts
+
+    def send_insert(self, connection: Any, table: str, columns: Sequence[Column], rows: list[tuple[Any, ...]],
+                    data: list[bytes] | None = None) -> bool:
+        pq = self._psycopg.pq
+        pgconn = connection.pgconn
+        if pgconn.transaction_status != pq.TransactionStatus.IDLE:
+            return False  # a statement inside a transaction is not committed by itself
+        if data is None:
+            data = self.copy_data(connection, rows)  # before anything is sent: a value psycopg refuses raises here
+        pgconn.send_query(self._copy_statement(table, columns).encode(connection.info.encoding))
+        started = _next_result(pgconn)
+        if started is None or started.status != pq.ExecStatus.COPY_IN:
+            while _next_result(pgconn) is not None:
+                pass
+            return False
+        for part in data:  # each at most psycopg's buffer size (32 KiB)
+            while pgconn.put_copy_data(part) == 0:
+                _wait(pgconn, writing=True)
+        while pgconn.put_copy_end(None) == 0:
+            _wait(pgconn, writing=True)
+        while pgconn.flush():
+            _wait(pgconn, writing=True)
+        return True
+
+    def sent_outcome(self, connection: Any) -> str | None:
+        pq, pgconn = self._psycopg.pq, connection.pgconn
+        failure = None
+        while (result := _next_result(pgconn)) is not None:
+            if result.status != pq.ExecStatus.COMMAND_OK:
+                message = (result.error_message or b"").decode(connection.info.encoding, "replace").strip()
+                failure = failure or message or pq.ExecStatus(result.status).name
+        return failure
 
     def upsert(self, cursor: Any, table: str, key_columns: Sequence[Column], value_columns: Sequence[Column],
                rows: list[tuple[Any, ...]]) -> None:
@@ -305,6 +382,41 @@ class PostgreSql(Dialect):
             action = "DO NOTHING"
         self._executemany(cursor, f"INSERT INTO {self._ptable(table)} ({names}) VALUES ({marks}) "
                                   f"ON CONFLICT ({keys}) {action}", rows)
+
+
+class _Collected:
+    """A psycopg ``copy.Writer`` keeping the COPY data psycopg formats, to be sent later."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, data: Any) -> None:
+        self.parts.append(bytes(data))
+
+    def finish(self, exc: BaseException | None = None) -> None:
+        pass
+
+
+def _wait(pgconn: Any, writing: bool = False) -> None:
+    """Until *pgconn*'s socket can be read (*writing*: or written); the GIL is released meanwhile.
+
+    While writing, what the server sent is read (an error ends a COPY early): a server waiting for
+    its answer to be read is never left waiting for us while we wait for it.
+    """
+    poller = select.poll()  # not select(): any descriptor number
+    poller.register(pgconn.socket, select.POLLIN | select.POLLOUT if writing else select.POLLIN)
+    ready = poller.poll()
+    if writing and any(events & select.POLLIN for _fd, events in ready):
+        pgconn.consume_input()
+
+
+def _next_result(pgconn: Any) -> Any:
+    """The connection's next result (``None`` after a statement's last), waited for without blocking others."""
+    while True:
+        pgconn.consume_input()
+        if not pgconn.is_busy():
+            return pgconn.get_result()
+        _wait(pgconn)
 
 
 class MySql(Dialect):

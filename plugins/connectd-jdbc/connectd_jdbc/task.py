@@ -1,9 +1,9 @@
-"""The JDBC sink task: each put() is one transaction, committed before put() returns.
+"""The JDBC sink task: each put() is one transaction, committed before the task's flush ends.
 
-connectd commits a batch's Kafka offsets only after ``pre_commit()``, which
-follows ``put()``: so the offsets never pass rows not committed to the
-database, and a crash replays from the last committed batch (at least once;
-``insert.mode=upsert`` makes a replay idempotent).
+connectd commits a batch's Kafka offsets only after ``pre_commit()`` (which
+flushes), and that follows ``put()``: so the offsets never pass rows not
+committed to the database, and a crash replays from the last committed batch
+(at least once; ``insert.mode=upsert`` makes a replay idempotent).
 
 put(records):
 
@@ -14,14 +14,44 @@ put(records):
 2. consecutive records of one table, operation and shape make a run; within a
    keyed run (upsert, update, delete) the last record of a key wins, which is
    what writing them one after another would leave;
-3. tables are created (``auto.create``) or given missing columns
+3. the previous put()'s write is finished if it was sent (below); a put() that
+   will be sent has its rows formatted as COPY data first, while the database
+   still writes the previous one;
+4. tables are created (``auto.create``) or given missing columns
    (``auto.evolve``), each DDL statement committed on its own;
-4. every run is written (:mod:`connectd_jdbc.dialects`) and the transaction
+5. every run is written (:mod:`connectd_jdbc.dialects`) and the transaction
    committed. A put() that is one statement (PostgreSQL: inserts of one
    table that fit one COPY) runs it alone, in autocommit: a statement is
-   atomic by itself, and the BEGIN and COMMIT round trips are saved.
+   atomic by itself, and the BEGIN and COMMIT round trips are saved. Such a
+   put() is *sent*: it returns once the COPY is on its way, and the database
+   inserts its rows while the task makes the next put()'s rows. Waiting for
+   each COPY instead took more than half of a 500-record put().
 
-Failures:
+A sent put() is finished by the next put(), ``flush()``/``pre_commit()`` or
+``stop()``; its records are kept until then:
+
+=========== ============================================ ===============================================
+state       event                                        next
+=========== ============================================ ===============================================
+idle        put() sent                                   sent
+sent        the COPY committed                           idle (its refused records reported)
+sent        the COPY failed                              redo: its records written again as a put() of
+                                                         them is, not sent, which raises (or reports)
+                                                         as below
+redo        written                                      idle
+redo        transient failure, in put()                  redo; put() raises RetriableException, and the
+                                                         retried put() writes them first
+redo        transient failure, in flush()                idle; flush() raises: nothing is committed and
+                                                         connectd reads the records again
+redo        any other failure, no errant record reporter idle; the task fails (from flush(): connectd
+                                                         goes on after a flush error, so the next put()
+                                                         raises it)
+=========== ============================================ ===============================================
+
+``stop()`` waits for a sent COPY and logs its failure: its offsets were not
+committed, so its records come again.
+
+Failures (of a put() written at once, or written again):
 
 - a lost connection, a deadlock or a lock timeout: the transaction is rolled
   back, the connection dropped, and put() raises ``RetriableException`` after
@@ -41,9 +71,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from connectd import ConnectException, RetriableException, SinkRecord, SinkTask
+from connectd import ConnectException, RetriableException, SinkRecord, SinkTask, TopicPartition
 
 from connectd_jdbc.config import settings
 from connectd_jdbc.dialects import dialect_for
@@ -86,6 +117,17 @@ class _Run:
         return [row for _record, row in self._by_key.values()] if self._keyed else self._rows
 
 
+@dataclass
+class _Put:
+    """A put()'s records, their runs, and those that are no row (with why)."""
+
+    records: list[SinkRecord]
+    runs: list[_Run]
+    refused: list[tuple[SinkRecord, Exception]] = field(default_factory=list)
+    #: the rows as the database's send_insert() takes them, made before the last put() was finished
+    data: Any = None
+
+
 class JdbcSinkTask(SinkTask):
     """Writes records to PostgreSQL or MariaDB/MySQL tables; see the module's docstring."""
 
@@ -98,28 +140,64 @@ class JdbcSinkTask(SinkTask):
         self._tables: dict[str, str] = {}  # topic → its table
         self._retries_left = self._settings.max_retries
         self._reporter = self.context.errant_record_reporter()
+        self._sent: _Put | None = None  # a put() whose COPY was sent, not yet finished
+        self._redo: _Put | None = None  # a sent put() whose COPY failed, to be written again
+        self._failure: ConnectException | None = None  # raised by flush(), for the next put() to raise
 
     def put(self, records: list[SinkRecord]) -> None:
+        if self._failure is not None:  # a flush() found it; connectd went on after it
+            failure, self._failure = self._failure, None
+            raise failure
         if not records:
             return
         refused: list[tuple[SinkRecord, Exception]] = []  # reported once the others are written
-        runs = self._runs(records, refused)
+        put = _Put(records, self._runs(records, refused), refused)
+        if self._sent is not None and self._sendable(put.runs):
+            try:  # while the database still writes the last put()
+                put.data = self._dialect.copy_data(self._connection, put.runs[0].rows())
+            except self._dialect.errors:
+                pass  # a value psycopg refuses: raised where it is handled, as the put() is written
+        self._finish_sent(in_put=True)
+        self._complete(put, send=True)
+
+    def flush(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Wait for a sent put(): everything put() took is committed when this returns."""
+        self._finish_sent(in_put=False)
+
+    def stop(self) -> None:
+        sent, self._sent = self._sent, None
+        if sent is not None and self._connection is not None:
+            try:
+                failure = self._dialect.sent_outcome(self._connection)
+            except self._dialect.errors as error:
+                failure = str(error).strip()
+            if failure is not None:
+                log.warning("jdbc_write_failed_at_stop: records %s to %s: %s; their offsets were not committed, so "
+                            "they are read again", where(sent.records[0]), where(sent.records[-1]), failure)
+        self._close()
+
+    def _sendable(self, runs: list[_Run]) -> bool:
+        """Whether *runs* are one statement of a database that can send it (:meth:`Dialect.send_insert`)."""
+        return self._dialect.sends and len(runs) == 1 and self._dialect.atomic_insert(runs[0].operation,
+                                                                                       len(runs[0].rows()))
+
+    def _complete(self, put: _Put, send: bool = False) -> None:
+        """Write *put*'s runs (or send them, if *send* and they are one statement), report its refused records."""
         errors = self._dialect.errors
         try:
             try:
-                self._write(runs)
+                if self._write(put.runs, send, put.data):
+                    self._sent = put
+                    return
             except errors as error:
                 if self._dialect.is_transient(error):
                     raise
                 self._rollback()
                 if self._reporter is None:
-                    raise ConnectException(
-                        f"writing records {where(records[0])} to {where(records[-1])} failed: {error}".strip()
-                    ) from error
-                self._one_by_one(runs)
-            refused += [(record, run.refusal) for run in runs if run.refusal is not None for record, _row in run.items()]
-            for record, error in refused:
-                self._report(record, error)
+                    raise ConnectException(f"writing records {where(put.records[0])} to {where(put.records[-1])} "
+                                           f"failed: {error}".strip()) from error
+                self._one_by_one(put.runs)
+            self._report_refused(put)
         except errors as error:  # transient: try the same records again
             self._close()
             if self._retries_left == 0:
@@ -131,8 +209,43 @@ class JdbcSinkTask(SinkTask):
             raise RetriableException(f"database unavailable: {error}".strip()) from error
         self._retries_left = self._settings.max_retries
 
-    def stop(self) -> None:
-        self._close()
+    def _finish_sent(self, in_put: bool) -> None:
+        """Finish the put() that was sent, writing its records again if its COPY failed (see the table)."""
+        sent, self._sent = self._sent, None
+        if sent is not None:
+            try:
+                failure = self._dialect.sent_outcome(self._connection)
+            except self._dialect.errors as error:  # the connection was lost: whether it committed is unknown
+                self._close()
+                failure = str(error).strip()
+            if failure is None:
+                self._report_refused(sent)
+                self._retries_left = self._settings.max_retries
+                return
+            log.info("jdbc_sent_write_failed: records %s to %s: %s; writing them again", where(sent.records[0]),
+                     where(sent.records[-1]), failure)
+            self._redo = sent
+        redo = self._redo
+        if redo is None:
+            return
+        try:
+            self._complete(redo)
+        except RetriableException:
+            if not in_put:
+                self._redo = None  # nothing is committed: connectd reads these records again
+            raise
+        except ConnectException as error:
+            self._redo = None
+            if not in_put:
+                self._failure = error
+            raise
+        self._redo = None
+
+    def _report_refused(self, put: _Put) -> None:
+        refused = put.refused + [(record, run.refusal) for run in put.runs if run.refusal is not None
+                                 for record, _row in run.items()]
+        for record, error in refused:
+            self._report(record, error)
 
     # -- records into runs ------------------------------------------------------------------------
 
@@ -174,7 +287,9 @@ class JdbcSinkTask(SinkTask):
             self._connection = self._dialect.connect()
         return self._connection
 
-    def _write(self, runs: list[_Run]) -> None:
+    def _write(self, runs: list[_Run], send: bool = False, data: Any = None) -> bool:
+        """Write *runs* and commit; ``True`` if they were sent instead (*send*, and they are one statement
+        the database can send), not yet done. *data*: their ``Dialect.copy_data``, if made already."""
         connection = self._connect()
         for run in runs:
             try:
@@ -186,18 +301,23 @@ class JdbcSinkTask(SinkTask):
                 # are reported (once the others are written: not again when the put() is retried).
                 run.refusal, run.void = error, True
         if len(runs) == 1 and self._dialect.atomic_insert(runs[0].operation, len(runs[0].rows())):
+            run = runs[0]
+            if send and not run.void and self._dialect.send_insert(connection, run.table, run.shape.columns,
+                                                                    run.rows(), data):
+                return True
             # One statement is a transaction by itself: no BEGIN and COMMIT round trips.
             connection.autocommit = True
             try:
                 with connection.cursor() as cursor:
-                    self._write_run(cursor, runs[0], runs[0].rows())
+                    self._write_run(cursor, run, run.rows())
             finally:
                 connection.autocommit = False
-            return
+            return False
         with connection.cursor() as cursor:
             for run in runs:
                 self._write_run(cursor, run, run.rows())
         connection.commit()
+        return False
 
     def _write_run(self, cursor: Any, run: _Run, rows: list[tuple[Any, ...]]) -> None:
         dialect, shape = self._dialect, run.shape
