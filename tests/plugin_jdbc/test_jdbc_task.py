@@ -709,6 +709,15 @@ def _copy_waiting(postgresql, role: str) -> bool:
                                  "AND query LIKE 'COPY%%'", role))
 
 
+def _lose_the_connection_while_the_copy_waits(postgresql, role: str, holder: Any, wait_until) -> None:
+    """The task's COPY waiting for *holder*'s key: its connection is killed, and its logins refused (the
+    database is gone, for the task); then the holder lets go."""
+    wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
+    postgresql.query(f"ALTER ROLE {role} NOLOGIN")
+    postgresql.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", role)
+    holder.rollback()
+
+
 def test_a_sent_put_returns_while_postgresql_writes_and_flush_waits_for_it(postgresql, own_role, wait_until):
     role, table = own_role
     holder = _holding_key(postgresql, table, 1)
@@ -786,10 +795,7 @@ def test_a_sent_put_whose_connection_was_lost_is_retried_by_the_next_put(postgre
                                    "retry.backoff.ms": "5"})
     try:
         task.put(people(table, (1, "a"), (2, "b")))
-        wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
-        postgresql.query(f"ALTER ROLE {role} NOLOGIN")  # the database is gone, for the task
-        postgresql.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", role)
-        holder.rollback()
+        _lose_the_connection_while_the_copy_waits(postgresql, role, holder, wait_until)
         second = people(table, (3, "c"), start=2)
         with pytest.raises(RetriableException):  # finishing the sent put: its connection lost, no new one
             task.put(second)
@@ -812,10 +818,7 @@ def test_a_sent_put_whose_connection_was_lost_at_flush_is_left_to_be_read_again(
     try:
         first = people(table, (1, "a"), (2, "b"))
         task.put(first)
-        wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
-        postgresql.query(f"ALTER ROLE {role} NOLOGIN")
-        postgresql.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", role)
-        holder.rollback()
+        _lose_the_connection_while_the_copy_waits(postgresql, role, holder, wait_until)
         with pytest.raises(RetriableException):  # nothing is committed; connectd reads the records again
             task.pre_commit({})
         postgresql.query(f"ALTER ROLE {role} LOGIN")

@@ -208,16 +208,18 @@ class Shapes:
                     for schema in [struct_schema.field(name).schema]
                     if not schema.optional and schema.default_value is not None]
 
+        def filled(row: list[Any]) -> tuple[Any, ...]:
+            for at, default in defaults:
+                if row[at] is None:
+                    row[at] = default
+            for at, convert in converters:
+                row[at] = convert(row[at])
+            return tuple(row)
+
         if part is _value and [positions[name] for name in names] == list(range(len(positions))):
             # Every field, in order (the usual case): the struct's values are the row as they are.
             def extract_all(record: SinkRecord) -> tuple[Any, ...]:
-                row = record.value.field_values(defaults=False)
-                for at, default in defaults:
-                    if row[at] is None:
-                        row[at] = default
-                for at, convert in converters:
-                    row[at] = convert(row[at])
-                return tuple(row)
+                return filled(record.value.field_values(defaults=False))
             return extract_all
 
         def extract(record: SinkRecord) -> tuple[Any, ...]:
@@ -226,13 +228,7 @@ class Shapes:
                 picked = (picked,)
             if not converters and not defaults:
                 return picked
-            row = list(picked)
-            for at, default in defaults:
-                if row[at] is None:
-                    row[at] = default
-            for at, convert in converters:
-                row[at] = convert(row[at])
-            return tuple(row)
+            return filled(list(picked))
         return extract
 
     def _converter(self, schema: Schema, zoned: bool = False) -> Callable[[Any], Any]:
