@@ -165,13 +165,22 @@ _STOP_WAIT_S = 5.0
 _EXIT_BOUND_S = 60.0
 
 
+def _write_ipc(sink: Any, batches: list[Any]) -> None:
+    """Arrow record batches to *sink* as one IPC stream, in one call: that releases the GIL for all of
+    it, where a call per batch waits for the GIL at each, which the poller thread holds for up to the
+    switch interval (5 ms) each time."""
+    import pyarrow as pa
+
+    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        writer.write_table(pa.Table.from_batches(batches))
+
+
 def _ipc(batches: list[Any]) -> bytes:
     """Arrow record batches as one IPC stream."""
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
-        writer.write_table(pa.Table.from_batches(batches))  # one call: see _ipc_file
+    _write_ipc(sink, batches)
     return sink.getvalue().to_pybytes()
 
 
@@ -180,10 +189,8 @@ def _ipc_file(batches: list[Any], path: str) -> str:
     import pyarrow as pa
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, batches[0].schema) as writer:
-        # One call, which releases the GIL for all of it: a call per batch waits for the GIL at each,
-        # which the poller thread holds for up to the switch interval (5 ms) each time.
-        writer.write_table(pa.Table.from_batches(batches))
+    with pa.OSFile(path, "wb") as sink:
+        _write_ipc(sink, batches)
     return path
 
 

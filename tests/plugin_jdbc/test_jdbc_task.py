@@ -7,6 +7,7 @@ import decimal
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -696,12 +697,37 @@ def own_role(postgresql) -> Iterator[tuple[str, str]]:
         postgresql.query(f"DROP ROLE {role}")
 
 
-def _holding_key(postgresql, table: str, id_: int) -> Any:
-    """A connection inserting row *id_* in a transaction left open: a COPY of the same key waits for it."""
+@dataclass
+class Held:
+    """*own_role*'s role and table, a connection (*holder*) that inserted key 1 in a transaction left open
+    (a COPY of the same key waits for it), and the tasks made with :meth:`task`, stopped afterwards."""
+
+    database: Any
+    role: str
+    table: str
+    holder: Any
+    tasks: list[JdbcSinkTask]
+
+    def task(self, reporter: ErrantRecordReporter | None = None, **config: str) -> JdbcSinkTask:
+        task = task_for(self.database, reporter, **{"connection.user": self.role, **config})
+        self.tasks.append(task)
+        return task
+
+
+@pytest.fixture
+def held(postgresql, own_role) -> Iterator[Held]:
+    role, table = own_role
     holder = postgresql.connect()
     holder.autocommit = False
-    holder.execute(f'INSERT INTO "{table}" VALUES (%s, %s)', (id_, "held"))
-    return holder
+    holder.execute(f'INSERT INTO "{table}" VALUES (1, %s)', ("held",))
+    state = Held(postgresql, role, table, holder, [])
+    try:
+        yield state
+    finally:
+        holder.rollback()
+        holder.close()
+        for task in state.tasks:
+            task.stop()
 
 
 def _copy_waiting(postgresql, role: str) -> bool:
@@ -718,29 +744,23 @@ def _lose_the_connection_while_the_copy_waits(postgresql, role: str, holder: Any
     holder.rollback()
 
 
-def test_a_sent_put_returns_while_postgresql_writes_and_flush_waits_for_it(postgresql, own_role, wait_until):
-    role, table = own_role
-    holder = _holding_key(postgresql, table, 1)
-    task = task_for(postgresql, **{"connection.user": role})
-    try:
-        task.put(people(table, (1, "a"), (2, "b")))  # returns: its COPY waits for the holder's row
-        wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
-        assert postgresql.rows(table) == []
-        holder.rollback()
-        task.pre_commit({})  # waits for the COPY, which then commits
-        assert postgresql.rows(table) == [(1, "a"), (2, "b")]
-    finally:
-        holder.close()
-        task.stop()
+def test_a_sent_put_returns_while_postgresql_writes_and_flush_waits_for_it(postgresql, held, wait_until):
+    role, table, holder = held.role, held.table, held.holder
+    task = held.task()
+    task.put(people(table, (1, "a"), (2, "b")))  # returns: its COPY waits for the holder's row
+    wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
+    assert postgresql.rows(table) == []
+    holder.rollback()
+    task.pre_commit({})  # waits for the COPY, which then commits
+    assert postgresql.rows(table) == [(1, "a"), (2, "b")]
 
 
-def test_a_sent_put_larger_than_the_sockets_buffers_is_sent_whole_while_postgresql_waits(postgresql, own_role,
+def test_a_sent_put_larger_than_the_sockets_buffers_is_sent_whole_while_postgresql_waits(postgresql, held,
                                                                                           wait_until):
     # ~40 MB of COPY data: the server stops reading it while its first row waits for the holder's key, so
     # put() waits to write more (reading what the server sends meanwhile), and goes on once it may.
-    role, table = own_role
-    holder = _holding_key(postgresql, table, 1)
-    task = task_for(postgresql, **{"connection.user": role, "batch.size": "20000"})
+    role, table, holder = held.role, held.table, held.holder
+    task = held.task(**{"batch.size": "20000"})
     long_name = "n" * 2000
     batch = people(table, *((i, long_name) for i in range(1, 20_001)))
     put = threading.Thread(target=task.put, args=(batch,))
@@ -752,81 +772,62 @@ def test_a_sent_put_larger_than_the_sockets_buffers_is_sent_whole_while_postgres
         assert not put.is_alive()
         task.pre_commit({})
         assert postgresql.query(f'SELECT count(*), min(id), max(id), min(length(name)) FROM "{table}"') == [
-        (20_000, 1, 20_000, 2000)]
+            (20_000, 1, 20_000, 2000)]
     finally:
-        holder.rollback()
-        holder.close()
+        holder.rollback()  # the put() can end, whatever failed
         put.join(60)
-        task.stop()
 
 
 @pytest.mark.parametrize("reporting", [True, False])
-def test_a_sent_put_that_failed_is_written_again_and_reported_or_fails_the_task(postgresql, own_role, wait_until,
+def test_a_sent_put_that_failed_is_written_again_and_reported_or_fails_the_task(postgresql, held, wait_until,
                                                                                 reporting):
-    role, table = own_role
-    holder = _holding_key(postgresql, table, 1)
+    role, table, holder = held.role, held.table, held.holder
     reporter = Reporter() if reporting else None
-    task = task_for(postgresql, reporter, **{"connection.user": role})
-    try:
-        task.put(people(table, (1, "a"), (2, "b")))
-        wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
-        holder.commit()  # the COPY fails: key 1 exists now
-        if reporting:
-            task.pre_commit({})  # written again, one record a transaction: the refused one reported
-            assert postgresql.rows(table) == [(1, "held"), (2, "b")]
-            assert [(r.kafka_offset, "duplicate key" in str(e)) for r, e in reporter.reported] == [(0, True)]
-        else:
-            message = f"records {table}-0@0 to {table}-0@1 failed: duplicate key"
-            with pytest.raises(ConnectException, match=message):
-                task.pre_commit({})
-            # connectd logs a failed pre_commit and reads the records again: the next put() fails the task
-            with pytest.raises(ConnectException, match=message):
-                task.put(people(table, (1, "a"), (2, "b")))
-            assert postgresql.rows(table) == [(1, "held")]
-    finally:
-        holder.close()
-        task.stop()
-
-
-def test_a_sent_put_whose_connection_was_lost_is_retried_by_the_next_put(postgresql, own_role, wait_until):
-    role, table = own_role
-    holder = _holding_key(postgresql, table, 1)
-    task = task_for(postgresql, **{"connection.user": role, "connection.attempts": "1", "max.retries": "3",
-                                   "retry.backoff.ms": "5"})
-    try:
-        task.put(people(table, (1, "a"), (2, "b")))
-        _lose_the_connection_while_the_copy_waits(postgresql, role, holder, wait_until)
-        second = people(table, (3, "c"), start=2)
-        with pytest.raises(RetriableException):  # finishing the sent put: its connection lost, no new one
-            task.put(second)
-        assert task.context.retry_timeout_ms == 5
-        postgresql.query(f"ALTER ROLE {role} LOGIN")
-        task.put(second)  # connectd puts the same records again: the first put's records are written first
-        task.pre_commit({})
-        assert postgresql.rows(table) == [(1, "a"), (2, "b"), (3, "c")]
-    finally:
-        holder.close()
-        task.stop()
-
-
-def test_a_sent_put_whose_connection_was_lost_at_flush_is_left_to_be_read_again(postgresql, own_role,
-                                                                                   wait_until):
-    role, table = own_role
-    holder = _holding_key(postgresql, table, 1)
-    task = task_for(postgresql, **{"connection.user": role, "connection.attempts": "1", "max.retries": "3",
-                                   "retry.backoff.ms": "5"})
-    try:
-        first = people(table, (1, "a"), (2, "b"))
-        task.put(first)
-        _lose_the_connection_while_the_copy_waits(postgresql, role, holder, wait_until)
-        with pytest.raises(RetriableException):  # nothing is committed; connectd reads the records again
+    task = held.task(reporter)
+    task.put(people(table, (1, "a"), (2, "b")))
+    wait_until(lambda: _copy_waiting(postgresql, role), "the sent COPY to wait for the held key")
+    holder.commit()  # the COPY fails: key 1 exists now
+    if reporting:
+        task.pre_commit({})  # written again, one record a transaction: the refused one reported
+        assert postgresql.rows(table) == [(1, "held"), (2, "b")]
+        assert [(r.kafka_offset, "duplicate key" in str(e)) for r, e in reporter.reported] == [(0, True)]
+    else:
+        message = f"records {table}-0@0 to {table}-0@1 failed: duplicate key"
+        with pytest.raises(ConnectException, match=message):
             task.pre_commit({})
-        postgresql.query(f"ALTER ROLE {role} LOGIN")
-        put_and_flush(task, first)  # as connectd puts them again: written once, not twice
-        assert postgresql.rows(table) == [(1, "a"), (2, "b")]
-    finally:
-        holder.close()
-        task.stop()
+        # connectd logs a failed pre_commit and reads the records again: the next put() fails the task
+        with pytest.raises(ConnectException, match=message):
+            task.put(people(table, (1, "a"), (2, "b")))
+        assert postgresql.rows(table) == [(1, "held")]
+
+
+def test_a_sent_put_whose_connection_was_lost_is_retried_by_the_next_put(postgresql, held, wait_until):
+    role, table, holder = held.role, held.table, held.holder
+    task = held.task(**{"connection.attempts": "1", "max.retries": "3", "retry.backoff.ms": "5"})
+    task.put(people(table, (1, "a"), (2, "b")))
+    _lose_the_connection_while_the_copy_waits(postgresql, role, holder, wait_until)
+    second = people(table, (3, "c"), start=2)
+    with pytest.raises(RetriableException):  # finishing the sent put: its connection lost, no new one
+        task.put(second)
+    assert task.context.retry_timeout_ms == 5
+    postgresql.query(f"ALTER ROLE {role} LOGIN")
+    task.put(second)  # connectd puts the same records again: the first put's records are written first
+    task.pre_commit({})
+    assert postgresql.rows(table) == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_a_sent_put_whose_connection_was_lost_at_flush_is_left_to_be_read_again(postgresql, held,
+                                                                                   wait_until):
+    role, table, holder = held.role, held.table, held.holder
+    task = held.task(**{"connection.attempts": "1", "max.retries": "3", "retry.backoff.ms": "5"})
+    first = people(table, (1, "a"), (2, "b"))
+    task.put(first)
+    _lose_the_connection_while_the_copy_waits(postgresql, role, holder, wait_until)
+    with pytest.raises(RetriableException):  # nothing is committed; connectd reads the records again
+        task.pre_commit({})
+    postgresql.query(f"ALTER ROLE {role} LOGIN")
+    put_and_flush(task, first)  # as connectd puts them again: written once, not twice
+    assert postgresql.rows(table) == [(1, "a"), (2, "b")]
 
 
 def test_stop_waits_for_a_sent_put_and_logs_its_failure(postgresql, own_role, caplog):

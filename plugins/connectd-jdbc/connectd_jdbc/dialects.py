@@ -274,6 +274,7 @@ class PostgreSql(Dialect):
     }
     _columns_sql = ("SELECT column_name FROM information_schema.columns "
                     "WHERE table_schema = COALESCE(%s, current_schema()) AND table_name = %s")
+    sends = True
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
@@ -281,7 +282,6 @@ class PostgreSql(Dialect):
 
         self._psycopg = psycopg
         self.errors = (psycopg.Error,)
-        self.sends = True
 
     def _connect(self, connection: Connection) -> Any:
         arguments = {"host": connection.host, "port": connection.port, "dbname": connection.database,

@@ -176,10 +176,13 @@ class JdbcSinkTask(SinkTask):
                             "they are read again", where(sent.records[0]), where(sent.records[-1]), failure)
         self._close()
 
+    def _one_statement(self, runs: list[_Run]) -> bool:
+        """Whether *runs* are written by one statement, atomic by itself."""
+        return len(runs) == 1 and self._dialect.atomic_insert(runs[0].operation, len(runs[0].rows()))
+
     def _sendable(self, runs: list[_Run]) -> bool:
         """Whether *runs* are one statement of a database that can send it (:meth:`Dialect.send_insert`)."""
-        return self._dialect.sends and len(runs) == 1 and self._dialect.atomic_insert(runs[0].operation,
-                                                                                       len(runs[0].rows()))
+        return self._dialect.sends and self._one_statement(runs)
 
     def _complete(self, put: _Put, send: bool = False) -> None:
         """Write *put*'s runs (or send them, if *send* and they are one statement), report its refused records."""
@@ -300,7 +303,7 @@ class JdbcSinkTask(SinkTask):
                 # As Confluent's sink: with error reporting, the records of a table that cannot take them
                 # are reported (once the others are written: not again when the put() is retried).
                 run.refusal, run.void = error, True
-        if len(runs) == 1 and self._dialect.atomic_insert(runs[0].operation, len(runs[0].rows())):
+        if self._one_statement(runs):
             run = runs[0]
             if send and not run.void and self._dialect.send_insert(connection, run.table, run.shape.columns,
                                                                     run.rows(), data):
