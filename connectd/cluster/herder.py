@@ -61,7 +61,8 @@ from connectd.errors import (
     NotLeaderError,
     RebalanceInProgressError,
 )
-from connectd.herder import HerderBase, RestartPlan, _ConnectorRun, _restarting, _TaskRun, too_many_tasks
+from connectd.herder import HerderBase, RestartPlan, too_many_tasks
+from connectd.herder.runs import ConnectorRun, TaskRun, restarting, trace_of
 from connectd.logging import bind_context, get_logger
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED, UNASSIGNED, Status
 
@@ -194,17 +195,17 @@ class DistributedHerder(HerderBase):
         """What this worker runs now."""
         return self._assigned
 
-    def _run(self, name: str) -> _ConnectorRun:
+    def _run(self, name: str) -> ConnectorRun:
         run = self._connectors.get(name)
         if run is not None:
             return run
         config = self.snapshot.connector_configs.get(name)
         if config is None:
             raise NotFoundError(f"connector {name} not found")
-        return _ConnectorRun(name, dict(config), self.registry.find_class("connector", config["connector.class"]),
+        return ConnectorRun(name, dict(config), self.registry.find_class("connector", config["connector.class"]),
                              target=self.snapshot.target_states.get(name, "STARTED"))
 
-    def _task_count(self, run: _ConnectorRun) -> int:
+    def _task_count(self, run: ConnectorRun) -> int:
         return self.snapshot.task_counts.get(run.name, 0)
 
     def _generation(self) -> int:
@@ -291,8 +292,8 @@ class DistributedHerder(HerderBase):
         statuses = {i: self.status.task(name, i) or Status(UNASSIGNED, self.worker_id)
                     for i in range(self.snapshot.task_counts.get(name, 0))}
         restarted = {i for i, s in statuses.items() if include_tasks and (not only_failed or s.state == FAILED)}
-        plan = RestartPlan(_restarting(connector_status) if restart_connector else connector_status,
-                           {i: _restarting(s) if i in restarted else s for i, s in statuses.items()})
+        plan = RestartPlan(restarting(connector_status) if restart_connector else connector_status,
+                           {i: restarting(s) if i in restarted else s for i, s in statuses.items()})
         await self.config_store.put_restart_request(name, include_tasks, only_failed)
         return plan
 
@@ -304,7 +305,7 @@ class DistributedHerder(HerderBase):
         task = next((t for t in run.tasks if t.id == task_id), None) if run is not None else None
         if task is not None:  # ours: restart it here
             async with self._lock:
-                await self._restart_task(run, task)
+                await self.supervisor.restart(run, task)
             return
         await self._as_leader()
         owner = self._owner_url(ConnectorTaskId(name, task_id))
@@ -362,7 +363,7 @@ class DistributedHerder(HerderBase):
             spec["fallback"] = worker_topic
         return spec
 
-    async def _prepare_task(self, run: _ConnectorRun) -> None:
+    async def _prepare_task(self, run: ConnectorRun) -> None:
         # A connector's own offsets topic is created (compacted) as Kafka Connect creates it.
         own = (run.config.get("offsets.storage.topic") or "").strip()
         if run.kind == "source" and own and own != self.worker.get("offset.storage.topic"):
@@ -374,7 +375,7 @@ class DistributedHerder(HerderBase):
                                configs=internal_topic_settings(self.worker, "offset.storage"),
                                topic_key="offsets.storage.topic")
 
-    def _source_offsets(self, run: _ConnectorRun) -> Any:
+    def _source_offsets(self, run: ConnectorRun) -> Any:
         from connectd.runtime.offsets import open_offset_store
 
         return open_offset_store(self._source_offsets_spec(run.config))
@@ -506,8 +507,8 @@ class DistributedHerder(HerderBase):
     async def _apply_revocations(self, revoked: WorkerLoad, timeout_s: float | None = None) -> None:
         revoked_tasks = set(revoked.tasks)
 
-        async def stop(run: _ConnectorRun, task: _TaskRun) -> None:
-            await asyncio.to_thread(self._stop_task, run, task, timeout_s)
+        async def stop(run: ConnectorRun, task: TaskRun) -> None:
+            await self.supervisor.stop(run, task, timeout_s)
             # As Kafka's putSafe: only if no other worker has written since (it may run it already).
             self.status.put_task_safe(run.name, task.id, Status(UNASSIGNED, self.worker_id, None, self._generation()))
 
@@ -522,8 +523,7 @@ class DistributedHerder(HerderBase):
         for name, run in list(self._connectors.items()):
             run.tasks = [t for t in run.tasks if t not in stopping.get(name, [])]
             if name in revoked.connectors and run.instance is not None:
-                await asyncio.to_thread(run.instance.stop)
-                run.instance = None
+                await self._stop_instance(run)
                 self.status.put_connector_safe(name, Status(UNASSIGNED, self.worker_id, None, self._generation()))
             self._forget_if_idle(name)
 
@@ -551,7 +551,7 @@ class DistributedHerder(HerderBase):
                     self.metrics.rebalanced(asyncio.get_running_loop().time() - self._rebalance_began)
                     self._rebalance_began = None
 
-    def _local_run(self, name: str) -> _ConnectorRun | None:
+    def _local_run(self, name: str) -> ConnectorRun | None:
         """The local run of a configured connector, made on first need; ``None`` if it is not configured."""
         run = self._connectors.get(name)
         if run is not None:
@@ -562,9 +562,9 @@ class DistributedHerder(HerderBase):
         try:
             cls = self.registry.find_class("connector", config.get("connector.class", ""))
         except Exception as exc:
-            self._set(name, None, FAILED, _short_trace(exc))
+            self._set(name, None, FAILED, trace_of(exc))
             return None
-        run = _ConnectorRun(name, dict(config), cls, target=self.snapshot.target_states.get(name, "STARTED"))
+        run = ConnectorRun(name, dict(config), cls, target=self.snapshot.target_states.get(name, "STARTED"))
         self._connectors[name] = run
         return run
 
@@ -599,11 +599,11 @@ class DistributedHerder(HerderBase):
             self._set(task_id.connector, task_id.task, FAILED, too_many)
             log.error("task_failed", task=str(task_id), error=too_many)
             return
-        task = _TaskRun(task_id.task, dict(config))
+        task = TaskRun(task_id.task, dict(config))
         run.tasks.append(task)
-        await self._start_task(run, task, self._task_count(run))
+        await self.supervisor.start(run, task)
 
-    def _too_many_tasks(self, run: _ConnectorRun) -> str | None:
+    def _too_many_tasks(self, run: ConnectorRun) -> str | None:
         """Kafka's check at task start (KIP-1004): more committed tasks than the connector's
         ``tasks.max`` (lowered since they were written) fails the task, unless ``tasks.max.enforce``
         is false."""
@@ -628,7 +628,7 @@ class DistributedHerder(HerderBase):
                 log.info("deleted_task_status_cleaned", connector=name, task=task)
                 self.status.forget_task(name, task)
 
-    async def _publish_task_configs(self, run: _ConnectorRun, written: list[dict[str, str]], attempt: int = 0) -> None:
+    async def _publish_task_configs(self, run: ConnectorRun, written: list[dict[str, str]], attempt: int = 0) -> None:
         """Hand new task configs to the leader, unless the config topic has them already."""
         snapshot = self.snapshot
         current = [snapshot.task_configs.get(ConnectorTaskId(run.name, i))
@@ -650,9 +650,9 @@ class DistributedHerder(HerderBase):
         except ConnectdError as exc:  # the leader moved, is rebalancing, or has not read the connector yet
             delay_s = min(_REPUBLISH_FIRST_S * 2**attempt, _REPUBLISH_MAX_S)
             log.warning("task_configs_not_published", connector=run.name, error=str(exc), retry_in_s=delay_s)
-            self._later(self._republish(run, delay_s, attempt + 1))
+            self._later(self._republish(run, delay_s, attempt + 1), run.name)
 
-    async def _republish(self, run: _ConnectorRun, delay_s: float, attempt: int) -> None:
+    async def _republish(self, run: ConnectorRun, delay_s: float, attempt: int) -> None:
         """Try again to hand the leader a connector's task configs, while it is still ours and running."""
         await asyncio.sleep(delay_s)
         async with self._lock:
@@ -663,11 +663,11 @@ class DistributedHerder(HerderBase):
             try:
                 written = await self._generate_task_configs(run, run.instance, resolved)
             except Exception as exc:
-                self._set(run.name, None, FAILED, _short_trace(exc))
+                self._set(run.name, None, FAILED, trace_of(exc))
                 return
             await self._publish_task_configs(run, written, attempt)
 
-    async def _reconfigure(self, run: _ConnectorRun) -> None:
+    async def _reconfigure(self, run: ConnectorRun) -> None:
         async with self._lock:
             if self._connectors.get(run.name) is not run or run.instance is None or run.target == "STOPPED":
                 return
@@ -676,24 +676,25 @@ class DistributedHerder(HerderBase):
                 try:
                     written = await self._generate_task_configs(run, run.instance, resolved)
                 except Exception as exc:
-                    self._set(run.name, None, FAILED, _short_trace(exc))
+                    self._set(run.name, None, FAILED, trace_of(exc))
                     return
                 await self._publish_task_configs(run, written)
 
     # --- config records (the config store's listener; called on the event loop) ---
 
     def on_connector_config(self, name: str) -> None:
-        self._later(self._connector_config_changed(name))
+        self._later(self._connector_config_changed(name), name)
 
     def on_task_configs(self, tasks: Iterable[ConnectorTaskId]) -> None:
         for name in sorted({task.connector for task in tasks}):
-            self._later(self._task_configs_changed(name))
+            self._later(self._task_configs_changed(name), name)
 
     def on_target_state(self, name: str) -> None:
-        self._later(self._target_state_changed(name))
+        self._later(self._target_state_changed(name), name)
 
     def on_restart_request(self, request: Any) -> None:
-        self._later(self._restart_requested(request.connector, request.include_tasks, request.only_failed))
+        self._later(self._restart_requested(request.connector, request.include_tasks, request.only_failed),
+                    request.connector)
 
     def on_session_key(self, key: SessionKey) -> None:
         if self._session_key is not None and key != self._session_key:
@@ -710,10 +711,6 @@ class DistributedHerder(HerderBase):
             return
         log.info("cluster_log_level_set", logger=namespace, level=level, loggers=len(changed))
 
-    def _later(self, work: Any) -> None:
-        task = asyncio.get_running_loop().create_task(work)
-        task.add_done_callback(_log_failure)
-
     async def _connector_config_changed(self, name: str) -> None:
         config = self.snapshot.connector_configs.get(name)
         if self.is_leader:
@@ -722,10 +719,7 @@ class DistributedHerder(HerderBase):
             run = self._connectors.get(name)
             if config is None:  # deleted: its work stops now; the next round revokes it
                 if run is not None:
-                    for task in run.tasks:
-                        await asyncio.to_thread(self._stop_task, run, task)
-                    if run.instance is not None:
-                        await asyncio.to_thread(run.instance.stop)
+                    await self._stop_connector(run)
                     del self._connectors[name]
                 self.status.forget(name)
                 return
@@ -738,9 +732,7 @@ class DistributedHerder(HerderBase):
             # Ours, and new (created again under the same name) or changed: (re)start the Connector.
             with bind_context(connector=name):
                 if run is not None:
-                    if run.instance is not None:
-                        await asyncio.to_thread(run.instance.stop)
-                        run.instance = None
+                    await self._stop_instance(run)
                     run.config = dict(config)
                     run.cls = self.registry.find_class("connector", config.get("connector.class", ""))
                     run.target = self.snapshot.target_states.get(name, "STARTED")
@@ -759,9 +751,9 @@ class DistributedHerder(HerderBase):
             count = self._task_count(run)
             with bind_context(connector=name):
                 log.info("task_configs_committed", tasks=count)
-                for task in list(run.tasks):  # every task of ours restarts with its new config
-                    await asyncio.to_thread(self._stop_task, run, task)
-                    run.tasks.remove(task)
+                # Every task of ours restarts with its new config.
+                await self.supervisor.stop_all((run, task) for task in run.tasks)
+                run.tasks = []
                 for task_id in mine:
                     if task_id.task < count and task_id in self.snapshot.task_configs:
                         await self._start_owned_task(task_id)
@@ -777,11 +769,7 @@ class DistributedHerder(HerderBase):
             previous, run.target = run.target, state
             with bind_context(connector=name):
                 if state == "STOPPED":
-                    for task in list(run.tasks):
-                        await asyncio.to_thread(self._stop_task, run, task)
-                    if run.instance is not None:
-                        await asyncio.to_thread(run.instance.stop)
-                        run.instance = None
+                    await self._stop_connector(run)
                     self._set(name, None, STOPPED)
                     return
                 if previous == "STOPPED" and name in self._assigned.connectors and run.instance is None:
@@ -790,9 +778,7 @@ class DistributedHerder(HerderBase):
                         await self._publish_task_configs(run, written)
                     return
                 for task in run.tasks:
-                    if task.query is not None:
-                        task.query.pause() if state == "PAUSED" else task.query.resume()
-                        self._set(name, task.id, PAUSED if state == "PAUSED" else RUNNING)
+                    await (self.supervisor.pause if state == "PAUSED" else self.supervisor.resume)(run, task)
                 if run.instance is not None:
                     self._set(name, None, PAUSED if state == "PAUSED" else RUNNING)
 
@@ -805,13 +791,13 @@ class DistributedHerder(HerderBase):
                 connector_status = self.status.connector(name)
                 if run.instance is not None and (not only_failed or (connector_status and connector_status.state == FAILED)):
                     self._set(name, None, RESTARTING)
-                    await asyncio.to_thread(run.instance.stop)
+                    await self._stop_instance(run)
                     await self._start_connector_only(run)
                 if include_tasks:
                     for task in list(run.tasks):
                         current = self.status.task(name, task.id)
                         if not only_failed or (current is not None and current.state == FAILED):
-                            await self._restart_task(run, task)
+                            await self.supervisor.restart(run, task)
 
     # --- the session key ---
 
@@ -840,16 +826,3 @@ class DistributedHerder(HerderBase):
                     await self._ensure_session_key()
                 except ConnectdError as exc:
                     log.warning("session_key_rotation_failed", error=str(exc))
-
-
-def _short_trace(exc: BaseException) -> str:
-    import traceback
-
-    return "".join(traceback.format_exception(exc))
-
-
-def _log_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        exc = task.exception()
-        log.error("herder_config_update_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
-

@@ -286,6 +286,14 @@ _WORKER_KEYS = [
     ConfigKey("task.shutdown.graceful.timeout.ms", Type.LONG,
               "How long a stopping task may take to finish its batch in flight before it is cancelled "
               "(the batch is then replayed).", default=5000, importance=L, validator=_POSITIVE_MS, group="Tasks"),
+    ConfigKey("task.stall.timeout.ms", Type.LONG,
+              "connectd extension: the longest one trigger of a task's Spark query (planning and running one "
+              "micro-batch, a put() retried included) may take before the task counts as stalled: its query is "
+              "stopped (the batch in flight is replayed) and started again at once, as for a query that died; "
+              "more than 3 such restarts in 10 minutes make the task FAILED with what happened (docs/cluster.md, "
+              "\"Task states\"). 0: a long trigger is never a stall (a query that died, or whose trigger stopped "
+              "firing, is still restarted).",
+              default=300000, importance=L, validator=Range.at_least(0), group="Tasks"),
     ConfigKey("sink.batch.max.records", Type.INT,
               "connectd extension: the most records one micro-batch of a sink task reads, all its partitions "
               "together (shared fairly among partitions with a backlog). A batch ends at the partitions' high "

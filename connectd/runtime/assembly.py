@@ -158,7 +158,12 @@ class TaskAssembler:
         return handle
 
     def stop(self, handle: TaskHandle, graceful_timeout_s: float) -> None:
-        """Stop the query (the batch in flight finishes, bounded by *graceful_timeout_s*), then release."""
+        """Stop the query (the batch in flight finishes, bounded by *graceful_timeout_s*), then release.
+
+        A sink task stopping leaves the lingering tasks first: no other task's stop or start
+        writes into its run directory once its query may remove it.
+        """
+        self._share_linger(gone=handle)
         try:
             if handle.query is not None and handle.query.is_active():
                 if not handle.query.stop(graceful_timeout_s):
@@ -172,20 +177,19 @@ class TaskAssembler:
             self.release(handle)
 
     def release(self, handle: TaskHandle) -> None:
-        """Close the task's clients and plugin instance; each is dropped so it is destroyed now."""
-        if any(sink is handle for sink in self._sinks):
-            self._share_linger(gone=handle)
-        try:
-            if handle.runner is not None:
-                handle.runner.close()
-            if handle.consumer is not None:
-                handle.consumer.close()
-            if handle.dead_letters is not None:
-                handle.dead_letters.close()
-            if handle.spark_task is not None:
-                handle.spark_task.stop()
-        finally:
-            handle.runner = handle.consumer = handle.dead_letters = handle.spark_task = None
+        """Close the task's clients and plugin instance, each whatever the others did (a failure is
+        logged with its trace); each is dropped so it is destroyed now."""
+        self._share_linger(gone=handle)
+        closers = [("runner", handle.runner, "close"), ("consumer", handle.consumer, "close"),
+                   ("dead_letters", handle.dead_letters, "close"), ("spark_task", handle.spark_task, "stop")]
+        handle.runner = handle.consumer = handle.dead_letters = handle.spark_task = None
+        for part, holder, method in closers:
+            if holder is None:
+                continue
+            try:
+                getattr(holder, method)()
+            except Exception as exc:  # noqa: BLE001 - the other parts are released all the same
+                log.error("task_release_failed", part=part, error=f"{type(exc).__name__}: {exc}", exc_info=exc)
 
     def _share_linger(self, new: TaskHandle | None = None, gone: TaskHandle | None = None) -> None:
         """Give ``sink.batch.linger.ms`` to as many record-level sink tasks on executors as Spark
@@ -196,10 +200,12 @@ class TaskAssembler:
         """
         linger_ms = self.worker.get("sink.batch.linger.ms")
         with self._sinks_lock:
+            if gone is not None:
+                if not any(sink is gone for sink in self._sinks):
+                    return
+                self._sinks = [sink for sink in self._sinks if sink is not gone]
             if new is not None:
                 self._sinks.append(new)
-            if gone is not None:
-                self._sinks = [sink for sink in self._sinks if sink is not gone]
             cores = self.spark.sparkContext.defaultParallelism if linger_ms and self.spark is not None else 0
             for index, sink in enumerate(self._sinks):
                 sink.query.linger(linger_ms if index < cores - 1 else 0)

@@ -358,7 +358,8 @@ def _write_control(path: str | os.PathLike[str], value: Any) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         return
-    temporary = f"{os.fspath(path)}.tmp"
+    # A name of this writer's own: two writers never collide on one temporary file.
+    temporary = f"{os.fspath(path)}.{os.getpid()}-{threading.get_ident()}.tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(value, handle)
     os.replace(temporary, path)

@@ -22,7 +22,9 @@ All calls block (py4j): run them in a thread, never on the event loop.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime
 import json
 import shutil
 import tempfile
@@ -100,12 +102,26 @@ class TaskQuery:
         self.pause_file.unlink(missing_ok=True)
 
     def linger(self, ms: int) -> None:
-        """Have a record-level sink task's next batches linger *ms* (``sink.batch.linger.ms``; 0: not)."""
-        if self.workdir.is_dir():  # else the run is over
+        """Have a record-level sink task's next batches linger *ms* (``sink.batch.linger.ms``; 0: not).
+
+        Nothing once the run directory is gone: the task stopped meanwhile (its run is over).
+        """
+        with contextlib.suppress(FileNotFoundError):
             kafka_io.set_linger(self.workdir / _LINGER_FILE, ms)
 
     def is_active(self) -> bool:
         return self.query.isActive
+
+    def progress(self) -> tuple[bool, float | None]:
+        """Whether a trigger (planning and running a micro-batch) is under way, and when (wall clock,
+        seconds) the query last reported progress: after each micro-batch, and every
+        ``spark.sql.streaming.noDataProgressEventInterval`` while idle; ``None`` before the first."""
+        trigger_active = bool(self.query.status.get("isTriggerActive"))
+        last = self.query.lastProgress
+        if last is None:
+            return trigger_active, None
+        began = datetime.datetime.fromisoformat(last.timestamp.replace("Z", "+00:00")).timestamp()
+        return trigger_active, began + (last.batchDuration or 0) / 1000
 
     def failure(self) -> str | None:
         """The error that ended the query, with its trace, if it failed."""

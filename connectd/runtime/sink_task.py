@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
@@ -74,8 +75,16 @@ def group_id(connector: str) -> str:
 
 
 def assign_partitions(partitions: Iterable[TopicPartition], task_id: int, tasks: int) -> list[TopicPartition]:
-    """Task *task_id*'s share of *partitions* (round-robin over the sorted list)."""
-    return sorted(partitions)[task_id::tasks]
+    """Task *task_id*'s share of *partitions*, sorted: partition *p* of topic *t* belongs to task
+    ``(p + crc32(t)) % tasks``.
+
+    Each topic's partitions go round the tasks in turn (6 partitions, 6 tasks: one each), from a
+    task its name picks, so single-partition topics spread too. A partition's task depends on the
+    partition and the task count alone: partitions that appear (a topic created late, grown, or a
+    new match of ``topics.regex``) never move those a task has already, so tasks that learn of them
+    at different moments (on different workers) never read one partition at once.
+    """
+    return sorted(tp for tp in partitions if (tp.partition + zlib.crc32(tp.topic.encode("utf-8"))) % tasks == task_id)
 
 
 def matching_topics(all_topics: Iterable[str], topics: list[str], regex: str) -> list[str]:

@@ -19,7 +19,7 @@ from connectd.cluster.protocol import ConnectAssignment, ConnectorTaskId, Worker
 from connectd.cluster.status_store import KafkaStatusStore
 from connectd.connector import SinkConnector, SinkTask
 from connectd.errors import ConnectdError
-from connectd.herder import _ConnectorRun, _TaskRun
+from connectd.herder.runs import ConnectorRun, TaskRun
 from connectd.status import MemoryStatusStore, Status
 
 from .test_status_store import create_topic, fresh
@@ -36,14 +36,17 @@ def _herder(worker_config, snapshot: ConfigSnapshot) -> tuple[DistributedHerder,
     herder.status = MemoryStatusStore()
     started: list[tuple[int, int]] = []
 
-    async def start_task(run, task, tasks, *, again=False):
-        started.append((task.id, tasks))
+    async def start(run, task, *, quiet=False):
+        started.append((task.id, herder._task_count(run)))
         herder._set(run.name, task.id, "RUNNING")
 
-    herder._start_task = start_task
-    herder._stop_task = lambda run, task, timeout_s=None: None
+    async def stop(run, task, timeout_s=None):
+        task.handle = None
+
+    herder.supervisor._start = start
+    herder.supervisor._stop = stop
     for name, config in snapshot.connector_configs.items():  # its class known: a sink
-        herder._connectors[name] = _ConnectorRun(name, dict(config), _Sink)
+        herder._connectors[name] = ConnectorRun(name, dict(config), _Sink)
     return herder, started
 
 
@@ -65,10 +68,10 @@ def test_a_restarted_task_gets_its_share_of_all_the_connectors_tasks(worker_conf
     partitions 2, 3, … — those of task 3 on another worker too."""
     herder, started = _herder(worker_config, _snapshot("spread", 4, **{"tasks.max": "4"}))
     run = herder._connectors["spread"]
-    task = _TaskRun(2, {"topics": "t"})
+    task = TaskRun(2, {"topics": "t"})
     run.tasks = [task]
 
-    asyncio.run(herder._restart_task(run, task))
+    asyncio.run(herder.supervisor.restart(run, task))
 
     assert started == [(2, 4)]
 
@@ -92,12 +95,16 @@ def test_a_restart_beyond_a_lowered_tasks_max_stops_the_task_and_fails_it(worker
     stops, and is not started again."""
     herder, started = _herder(worker_config, _snapshot("lowered", 3, **{"tasks.max": "2"}))
     run = herder._connectors["lowered"]
-    task = _TaskRun(2, {"topics": "t"})
+    task = TaskRun(2, {"topics": "t"})
     run.tasks = [task]
     stopped = []
-    herder._stop_task = lambda run, task, timeout_s=None: stopped.append(task.id)
 
-    asyncio.run(herder._restart_task(run, task))
+    async def stop(run, task, timeout_s=None):
+        stopped.append(task.id)
+
+    herder.supervisor._stop = stop
+
+    asyncio.run(herder.supervisor.restart(run, task))
 
     assert (started, stopped) == ([], [2])
     status = herder.status.task("lowered", 2)

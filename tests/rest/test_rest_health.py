@@ -58,19 +58,31 @@ def test_unhealthy_while_an_operation_holds_the_herder_then_healthy_again(rest, 
     rest(scenario)
 
 
-def test_unhealthy_once_the_watch_loop_has_died(rest, caplog, wait_until_async):
+def test_a_watch_loop_that_keeps_failing_is_retried_and_makes_the_worker_unhealthy(rest, caplog, wait_until_async):
     class Broken(dict):
         def values(self):
             raise RuntimeError("password=hunter2")
 
-    async def scenario(http, herder):
-        herder._connectors = Broken()
-        return await wait_until_async(lambda: _health(http), "/health to answer 500", until=lambda a: a[0] == 500,
-                                      timeout=10)
+    caplog.set_level("INFO")
 
-    status, body = rest(scenario)
+    async def scenario(http, herder):
+        herder.loops.unhealthy_after_s = 0.5
+        working = herder._connectors
+        herder._connectors = Broken()
+        unhealthy = await wait_until_async(lambda: _health(http), "/health to answer 500",
+                                           until=lambda a: a[0] == 500, timeout=10)
+        assert not herder._watcher.done()  # failing, retried: never ended
+        herder._connectors = working  # the next step succeeds: healthy again
+        healthy = await wait_until_async(lambda: _health(http), "/health to answer 200",
+                                         until=lambda a: a[0] == 200, timeout=30)
+        return unhealthy, healthy
+
+    (status, body), healthy = rest(scenario)
     assert status == 500 and body["status"] == "unhealthy"
-    assert body["message"] == UNHEALTHY + ("The herder's watch loop has stopped: it failed with RuntimeError; "
-                                           "see the worker's log.")
+    assert body["message"].startswith(UNHEALTHY + "The background loop herder-watch has failed ")
+    assert "(last with RuntimeError); see the worker's log." in body["message"]
     assert "hunter2" not in body["message"]
-    assert any("herder_watch_failed" in r.getMessage() for r in caplog.records)
+    assert healthy == (200, HEALTHY)
+    failures = [r.getMessage() for r in caplog.records if "background_loop_failed" in r.getMessage()]
+    assert failures and all("'exc_info': RuntimeError" in failure for failure in failures)  # its trace, rendered
+    assert any("background_loop_recovered" in r.getMessage() for r in caplog.records)

@@ -10,15 +10,16 @@ A connector's life here::
     put(config) ── unchanged? nothing; changed? stop THIS connector's tasks, start it again
     delete      ── stop its tasks (gracefully), connector.stop(), forget its status
 
-A watcher checks every task's query: a query that ended with an error makes
-the task FAILED with the error's trace. With ``errors.restart.enable`` (a
-connectd extension) a FAILED task goes RESTARTING and is started again after
-a wait that doubles from 1 s up to ``errors.restart.backoff.max.ms``, at most
-``errors.restart.max.attempts`` times. The watcher also looks at the topics
-every few seconds: when a sink connector's topics (``topics`` created
-later, or a new topic matching ``topics.regex``) change, only that
-connector's tasks are restarted with the new partitions. Spark calls block,
-so they run in threads; the event loop never waits on py4j.
+Every task is run by the herder's :class:`~connectd.herder.supervision.Supervisor`:
+its states, what each reports and every transition (starts, stops,
+restarts, the liveness check, partition rediscovery) are described there.
+Two background loops drive it (:class:`connectd.loops.Loops`): the watch
+loop checks every task each half second (a query that failed, ended unasked
+or stalled; an automatic restart due), and partition discovery looks at a
+sink connector's topics every few seconds (``topics`` created later, a
+topic grown, a new topic matching ``topics.regex``) and restarts only the
+tasks whose share of partitions changed. Spark calls block, so they run in
+threads; the event loop never waits on py4j.
 
 Offsets (KIP-875's ``/connectors/{c}/offsets``) are read at any time and
 changed only while the connector is STOPPED, under the herder's lock so it
@@ -35,17 +36,16 @@ folds into the store when the task stops.
 
 Health (``GET /health``) is Kafka Connect's: a check passes once the watch
 loop, which takes the herder's lock on every pass, comes round; an
-operation stuck holding the lock, or a loop that died, fails it.
+operation stuck holding the lock fails it, and so does a background loop
+that has failed for a while (:meth:`connectd.loops.Loops.problems`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-import traceback
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -59,7 +59,7 @@ from connectd.config.connector import (
 from connectd.config.definitions import ConfigProblem, ValidationContext
 from connectd.config.properties import Origin, load_properties
 from connectd.config.worker import WorkerConfig
-from connectd.connector import ConnectorContext, SinkConnector, TopicPartition
+from connectd.connector import ConnectorContext, SinkConnector
 from connectd.errors import (
     BadRequestError,
     ConfigError,
@@ -69,8 +69,11 @@ from connectd.errors import (
     NotFoundError,
     PluginError,
 )
+from connectd.herder.runs import ConnectorRun, TaskRun, restarting, trace_of
+from connectd.herder.supervision import Supervisor
 from connectd.logging import bind_context, get_logger
-from connectd.runtime.assembly import TaskAssembler, TaskHandle
+from connectd.loops import Loops
+from connectd.runtime.assembly import TaskAssembler
 from connectd.secrets import redact
 from connectd.status import (
     FAILED,
@@ -93,11 +96,6 @@ log = get_logger(__name__)
 
 _WATCH_INTERVAL_S = 0.5
 _DISCOVERY_INTERVAL_S = 5.0
-_FIRST_RESTART_DELAY_S = 1.0
-#: Spark's own failures (:func:`connectd.runtime.spark.is_hiccup`) restart a task's query at once,
-#: at most this many times in the window; one more makes the task FAILED.
-_HICCUPS_ALLOWED = 3
-_HICCUP_WINDOW_S = 600.0
 _HEALTH_CHECK_TIMEOUT_S = 10.0  # Kafka Connect's herder health check timeout
 _ADMIN_TIMEOUT_S = 30.0
 
@@ -222,46 +220,6 @@ def _override_problems(config: dict[str, str], registry: Any, policy_name: str, 
     return override_problems(config, policy, kind, origin)
 
 
-@dataclass
-class _TaskRun:
-    id: int
-    config: dict[str, str]
-    handle: TaskHandle | None = None
-    restarts: int = 0
-    restart_at: float | None = None
-    hiccups: list[float] = field(default_factory=list)  # when Spark's own failures restarted it
-
-    @property
-    def query(self) -> Any:
-        return None if self.handle is None else self.handle.query
-
-
-@dataclass
-class _ConnectorRun:
-    name: str
-    config: dict[str, str]
-    cls: type
-    instance: Any = None
-    tasks: list[_TaskRun] = field(default_factory=list)
-    partitions: frozenset[TopicPartition] = frozenset()
-    target: str = "STARTED"  # Kafka Connect's target state: STARTED, PAUSED or STOPPED
-
-    @property
-    def kind(self) -> str:
-        return "sink" if issubclass(self.cls, SinkConnector) else "source"
-
-    def task_class(self, task_config: Mapping[str, str]) -> type:
-        """The class of a task: ``task.class`` of its config (as Kafka Connect writes it), else the
-        connector's answer — from the running instance, or a new one where this worker runs only tasks."""
-        name = task_config.get("task.class")
-        if name:
-            try:
-                return _load_class(name)
-            except (ImportError, AttributeError, ValueError):
-                pass  # a Java class name written by Kafka Connect: the connector knows its Python class
-        return (self.instance or self.cls()).task_class()
-
-
 @dataclass(frozen=True)
 class RestartPlan:
     """What a restart restarts, as Kafka's answer shows it: the statuses from
@@ -351,8 +309,12 @@ class HerderBase:
         self.registry = registry
         self.offsets_path = str(worker.get("offset.storage.file.filename")) if worker.mode == "standalone" else None
         self.graceful_timeout_s = worker.get("task.shutdown.graceful.timeout.ms") / 1000
-        self._connectors: dict[str, _ConnectorRun] = {}
+        self._connectors: dict[str, ConnectorRun] = {}
         self._lock = asyncio.Lock()
+        #: The herder's background loops (and those of the parts it owns, in a cluster).
+        self.loops = Loops()
+        #: Starts, stops, restarts and watches every task of this herder.
+        self.supervisor = Supervisor(self)
         self._watcher: asyncio.Task[None] | None = None
         self._admin_client: Any = None
         self._started = False
@@ -374,8 +336,8 @@ class HerderBase:
         self.spark = self.assembler.spark = spark
 
     async def start(self) -> None:
-        self._watcher = asyncio.create_task(self._watch(), name="herder-watch")
-        self._watcher.add_done_callback(_log_watch_end)
+        self._watcher = self.loops.run("herder-watch", self._watch_pass, pause_s=_WATCH_INTERVAL_S)
+        self.loops.run("partition-discovery", self._discovery_pass, pause_s=_DISCOVERY_INTERVAL_S)
         self._started = True
         self._ready.set()
 
@@ -398,19 +360,18 @@ class HerderBase:
         Kafka Connect's health check runs a no-op through its herder's loop and
         waits for it; a liveness probe then fails whenever the loop is slow,
         for instance while the Kafka cluster is away. Here the watch loop says
-        when its current pass began: the herder is unhealthy when that loop has
-        stopped, or when a pass has waited more than
-        :attr:`health_check_timeout_s` for an operation holding the herder (a
-        connector's plugin stuck in ``start`` or ``stop``, say). The loop never
-        waits for the Kafka cluster while it holds the herder.
+        when its current pass began: the herder is unhealthy when a pass has
+        waited more than :attr:`health_check_timeout_s` for an operation holding
+        the herder (a connector's plugin stuck in ``start`` or ``stop``, say),
+        or when one of its background loops cannot go on
+        (:meth:`connectd.loops.Loops.problems`). The loop never waits for the
+        Kafka cluster while it holds the herder.
         """
-        watcher = self._watcher
-        if watcher is None:
+        if self._watcher is None:
             return "The herder is not running." if self._started else "The herder has not been started."
-        if watcher.done():
-            failure = None if watcher.cancelled() else watcher.exception()
-            reason = f"it failed with {type(failure).__name__}" if failure else "it was cancelled"
-            return f"The herder's watch loop has stopped: {reason}; see the worker's log."
+        problems = self.loops.problems()
+        if problems:
+            return " ".join(problems)
         started = self._pass_started
         waited = 0.0 if started is None else asyncio.get_running_loop().time() - started
         if waited > self.health_check_timeout_s:
@@ -419,10 +380,9 @@ class HerderBase:
         return None
 
     async def stop(self) -> None:
-        if self._watcher is not None:
-            self._watcher.cancel()
-            await asyncio.gather(self._watcher, return_exceptions=True)
-            self._watcher = None
+        await self.loops.stop("herder-watch")
+        await self.loops.stop("partition-discovery")
+        self._watcher = None
         async with self._lock:
             for name in list(self._connectors):
                 await self._stop_connector(self._connectors.pop(name))
@@ -487,7 +447,7 @@ class HerderBase:
     def task_queries(self, name: str) -> list[Any]:
         return [task.query for task in self._connectors[name].tasks]
 
-    def _run(self, name: str) -> _ConnectorRun:
+    def _run(self, name: str) -> ConnectorRun:
         run = self._connectors.get(name)
         if run is None:
             raise NotFoundError(f"connector {name} not found")
@@ -559,13 +519,13 @@ class HerderBase:
                 log.info("offsets_reset" if entries is None else "offsets_altered", confirmed=confirmed)
                 return confirmed
 
-    def _source_offsets(self, run: _ConnectorRun) -> Any:
+    def _source_offsets(self, run: ConnectorRun) -> Any:
         """Where a source connector's offsets are kept: the offsets file in standalone mode."""
         from connectd.runtime.offsets import FileOffsetStore
 
         return FileOffsetStore(self.offsets_path)
 
-    def _modify_source_offsets(self, run: _ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
+    def _modify_source_offsets(self, run: ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
         from connectd.runtime.offsets import canonical, parse_source_offsets
 
         store = self._source_offsets(run)
@@ -580,7 +540,7 @@ class HerderBase:
             raise ConnectorError(f"Failed to modify offsets for source connector {run.name}: {exc}") from exc
         return confirmed
 
-    def _modify_sink_offsets(self, run: _ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
+    def _modify_sink_offsets(self, run: ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
         from connectd.runtime.offsets import alter_group_offsets, delete_group, group_offsets, parse_sink_offsets
         from connectd.runtime.sink_task import group_id
 
@@ -600,7 +560,7 @@ class HerderBase:
             alter_group_offsets(admin, self.assembler.client("consumer", run.config), group, run.name, offsets, _ADMIN_TIMEOUT_S)
         return confirmed
 
-    def _connector_confirms(self, run: _ConnectorRun, offsets: Mapping[Any, Any]) -> bool:
+    def _connector_confirms(self, run: ConnectorRun, offsets: Mapping[Any, Any]) -> bool:
         """The connector's own ``alter_offsets``, on a new instance as in Kafka Connect."""
         resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
         try:
@@ -677,18 +637,18 @@ class HerderBase:
                     task_run.handle.metrics.state(state)  # the time it spends RUNNING or PAUSED
         log.info("status_changed", connector=name, task=task, state=state)
 
-    def _context_for(self, run: _ConnectorRun) -> ConnectorContext:
+    def _context_for(self, run: ConnectorRun) -> ConnectorContext:
         loop = asyncio.get_running_loop()
 
         def reconfigure() -> None:  # may be called from any thread the connector runs
-            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._reconfigure(run)))
+            loop.call_soon_threadsafe(lambda: self._later(self._reconfigure(run), run.name))
 
         def failed(exc: BaseException) -> None:
-            loop.call_soon_threadsafe(self._set, run.name, None, FAILED, _trace(exc))
+            loop.call_soon_threadsafe(self._set, run.name, None, FAILED, trace_of(exc))
 
         return ConnectorContext(on_reconfigure=reconfigure, on_error=failed)
 
-    def _written_task_configs(self, run: _ConnectorRun, resolved: Mapping[str, str],
+    def _written_task_configs(self, run: ConnectorRun, resolved: Mapping[str, str],
                               configs: list[dict[str, str]]) -> list[dict[str, str]]:
         # A task config value the connector passed on unchanged goes back to
         # its placeholder, so no resolved secret is stored or handed to Spark;
@@ -696,17 +656,17 @@ class HerderBase:
         return [{k: run.config[k] if k in run.config and resolved.get(k) == v else v for k, v in tc.items()}
                 for tc in configs]
 
-    async def _start_connector(self, run: _ConnectorRun) -> None:
+    async def _start_connector(self, run: ConnectorRun) -> None:
         """Start the connector and every task it asks for (a standalone worker runs them all)."""
         written = await self._start_connector_instance(run)
         if written is None:
             return
-        run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
+        run.tasks = [TaskRun(i, config) for i, config in enumerate(written)]
         # One after another: see _start_assigned in connectd.cluster.herder for why not at once.
         for task in run.tasks:
-            await self._start_task(run, task, len(run.tasks))
+            await self.supervisor.start(run, task)
 
-    async def _start_connector_instance(self, run: _ConnectorRun) -> list[dict[str, str]] | None:
+    async def _start_connector_instance(self, run: ConnectorRun) -> list[dict[str, str]] | None:
         """Start the connector's instance; its task configs as written, or ``None`` if it failed."""
         with bind_context(connector=run.name):
             self._set(run.name, None, UNASSIGNED)
@@ -718,7 +678,7 @@ class HerderBase:
                 task_configs = await self._generate_task_configs(run, instance, resolved)
             except Exception as exc:
                 self.metrics.started("connector", False)
-                self._set(run.name, None, FAILED, _trace(exc))
+                self._set(run.name, None, FAILED, trace_of(exc))
                 log.error("connector_failed", connector=run.name, error=str(exc))
                 return None
             self.metrics.started("connector", True)
@@ -726,7 +686,7 @@ class HerderBase:
             self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
             return task_configs
 
-    async def _generate_task_configs(self, run: _ConnectorRun, instance: Any,
+    async def _generate_task_configs(self, run: ConnectorRun, instance: Any,
                                      resolved: Mapping[str, str]) -> list[dict[str, str]]:
         """The connector's task configs as written (placeholders back), ``tasks.max`` enforced."""
         max_tasks = int(resolved.get("tasks.max", "1"))
@@ -736,65 +696,16 @@ class HerderBase:
             raise ConnectorError(too_many)
         return self._written_task_configs(run, resolved, task_configs)
 
-    async def _prepare_task(self, run: _ConnectorRun) -> None:
+    async def _prepare_task(self, run: ConnectorRun) -> None:
         """What a task needs before its query starts, beyond what task assembly does."""
 
-    def _task_count(self, run: _ConnectorRun) -> int:
+    def _task_count(self, run: ConnectorRun) -> int:
         """How many tasks the connector has in all (a sink task's share of partitions depends on it)."""
         return len(run.tasks)
 
     def _generation(self) -> int:
         """The generation statuses are written with (the group's in a cluster)."""
         return 0
-
-    async def _start_task(self, run: _ConnectorRun, task: _TaskRun, tasks: int, *, again: bool = False) -> None:
-        """Start *task*'s query and report it RUNNING (PAUSED); *again*: restarted after a Spark
-        hiccup while RUNNING, which changes no status."""
-        with bind_context(connector=run.name, task=task.id):
-            while True:
-                metrics = self.metrics.task(run.name, task.id)
-                try:
-                    await self._prepare_task(run)
-                    task_class = run.task_class(task.config)
-                    task.handle = await asyncio.to_thread(
-                        self.assembler.start, connector=run.name, connector_config=run.config, kind=run.kind,
-                        task_class=task_class, task_id=task.id, task_config=task.config, tasks=tasks,
-                        paused=run.target == "PAUSED", metrics=metrics)
-                    run.partitions = task.handle.partitions or run.partitions
-                    break
-                except Exception as exc:
-                    metrics.remove()  # a task that did not start leaves no series
-                    if self._hiccup(task, exc):
-                        continue
-                    self.metrics.started("task", False)
-                    self._set(run.name, task.id, FAILED, _trace(exc))
-                    log.error("task_failed", error=str(exc))
-                    self._schedule_restart(run, task, asyncio.get_running_loop().time())
-                    return
-            self.metrics.started("task", True)
-            state = PAUSED if run.target == "PAUSED" else RUNNING
-            metrics.state(state)
-            current = self.status.task(run.name, task.id)
-            if not again or current is None or current.state != state:
-                self._set(run.name, task.id, state)
-
-    def _hiccup(self, task: _TaskRun, error: BaseException | str) -> bool:
-        """Whether *error* is one of Spark's own failures that the task's query is restarted for at
-        once, as it is not yet past :data:`_HICCUPS_ALLOWED` of them in :data:`_HICCUP_WINDOW_S`;
-        counts it."""
-        from connectd.runtime.spark import is_hiccup
-
-        if not is_hiccup(error):
-            return False
-        now = asyncio.get_running_loop().time()
-        task.hiccups = [at for at in task.hiccups if now - at < _HICCUP_WINDOW_S]
-        if len(task.hiccups) >= _HICCUPS_ALLOWED:
-            return False
-        task.hiccups.append(now)
-        self.metrics.spark_hiccups.labels(self.metrics.worker_id).inc()
-        text = error if isinstance(error, str) else str(error)
-        log.warning("task_spark_hiccup", attempt=len(task.hiccups), error=text.strip().splitlines()[0][:300])
-        return True
 
     def _admin(self) -> Any:
         """One admin client for the herder's metadata look-ups (thread-safe), made on first use."""
@@ -812,123 +723,78 @@ class HerderBase:
         """Where a source connector's tasks keep their offsets: the offsets file in standalone mode."""
         return {"kind": "file", "path": self.offsets_path}
 
-    async def _stop_connector(self, run: _ConnectorRun) -> None:
+    async def _stop_connector(self, run: ConnectorRun) -> None:
+        """Stop the connector's tasks here (at once, each gracefully), then its instance."""
         with bind_context(connector=run.name):
-            for task in run.tasks:
-                await asyncio.to_thread(self._stop_task, run, task)
-            if run.instance is not None:
-                await asyncio.to_thread(run.instance.stop)
+            await self.supervisor.stop_all((run, task) for task in run.tasks)
+            await self._stop_instance(run)
             log.info("connector_stopped")
 
-    def _stop_task(self, run: _ConnectorRun, task: _TaskRun, timeout_s: float | None = None) -> None:
-        """Stop the task's query, gracefully within *timeout_s* (``task.shutdown.graceful.timeout.ms``)."""
-        handle, task.handle = task.handle, None
-        if handle is None:
+    async def _stop_instance(self, run: ConnectorRun) -> None:
+        """Stop the connector's ``Connector`` instance if it runs here; one whose ``stop`` raises is
+        logged with its trace and dropped all the same."""
+        instance, run.instance = run.instance, None
+        if instance is None:
             return
-        self.assembler.stop(handle, self.graceful_timeout_s if timeout_s is None else timeout_s)
-        if handle.metrics is not None:
-            handle.metrics.remove()
-        workdir = getattr(handle.query, "workdir", None)
-        if workdir is not None:  # a source task's topics, now final, go to the store
-            from connectd.runtime.source_task import read_active_topics, remove_active_topics
+        try:
+            await asyncio.to_thread(instance.stop)
+        except Exception as exc:  # noqa: BLE001 - a plugin's stop failing must not stop the herder's work
+            log.error("connector_stop_failed", connector=run.name, error=f"{type(exc).__name__}: {exc}", exc_info=exc)
 
-            if self.topic_tracking:
-                self.active_topics.add(run.name, read_active_topics(workdir))
-            remove_active_topics(workdir)
+    def _later(self, work: Any, connector: str | None = None) -> None:
+        """Run *work* (a coroutine) on its own; if it raises, the failure is logged with its trace and,
+        when it concerns *connector*, the connector is FAILED with it, so it is seen."""
 
-    async def _watch(self) -> None:
+        def done(task: asyncio.Task[None]) -> None:
+            if task.cancelled() or task.exception() is None:
+                return
+            exc = task.exception()
+            log.error("herder_update_failed", connector=connector, error=f"{type(exc).__name__}: {exc}", exc_info=exc)
+            if connector is not None:
+                self._set(connector, None, FAILED, trace_of(exc))
+
+        asyncio.get_running_loop().create_task(work).add_done_callback(done)
+
+    async def _watch_pass(self) -> None:
+        """One pass of the watch loop: every task's liveness check (an automatic restart due runs
+        here). A check that raises concerns its task: the task is FAILED with the trace."""
         loop = asyncio.get_running_loop()
-        next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
-        while True:
-            await asyncio.sleep(_WATCH_INTERVAL_S)
-            self._pass_started = loop.time()
+        self._pass_started = loop.time()
+        try:
             async with self._lock:
                 for run in list(self._connectors.values()):
-                    for task in run.tasks:
-                        await self._check_task(run, task, loop.time())
-                sinks = [r for r in self._connectors.values() if r.kind == "sink" and any(t.handle for t in r.tasks)]
+                    for task in list(run.tasks):
+                        try:
+                            await self.supervisor.check(run, task, loop.time())
+                        except Exception as exc:  # noqa: BLE001 - it fails the task, visibly, not the loop
+                            log.error("task_check_failed", connector=run.name, task=task.id,
+                                      error=f"{type(exc).__name__}: {exc}", exc_info=exc)
+                            await self.supervisor.fail(run, task, trace_of(exc))
+        finally:
             self._pass_started = None
-            if loop.time() >= next_discovery:
-                next_discovery = loop.time() + _DISCOVERY_INTERVAL_S
-                # The Kafka cluster may take long to answer (or be away): never while holding the
-                # lock, which every REST operation waits for.
-                for run in sinks:
-                    await self._rediscover(run)
 
-    async def _check_task(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
-        if task.restart_at is not None:
-            if now >= task.restart_at:
-                task.restart_at = None
-                with bind_context(connector=run.name, task=task.id):
-                    log.info("task_restarting", attempt=task.restarts)
-                    await asyncio.to_thread(self._stop_task, run, task)
-                    await self._start_task(run, task, self._task_count(run))
-            return
-        query = task.query
-        if query is None or await asyncio.to_thread(query.is_active):  # py4j: never on the loop
-            return
-        failure = await asyncio.to_thread(query.failure)
-        current = self.status.task(run.name, task.id)
-        if not failure or (current is not None and current.state == FAILED):
-            return
-        with bind_context(connector=run.name, task=task.id):
-            if self._hiccup(task, failure):  # not the task's failure: its query starts again at once
-                await asyncio.to_thread(self._stop_task, run, task)
-                await self._start_task(run, task, self._task_count(run), again=True)
-                return
-        self._set(run.name, task.id, FAILED, failure)
-        log.error("task_failed", connector=run.name, task=task.id, error=failure.splitlines()[0])
-        self._schedule_restart(run, task, now)
+    async def _discovery_pass(self) -> None:
+        """One pass of partition discovery: each sink connector with tasks here, its partitions
+        looked up (never while holding the herder: the Kafka cluster may be slow or away) and, when
+        they changed, handed to the supervisor."""
+        sinks = [run for run in list(self._connectors.values())
+                 if run.kind == "sink" and any(task.handle is not None for task in run.tasks)]
+        for run in sinks:
+            try:
+                partitions = await asyncio.to_thread(self.assembler.sink_partitions, run.config)
+            except Exception as exc:  # noqa: BLE001 - the cluster briefly unreachable: looked at again next pass
+                log.warning("topic_discovery_failed", connector=run.name, error=f"{type(exc).__name__}: {exc}")
+                continue
+            async with self._lock:
+                if partitions != run.partitions and self._connectors.get(run.name) is run and run.tasks:
+                    await self.supervisor.rediscover(run, partitions)
 
-    def _schedule_restart(self, run: _ConnectorRun, task: _TaskRun, now: float) -> None:
-        config = run.config
-        if config.get("errors.restart.enable", "false").strip().lower() != "true":
-            return
-        attempts = int(config.get("errors.restart.max.attempts", "10"))
-        if 0 <= attempts <= task.restarts:
-            log.error("task_restarts_exhausted", connector=run.name, task=task.id, attempts=task.restarts)
-            return
-        cap = int(config.get("errors.restart.backoff.max.ms", "300000")) / 1000
-        delay = min(_FIRST_RESTART_DELAY_S * 2**task.restarts, cap)
-        task.restarts += 1
-        task.restart_at = now + delay
-        self._set(run.name, task.id, RESTARTING, self.status.task(run.name, task.id).trace)
-        log.warning("task_restart_scheduled", connector=run.name, task=task.id, attempt=task.restarts, delay_s=delay)
-
-    async def _rediscover(self, run: _ConnectorRun) -> None:
-        current = functools.partial(self.assembler.sink_partitions, run.config)
-        try:
-            partitions = await asyncio.to_thread(current)
-        except Exception as exc:  # the cluster is briefly unreachable: look again next time
-            log.warning("topic_discovery_failed", connector=run.name, error=str(exc))
-            return
-        async with self._lock:
-            if partitions != run.partitions and self._connectors.get(run.name) is run and run.tasks:
-                await self._partitions_changed(run, partitions)
-
-    async def _partitions_changed(self, run: _ConnectorRun, partitions: frozenset[TopicPartition]) -> None:
-        with bind_context(connector=run.name):
-            log.info("sink_topics_changed", before=len(run.partitions), after=len(partitions))
-            await asyncio.gather(*(asyncio.to_thread(self._stop_task, run, task) for task in run.tasks))
-            for task in run.tasks:
-                await self._start_task(run, task, self._task_count(run))
-
-    def _too_many_tasks(self, run: _ConnectorRun) -> str | None:
+    def _too_many_tasks(self, run: ConnectorRun) -> str | None:
         """Why the connector's tasks may not start again (KIP-1004), or ``None``: a standalone
         connector's task list is cut to ``tasks.max`` when it is generated, so nothing here."""
         return None
 
-    async def _restart_task(self, run: _ConnectorRun, task: _TaskRun) -> None:
-        self._set(run.name, task.id, RESTARTING)
-        task.restart_at, task.restarts = None, 0
-        await asyncio.to_thread(self._stop_task, run, task)
-        too_many = self._too_many_tasks(run)
-        if too_many is not None:
-            self._set(run.name, task.id, FAILED, too_many)
-            return
-        await self._start_task(run, task, self._task_count(run))
-
-    async def _start_connector_only(self, run: _ConnectorRun) -> None:
+    async def _start_connector_only(self, run: ConnectorRun) -> None:
         resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
         try:
             instance = run.cls()
@@ -936,13 +802,13 @@ class HerderBase:
             await asyncio.to_thread(_initialized_and_started, instance, resolved)
         except Exception as exc:
             self.metrics.started("connector", False)
-            self._set(run.name, None, FAILED, _trace(exc))
+            self._set(run.name, None, FAILED, trace_of(exc))
             return
         self.metrics.started("connector", True)
         run.instance = instance
         self._set(run.name, None, PAUSED if run.target == "PAUSED" else RUNNING)
 
-    async def _reconfigure(self, run: _ConnectorRun) -> None:
+    async def _reconfigure(self, run: ConnectorRun) -> None:
         """The connector asked for new task configs (``context.request_task_reconfiguration``)."""
         raise NotImplementedError
 
@@ -995,7 +861,7 @@ class StandaloneHerder(HerderBase):
             if current is not None:
                 await self._stop_connector(current)
             target = current.target if current else initial
-            run = _ConnectorRun(name, dict(config), cls, target=target)
+            run = ConnectorRun(name, dict(config), cls, target=target)
             self._connectors[name] = run
             if run.target == "STOPPED":  # a new config for a stopped connector is kept, not run
                 self._set(name, None, STOPPED)
@@ -1015,9 +881,7 @@ class StandaloneHerder(HerderBase):
                 await self._start_connector(run)
                 return
             for task in run.tasks:
-                if task.query is not None:
-                    task.query.pause()
-                    self._set(name, task.id, PAUSED)
+                await self.supervisor.pause(run, task)
             self._set(name, None, PAUSED)
 
     async def resume(self, name: str) -> None:
@@ -1029,9 +893,7 @@ class StandaloneHerder(HerderBase):
                 await self._start_connector(run)
                 return
             for task in run.tasks:
-                if task.query is not None:
-                    task.query.resume()
-                    self._set(name, task.id, RUNNING)
+                await self.supervisor.resume(run, task)
             self._set(name, None, RUNNING)
 
     async def stop_connector(self, name: str) -> None:
@@ -1040,7 +902,7 @@ class StandaloneHerder(HerderBase):
             run = self._run(name)
             run.target = "STOPPED"
             await self._stop_connector(run)
-            run.instance, run.tasks = None, []
+            run.tasks = []
             for task_id in self.status.tasks(name):
                 self.status.forget_task(name, task_id)
             self._set(name, None, STOPPED)
@@ -1064,17 +926,16 @@ class StandaloneHerder(HerderBase):
             restarted = [task for task in run.tasks
                          if include_tasks and (not only_failed or task_statuses[task.id].state == FAILED)]
             plan = RestartPlan(
-                _restarting(connector_status) if restart_connector else connector_status,
-                {task.id: _restarting(task_statuses[task.id]) if task in restarted else task_statuses[task.id]
+                restarting(connector_status) if restart_connector else connector_status,
+                {task.id: restarting(task_statuses[task.id]) if task in restarted else task_statuses[task.id]
                  for task in run.tasks},
             )
             if restart_connector:
                 self._set(name, None, RESTARTING)
-                if run.instance is not None:
-                    await asyncio.to_thread(run.instance.stop)
+                await self._stop_instance(run)
                 await self._start_connector_only(run)
             for task in restarted:
-                await self._restart_task(run, task)
+                await self.supervisor.restart(run, task)
             return plan
 
     async def restart_task(self, name: str, task_id: int) -> None:
@@ -1083,7 +944,7 @@ class StandaloneHerder(HerderBase):
             task = next((t for t in run.tasks if t.id == task_id), None)
             if task is None:
                 raise NotFoundError(f"task {task_id} of connector {name} not found")
-            await self._restart_task(run, task)
+            await self.supervisor.restart(run, task)
 
     async def delete(self, name: str) -> None:
         async with self._lock:
@@ -1094,7 +955,7 @@ class StandaloneHerder(HerderBase):
             self.status.forget(name)
             self.active_topics.reset(name)
 
-    async def _reconfigure(self, run: _ConnectorRun) -> None:
+    async def _reconfigure(self, run: ConnectorRun) -> None:
         """The connector asked: new task configs replace the tasks only if they differ."""
         async with self._lock:
             if self._connectors.get(run.name) is not run or run.instance is None or run.target == "STOPPED":
@@ -1104,18 +965,18 @@ class StandaloneHerder(HerderBase):
                 try:
                     written = await self._generate_task_configs(run, run.instance, resolved)
                 except Exception as exc:
-                    self._set(run.name, None, FAILED, _trace(exc))
+                    self._set(run.name, None, FAILED, trace_of(exc))
                     return
                 if written == [task.config for task in run.tasks]:
                     log.info("task_reconfiguration_unchanged")
                     return
                 log.info("task_reconfiguration", tasks_before=len(run.tasks), tasks_after=len(written))
+                await self.supervisor.stop_all((run, task) for task in run.tasks)
                 for task in run.tasks:
-                    await asyncio.to_thread(self._stop_task, run, task)
                     self.status.forget_task(run.name, task.id)
-                run.tasks = [_TaskRun(i, config) for i, config in enumerate(written)]
+                run.tasks = [TaskRun(i, config) for i, config in enumerate(written)]
                 for task in run.tasks:
-                    await self._start_task(run, task, len(run.tasks))
+                    await self.supervisor.start(run, task)
 
 
 def _initialized_and_started(connector: Any, config: Mapping[str, str]) -> None:
@@ -1167,24 +1028,3 @@ def _unreachable(exc: BaseException) -> bool:
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
     return isinstance(error, KafkaError) and error.code() in (
         KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT)
-
-
-def _restarting(status: Status) -> Status:
-    return Status(RESTARTING, status.worker_id, status.trace, status.generation)
-
-
-def _trace(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(exc))
-
-
-def _load_class(path: str) -> type:
-    import importlib
-
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
-def _log_watch_end(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        exc = task.exception()
-        log.error("herder_watch_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
