@@ -117,5 +117,4 @@ class Loops:
             if loop.failures:
                 log.info("background_loop_recovered", loop=loop.name, failures=loop.failures)
                 loop.failures, loop.failing_since, loop.last_error = 0, None, None
-            if pause_s:
-                await asyncio.sleep(pause_s)
+            await asyncio.sleep(pause_s)  # 0 too: a step that did not yield must not starve the event loop

@@ -43,6 +43,7 @@ from connectd.cluster.protocol import ConnectorTaskId
 from connectd.cluster.signing import SessionKey
 from connectd.errors import ConfigError
 from connectd.logging import get_logger
+from connectd.loops import Loops
 
 if TYPE_CHECKING:
     from aiokafka.structs import ConsumerRecord
@@ -188,6 +189,7 @@ class KafkaConfigStore(LogBackedStore):
     :param consumer_settings: aiokafka consumer settings.
     :param producer_settings: aiokafka producer settings.
     :param listener: told of changes read after :meth:`start`.
+    :param loops: where the topic's reading and writing loops run.
     """
 
     def __init__(
@@ -198,11 +200,12 @@ class KafkaConfigStore(LogBackedStore):
         *,
         listener: ConfigListener | None = None,
         timeout_s: float = _WRITE_TIMEOUT_S,
+        loops: Loops | None = None,
     ) -> None:
         self.topic = topic
         self.listener = listener
         self.timeout_s = timeout_s
-        self._log = KafkaLog(topic, consumer_settings, producer_settings, self._read)
+        self._log = KafkaLog(topic, consumer_settings, producer_settings, self._read, loops=loops)
         self._started = False
         self._offset = -1
         self._connector_configs: dict[str, dict[str, str | None]] = {}
@@ -217,13 +220,13 @@ class KafkaConfigStore(LogBackedStore):
 
     @classmethod
     def from_worker_config(cls, config: WorkerConfig, client_id: str = "connectd", *,
-                           listener: ConfigListener | None = None) -> KafkaConfigStore:
+                           listener: ConfigListener | None = None, loops: Loops | None = None) -> KafkaConfigStore:
         """A store on ``config.storage.topic`` with the worker's consumer and producer settings."""
         consumer = config.client_config("consumer", "aiokafka")
         producer = config.client_config("producer", "aiokafka")
         consumer.setdefault("client_id", f"{client_id}-configs")
         producer.setdefault("client_id", f"{client_id}-configs")
-        return cls(config.get("config.storage.topic"), consumer, producer, listener=listener)
+        return cls(config.get("config.storage.topic"), consumer, producer, listener=listener, loops=loops)
 
     # --- lifecycle ---
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from connectd.errors import ConfigError, ConnectdError
 from connectd.logging import get_logger
+from connectd.loops import Loops
 
 if TYPE_CHECKING:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -101,6 +102,8 @@ class KafkaLog:
     :param on_record: called on the event loop for every record, in order
         within a partition; an exception it raises is logged, not propagated.
     :param send_retries: how many times a failed :meth:`send_nowait` is tried again.
+    :param loops: where its reading and writing loops run (the herder's, so ``/health`` sees
+        them); its own by default.
     """
 
     def __init__(
@@ -111,8 +114,10 @@ class KafkaLog:
         on_record: Callable[[ConsumerRecord], None],
         *,
         send_retries: int = _SEND_RETRIES,
+        loops: Loops | None = None,
     ) -> None:
         self.topic = topic
+        self._loops = loops if loops is not None else Loops()
         self._on_record = on_record
         self._send_retries = send_retries
         self._consumer_settings = dict(consumer_settings)
@@ -195,8 +200,8 @@ class KafkaLog:
                 await self._producer.start()
             except KafkaError as exc:
                 raise ConnectdError(f"cannot write to topic {self.topic} on the Kafka cluster at {self.bootstrap_servers}: {exc}") from exc
-            self._reader = asyncio.create_task(self._read_loop(), name=f"kafka-log-read-{self.topic}")
-            self._writer = asyncio.create_task(self._write_loop(), name=f"kafka-log-write-{self.topic}")
+            self._reader = self._loops.run(f"kafka-log-read-{self.topic}", self._read_step)
+            self._writer = self._loops.run(f"kafka-log-write-{self.topic}", self._write_step)
             await self.read_to_end(timeout_s)
         except BaseException:
             await self._close(drain_s=0)
@@ -226,11 +231,8 @@ class KafkaLog:
                 await asyncio.wait_for(self._drained.wait(), drain_s)
             except TimeoutError:
                 log.warning("kafka_log_writes_abandoned", topic=self.topic, pending=self._unacked)
-        for task in (self._writer, self._reader):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        for name in (f"kafka-log-write-{self.topic}", f"kafka-log-read-{self.topic}"):
+            await self._loops.stop(name)
         if self._queue is not None:
             while not self._queue.empty():
                 self._abandon(self._queue.get_nowait())
@@ -244,25 +246,25 @@ class KafkaLog:
 
     # --- reading ---
 
-    async def _read_loop(self) -> None:
+    async def _read_step(self) -> None:
+        """One fetch, its records handed over; the cluster away is a warning and a pause, not a failure."""
         from aiokafka.errors import KafkaError
 
         assert self._consumer is not None
-        while True:
-            try:
-                batches = await self._consumer.getmany(timeout_ms=1000)
-            except KafkaError as exc:
-                log.warning("kafka_log_read_failed", topic=self.topic, error=str(exc))
-                await asyncio.sleep(_READ_BACKOFF_S)
-                continue
-            # No await from here to the next getmany: a reader of the consumer's
-            # position never sees a record fetched but not yet handed over.
-            for records in batches.values():
-                for record in records:
-                    try:
-                        self._on_record(record)
-                    except Exception:
-                        log.exception("kafka_log_record_failed", topic=self.topic, partition=record.partition, offset=record.offset)
+        try:
+            batches = await self._consumer.getmany(timeout_ms=1000)
+        except KafkaError as exc:
+            log.warning("kafka_log_read_failed", topic=self.topic, error=str(exc))
+            await asyncio.sleep(_READ_BACKOFF_S)
+            return
+        # No await from here to the next getmany: a reader of the consumer's
+        # position never sees a record fetched but not yet handed over.
+        for records in batches.values():
+            for record in records:
+                try:
+                    self._on_record(record)
+                except Exception:
+                    log.exception("kafka_log_record_failed", topic=self.topic, partition=record.partition, offset=record.offset)
 
     async def read_to_end(self, timeout_s: float = 30.0) -> None:
         """Return once every record written before this call has been passed to ``on_record``.
@@ -395,19 +397,19 @@ class KafkaLog:
         self._drained.clear()
         self._queue.put_nowait(write)
 
-    async def _write_loop(self) -> None:
+    async def _write_step(self) -> None:
+        """The next queued write handed to the producer; its outcome comes to :meth:`_delivered`."""
         assert self._queue is not None and self._producer is not None
-        while True:
-            write = await self._queue.get()
-            try:
-                delivery = await self._producer.send(self.topic, write.value, key=write.key, timestamp_ms=write.timestamp_ms)
-            except asyncio.CancelledError:
-                self._abandon(write)
-                raise
-            except Exception as exc:
-                self._done(write, None, exc)
-                continue
-            delivery.add_done_callback(lambda fut, write=write: self._delivered(write, fut))
+        write = await self._queue.get()
+        try:
+            delivery = await self._producer.send(self.topic, write.value, key=write.key, timestamp_ms=write.timestamp_ms)
+        except asyncio.CancelledError:
+            self._abandon(write)
+            raise
+        except Exception as exc:
+            self._done(write, None, exc)
+            return
+        delivery.add_done_callback(lambda fut, write=write: self._delivered(write, fut))
 
     def _delivered(self, write: _Write, fut: asyncio.Future[RecordMetadata]) -> None:
         if fut.cancelled():

@@ -87,6 +87,7 @@ from connectd.cluster.protocol import (
 )
 from connectd.errors import ConfigError
 from connectd.logging import get_logger
+from connectd.loops import Loops
 
 __all__ = ["MembershipHandler", "WorkerGroupMember"]
 
@@ -122,7 +123,10 @@ class MembershipHandler(Protocol):
 
     The member never runs two of ``assign``, ``on_assigned`` and
     ``on_revoked_all`` at once. An optional ``async on_rebalance_start()`` is
-    called when a heartbeat learns that a rebalance began.
+    called when a heartbeat learns that a rebalance began, and an optional
+    ``on_lease(until)`` whenever the moment the member may hold its work
+    until moves (the session deadline: ``time.monotonic()`` seconds; 0 once
+    it holds none), for :mod:`connectd.runtime.fencing`.
     """
 
     def metadata(self) -> WorkerMetadata:
@@ -168,6 +172,8 @@ class WorkerGroupMember:
     :param protocols: sub-protocols in order of preference:
         ``["sessioned", "compatible"]`` or ``["compatible"]``.
     :param handler: the herder's side.
+    :param loops: where its join, heartbeat and session-deadline loops run (the herder's); its own
+        by default.
     :param revocation_margin_ms: how long before the session could expire
         ``on_revoked_all`` is called, i.e. the time the herder has to stop its
         work; default a third of the session timeout.
@@ -184,6 +190,7 @@ class WorkerGroupMember:
         protocols: list[str],
         handler: MembershipHandler,
         revocation_margin_ms: int | None = None,
+        loops: Loops | None = None,
     ) -> None:
         unknown = [name for name in protocols if name not in VERSIONS]
         if not protocols or unknown:
@@ -223,7 +230,8 @@ class WorkerGroupMember:
         self._closing = asyncio.Event()
         self._coordinator_lost = asyncio.Event()
         self._callbacks = asyncio.Lock()
-        self._tasks: set[asyncio.Task] = set()
+        self._loops = loops if loops is not None else Loops()
+        self._loop_names: list[str] = []
         self._delayed_rejoin: asyncio.TimerHandle | None = None
         self._leave_request: tuple[float, str] | None = None  # (seconds out of the group, why)
         self._started = False
@@ -278,10 +286,10 @@ class WorkerGroupMember:
             settings.get("request_timeout_ms", 40000), self._rebalance_timeout_ms + _JOIN_TIMEOUT_EXTRA_MS
         )
         self._client = AIOKafkaClient(**settings)
-        for routine in (self._run(), self._heartbeat_loop(), self._deadline_loop()):
-            task = asyncio.create_task(routine)
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        for name, step in (("join", self._join_step), ("heartbeat", self._heartbeat_step),
+                           ("session-deadline", self._deadline_step)):
+            self._loop_names.append(f"group-{name}")
+            self._loops.run(f"group-{name}", step)
 
     async def stop(self) -> None:
         """Leave the group (LeaveGroup, so the others rebalance at once) and close
@@ -291,10 +299,8 @@ class WorkerGroupMember:
         self._stopped = True
         self._closing.set()
         self._cancel_delayed_rejoin()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        for name in self._loop_names:
+            await self._loops.stop(name)
         if self._client is None:
             return
         try:
@@ -329,29 +335,28 @@ class WorkerGroupMember:
 
     # --- the join loop ----------------------------------------------------------
 
-    async def _run(self) -> None:
-        while not self._closing.is_set():
-            try:
-                if self._leave_request is not None:
-                    await self._stay_out()
-                    continue
-                await self._ensure_coordinator()
-                if self._state != _STABLE or self._rejoin.is_set():
-                    if not await self._join_and_sync():
-                        await self._backoff()
-                    continue
-                await self._wait_any(self._rejoin, self._coordinator_lost)
-            except asyncio.CancelledError:
-                raise
-            except (TimeoutError, KafkaError, OSError) as exc:
-                log.warning(
-                    "group_request_failed", group=self._group_id, generation=self._generation, error=repr(exc)
-                )
-                await self._backoff()
-            except Exception:
-                # A bug or a handler that raised: log it and keep the membership alive.
-                log.exception("group_loop_failed", group=self._group_id, generation=self._generation)
-                await self._backoff()
+    async def _join_step(self) -> None:
+        """One turn of the join loop: leave for a while, (re)join, or wait for a reason to rejoin.
+        A network error is a warning and a back-off; anything else (a bug, a handler that raised)
+        goes to the loop's keeper, which logs its trace and backs off: the membership lives on."""
+        if self._closing.is_set():
+            await asyncio.sleep(self._retry_backoff)  # stop() cancels this loop
+            return
+        try:
+            if self._leave_request is not None:
+                await self._stay_out()
+                return
+            await self._ensure_coordinator()
+            if self._state != _STABLE or self._rejoin.is_set():
+                if not await self._join_and_sync():
+                    await self._backoff()
+                return
+            await self._wait_any(self._rejoin, self._coordinator_lost)
+        except (TimeoutError, KafkaError, OSError) as exc:
+            log.warning(
+                "group_request_failed", group=self._group_id, generation=self._generation, error=repr(exc)
+            )
+            await self._backoff()
 
     async def _ensure_coordinator(self) -> None:
         while self._coordinator_id is None:
@@ -475,6 +480,7 @@ class WorkerGroupMember:
             delay_ms=assignment.delay_ms,
         )
         self._holds_work = True
+        self._tell_lease(self._last_contact + self._revocation_deadline)
         async with self._callbacks:
             try:
                 await self._handler.on_assigned(assignment, self._generation, self._member_id, self._protocol)
@@ -515,51 +521,54 @@ class WorkerGroupMember:
 
     # --- heartbeats and the session deadline -------------------------------------
 
-    async def _heartbeat_loop(self) -> None:
-        while not self._closing.is_set():
-            await self._sleep(self._heartbeat_interval)
-            if self._coordinator_id is None or not self._member_id or self._generation < 0:
-                continue
-            member_id, generation, joining = self._member_id, self._generation, self._state != _STABLE
-            sent = time.monotonic()
-            try:
-                response = await asyncio.wait_for(
-                    self._send(HeartbeatRequest(self._group_id, generation, member_id), ConnectionGroup.DEFAULT),
-                    self._session_timeout_ms / 1000,
-                )
-            except asyncio.CancelledError:
-                raise
-            except (TimeoutError, KafkaError, OSError) as exc:
-                log.warning("group_heartbeat_failed", group=self._group_id, generation=generation, error=repr(exc))
-                continue
-            error = response.error_code
-            if error == _NONE:
-                self._contact(sent)
-            elif error == _REBALANCE_IN_PROGRESS:
-                self._contact(sent)
-                if not joining and generation == self._generation and self._state == _STABLE:
-                    await self._rebalance_started()
-            elif error in _GONE:
-                # A heartbeat with the old generation can cross the JoinGroup that makes
-                # a new one: only the current generation, outside a join, is a verdict.
-                current = not joining and self._state == _STABLE and generation == self._generation
-                if member_id == self._member_id and (error != _ILLEGAL_GENERATION or current):
-                    await self._lost(_GONE[error])
-            elif error in _COORDINATOR_MOVED:
-                self._mark_coordinator_dead()
-            else:
-                log.warning("group_heartbeat_rejected", group=self._group_id, generation=generation, error=error)
+    async def _heartbeat_step(self) -> None:
+        """One heartbeat, after the heartbeat interval (when the member has joined)."""
+        await self._sleep(self._heartbeat_interval)
+        if self._closing.is_set() or self._coordinator_id is None or not self._member_id or self._generation < 0:
+            return
+        member_id, generation, joining = self._member_id, self._generation, self._state != _STABLE
+        sent = time.monotonic()
+        try:
+            response = await asyncio.wait_for(
+                self._send(HeartbeatRequest(self._group_id, generation, member_id), ConnectionGroup.DEFAULT),
+                self._session_timeout_ms / 1000,
+            )
+        except asyncio.CancelledError:
+            raise
+        except (TimeoutError, KafkaError, OSError) as exc:
+            log.warning("group_heartbeat_failed", group=self._group_id, generation=generation, error=repr(exc))
+            return
+        error = response.error_code
+        if error == _NONE:
+            self._contact(sent)
+        elif error == _REBALANCE_IN_PROGRESS:
+            self._contact(sent)
+            if not joining and generation == self._generation and self._state == _STABLE:
+                await self._rebalance_started()
+        elif error in _GONE:
+            # A heartbeat with the old generation can cross the JoinGroup that makes
+            # a new one: only the current generation, outside a join, is a verdict.
+            current = not joining and self._state == _STABLE and generation == self._generation
+            if member_id == self._member_id and (error != _ILLEGAL_GENERATION or current):
+                await self._lost(_GONE[error])
+        elif error in _COORDINATOR_MOVED:
+            self._mark_coordinator_dead()
+        else:
+            log.warning("group_heartbeat_rejected", group=self._group_id, generation=generation, error=error)
 
-    async def _deadline_loop(self) -> None:
-        while not self._closing.is_set():
-            wait = self._heartbeat_interval
-            if self._holds_work:
-                remaining = self._last_contact + self._revocation_deadline - time.monotonic()
-                if remaining <= 0:
-                    await self._lost("session_deadline")
-                    continue
-                wait = min(wait, remaining)
-            await self._sleep(wait)
+    async def _deadline_step(self) -> None:
+        """The session deadline looked at: passed, the work is revoked; else wait until it may be."""
+        if self._closing.is_set():
+            await asyncio.sleep(self._heartbeat_interval)  # stop() cancels this loop
+            return
+        wait = self._heartbeat_interval
+        if self._holds_work:
+            remaining = self._last_contact + self._revocation_deadline - time.monotonic()
+            if remaining <= 0:
+                await self._lost("session_deadline")
+                return
+            wait = min(wait, remaining)
+        await self._sleep(wait)
 
     async def _rebalance_started(self) -> None:
         if self._rebalance_noticed_generation == self._generation:
@@ -579,6 +588,7 @@ class WorkerGroupMember:
         held = self._holds_work
         generation = self._generation
         self._holds_work = False
+        self._tell_lease(0.0)
         self._cancel_delayed_rejoin()
         if reason != "session_deadline":
             self._member_id = ""
@@ -607,6 +617,7 @@ class WorkerGroupMember:
         self._leave_request = None
         held, generation = self._holds_work, self._generation
         self._holds_work = False
+        self._tell_lease(0.0)
         self._cancel_delayed_rejoin()
         if held:
             await self._revoke_all(reason)
@@ -621,6 +632,18 @@ class WorkerGroupMember:
 
     def _contact(self, sent: float) -> None:
         self._last_contact = max(self._last_contact, sent)
+        if self._holds_work:
+            self._tell_lease(self._last_contact + self._revocation_deadline)
+
+    def _tell_lease(self, until: float) -> None:
+        """The handler's optional ``on_lease(until)``: the member holds its work until *until*
+        (``time.monotonic()`` seconds; the session deadline above), 0 once it holds none."""
+        callback = getattr(self._handler, "on_lease", None)
+        if callback is not None:
+            try:
+                callback(until)
+            except Exception:
+                log.exception("group_lease_callback_failed", group=self._group_id)
 
     # --- requests -------------------------------------------------------------
 

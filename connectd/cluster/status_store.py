@@ -51,6 +51,7 @@ from connectd.cluster.config_store import parse_task_key
 from connectd.cluster.kafka_log import KafkaLog, LogBackedStore
 from connectd.errors import ConnectdError
 from connectd.logging import get_logger
+from connectd.loops import Loops
 from connectd.status import RUNNING, UNASSIGNED, ActiveTopicsStore, Status, StatusStore
 
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ class KafkaStatusStore(LogBackedStore, StatusStore, ActiveTopicsStore):
     :param topic: the status topic (see :func:`~connectd.cluster.kafka_log.ensure_topic`).
     :param consumer_settings: aiokafka consumer settings.
     :param producer_settings: aiokafka producer settings.
+    :param loops: where the topic's reading and writing loops run.
     """
 
     def __init__(
@@ -142,10 +144,11 @@ class KafkaStatusStore(LogBackedStore, StatusStore, ActiveTopicsStore):
         producer_settings: Mapping[str, Any],
         *,
         timeout_s: float = _TIMEOUT_S,
+        loops: Loops | None = None,
     ) -> None:
         self.topic = topic
         self.timeout_s = timeout_s
-        self._log = KafkaLog(topic, consumer_settings, producer_settings, self._read)
+        self._log = KafkaLog(topic, consumer_settings, producer_settings, self._read, loops=loops)
         self._lock = threading.Lock()
         self._tables: dict[str, dict[Any, _Entry]] = {_CONNECTORS: {}, _TASKS: {}, _TOPICS: {}}
         self._generation = 0
@@ -153,13 +156,14 @@ class KafkaStatusStore(LogBackedStore, StatusStore, ActiveTopicsStore):
         self._own: dict[tuple[int, int], _Entry] = {}  # (partition, offset) of own writes acknowledged, not yet read
 
     @classmethod
-    def from_worker_config(cls, config: WorkerConfig, client_id: str = "connectd") -> KafkaStatusStore:
+    def from_worker_config(cls, config: WorkerConfig, client_id: str = "connectd", *,
+                           loops: Loops | None = None) -> KafkaStatusStore:
         """A store on ``status.storage.topic`` with the worker's consumer and producer settings."""
         consumer = config.client_config("consumer", "aiokafka")
         producer = config.client_config("producer", "aiokafka")
         consumer.setdefault("client_id", f"{client_id}-statuses")
         producer.setdefault("client_id", f"{client_id}-statuses")
-        return cls(config.get("status.storage.topic"), consumer, producer)
+        return cls(config.get("status.storage.topic"), consumer, producer, loops=loops)
 
     # --- lifecycle ---
 
