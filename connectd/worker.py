@@ -12,8 +12,9 @@ gracefully), then Spark, then the Kafka clients. The worker checks its configura
 and connects to the Kafka cluster; :meth:`Worker.start_herder` adds Spark, the
 connectors and the REST API on every one of ``listeners`` (its ``/admin``
 endpoints on those of ``admin.listeners`` when that is set). A cluster's worker
-runs a warm-up query on its new Spark session before it joins its group
-(:mod:`connectd.runtime.warm_up`).
+joins its group as soon as it has read the cluster's state, saying it is
+warming: it takes no work while its Spark session starts and runs a warm-up
+query (:mod:`connectd.runtime.warm_up`), then rejoins to take its share.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Worker:
         self._admin_listeners: list[Any] | None = None
         self._rest_middlewares: list[Any] = []
         self._stack: contextlib.AsyncExitStack | None = None
+        self._own_spark = False  # the worker started its SparkSession (and stops it)
 
     async def start(self) -> None:
         """Check the config, load plugins, connect to Kafka.
@@ -135,11 +137,14 @@ class Worker:
         return admin
 
     async def start_herder(self, spark: Any = None) -> Herder:
-        """Serve the REST API, start Spark, then the herder that runs connectors; all stopped
-        with the worker.
+        """Serve the REST API, then start Spark and the herder that runs connectors; all stopped
+        with the worker. A standalone worker starts Spark first; a cluster's worker starts its
+        herder first (it reads the cluster's state and joins, taking no work), then Spark with a
+        warm-up query, and returns once it takes work.
 
-        The API answers within moments of the start: ``/health`` says "starting" (503) and a
-        write waits until the herder has started (a distributed one has also joined its group).
+        The API answers within moments of the start: ``/health`` says "starting" (503) until the
+        herder has started and, in a cluster, Spark is warm; a write waits until the herder has
+        started (a distributed one has also joined its group).
 
         :param spark: a SparkSession to use instead of starting one; the worker
             does not stop a session it did not start.
@@ -148,7 +153,6 @@ class Worker:
             raise ConnectdError("start the worker before its herder")
         if self.herder is not None:
             return self.herder
-        from connectd.runtime.spark import start_session, stop_session
 
         with bind_context(worker=self.worker_id):
             # The REST API listens first: /health says "starting" and writes wait while Spark starts
@@ -160,35 +164,58 @@ class Worker:
                                                    registry=self.registry)
                 await self._start_rest(cluster_herder)
                 cluster_herder.rest_url = self.advertised_url()
-                herder: Herder = cluster_herder
-            else:
-                herder = StandaloneHerder(self.config, self.worker_id, None, registry=self.registry)
-                await self._start_rest(herder)
-            if spark is None:
-                log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
-                self.spark = await asyncio.to_thread(start_session, self.config, self.worker_id)
-                self._stack.push_async_callback(asyncio.to_thread, stop_session, self.spark)
-                if not self.config.spark_conf()["spark.master"].startswith("local"):
-                    from connectd.runtime.executors import check_executors, executor_modules
-
-                    await asyncio.to_thread(check_executors, self.spark, executor_modules(self.registry),
-                                            self.config.get("executor.check.timeout.ms") / 1000)
-                if self.config.mode == "distributed":
-                    # Before joining: tasks the leader moves here then start without a fresh
-                    # session's first-query costs (seconds) while they are stopped elsewhere.
-                    from connectd.runtime.warm_up import warm_up
-
-                    await asyncio.to_thread(warm_up, self.spark, _WARM_UP_TIMEOUT_S)
-            else:
-                self.spark = spark
+                # Spark stops after the herder (registered first, run last), whenever it started.
+                self._stack.push_async_callback(self._stop_spark)
+                # A cluster's worker joins as soon as it has read the cluster's state, and warms
+                # Spark meanwhile: the leader gives it work once it says it is warm, so a task
+                # that moves here never waits for a fresh session's first-query costs.
+                await self._start(cluster_herder)
+                await self._start_spark(spark, warm=True)
+                cluster_herder.attach_spark(self.spark)
+                return cluster_herder
+            herder = StandaloneHerder(self.config, self.worker_id, None, registry=self.registry)
+            await self._start_rest(herder)
+            self._stack.push_async_callback(self._stop_spark)
+            await self._start_spark(spark, warm=False)
             herder.attach_spark(self.spark)
-            await herder.start()
-            # Stopped before the REST API (entered after it): in a cluster, followers' forwarded
-            # requests keep reaching this worker while it hands its work over.
-            self._stack.push_async_callback(herder.stop)
-            self.herder = herder
-            log.info("herder_started", mode=self.config.mode, url=self.advertised_url())
+            await self._start(herder)
         return herder
+
+    async def _start(self, herder: Herder) -> None:
+        await herder.start()
+        # Stopped before the REST API (entered after it): in a cluster, followers' forwarded
+        # requests keep reaching this worker while it hands its work over.
+        assert self._stack is not None
+        self._stack.push_async_callback(herder.stop)
+        self.herder = herder
+        log.info("herder_started", mode=self.config.mode, url=self.advertised_url())
+
+    async def _start_spark(self, spark: Any, *, warm: bool) -> None:
+        """The worker's SparkSession (*spark* if given: it is not stopped with the worker); *warm*:
+        with a first query run through it (:mod:`connectd.runtime.warm_up`)."""
+        if spark is not None:
+            self.spark = spark
+            return
+        from connectd.runtime.spark import start_session
+
+        log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
+        self.spark = await asyncio.to_thread(start_session, self.config, self.worker_id)
+        self._own_spark = True
+        if not self.config.spark_conf()["spark.master"].startswith("local"):
+            from connectd.runtime.executors import check_executors, executor_modules
+
+            await asyncio.to_thread(check_executors, self.spark, executor_modules(self.registry),
+                                    self.config.get("executor.check.timeout.ms") / 1000)
+        if warm:
+            from connectd.runtime.warm_up import warm_up
+
+            await asyncio.to_thread(warm_up, self.spark, _WARM_UP_TIMEOUT_S)
+
+    async def _stop_spark(self) -> None:
+        if self._own_spark and self.spark is not None:
+            from connectd.runtime.spark import stop_session
+
+            await asyncio.to_thread(stop_session, self.spark)
 
     def advertised_url(self) -> str:
         """The REST URL other workers reach this one at: ``rest.advertised.*`` over the bound listener."""

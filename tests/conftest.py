@@ -25,6 +25,10 @@ too:
   it; each test adds or overrides its own settings.
 - ``notify_socket``: systemd's end of ``sd_notify``, a unix datagram socket in
   the test's ``tmp_path`` (:class:`NotifySocket`).
+- ``cluster``: ``connectd distributed`` worker processes of one new group
+  (:class:`Cluster`): started, killed, frozen, stopped by PID, and asked over
+  their REST API; ``tests/support/ledger_sink.py`` writes down which worker
+  wrote each record of a sink.
 
 Workers made with ``worker_config`` keep no driver class archive
 (``class.archive.dir`` empty), so no test's stop is the one that writes it;
@@ -36,15 +40,18 @@ quickstart's) keeps it in a cache directory of the session's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sized
@@ -536,3 +543,232 @@ def _worker_configs_in(directory: Path, broker: EmbeddedBroker | None = None) ->
 def worker_config_in() -> Callable[..., WorkerConfigs]:
     """``worker_config_in(directory, broker=None)``: :func:`worker_config` for a fixture wider than a test."""
     return _worker_configs_in
+
+
+# --- clusters of worker processes ----------------------------------------------
+
+#: scheduled.rebalance.max.delay.ms of the cluster fixture: how long lost work waits for its worker.
+CLUSTER_DELAY_MS = 4000
+#: session.timeout.ms of the shared distributed worker config.
+CLUSTER_SESSION_MS = 2000
+
+
+class Cluster:
+    """``connectd distributed`` worker processes sharing one group and its internal topics.
+
+    Each worker is its own process group (its Spark JVM in it), so SIGKILL of the group is a
+    machine dying, SIGTERM of the worker alone is systemd stopping it (KillMode=mixed), and
+    SIGSTOP of the group a machine frozen. Each worker's ``CONNECTD_TEST_WORKER`` environment
+    variable is its name, which Spark's processes inherit (``ledger_sink`` writes it down).
+    """
+
+    def __init__(self, directory: Path, worker_config: WorkerConfigs, wait_until: Callable[..., Any],
+                 **overrides: str) -> None:
+        self.directory = directory
+        self.wait_until = wait_until
+        # One group for every worker: the settings are made once, then each worker gets a port.
+        self.settings = worker_config.settings(
+            "distributed", **{"scheduled.rebalance.max.delay.ms": str(CLUSTER_DELAY_MS), "spark.master": "local[1]",
+                              "spark.sql.shuffle.partitions": "1", "rest.advertised.host.name": "127.0.0.1",
+                              "task.shutdown.graceful.timeout.ms": "10000", **overrides})
+        self.settings.pop("listeners")
+        self.workers: dict[str, subprocess.Popen] = {}
+        self.urls: dict[str, str] = {}
+
+    def start(self, name: str) -> str:
+        """Start worker *name* (again, with the same port, if it ran before); its REST URL."""
+        url = self.urls.get(name) or f"http://127.0.0.1:{free_port()}"
+        self.urls[name] = url
+        path = self.directory / f"{name}.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in {**self.settings, "listeners": url}.items()))
+        with open(self.directory / f"{name}.log", "ab") as log:
+            self.workers[name] = subprocess.Popen(
+                [sys.executable, "-m", "connectd.cli", "distributed", str(path)], stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "CONNECTD_TEST_WORKER": name})
+        return url
+
+    def wait_up(self, *names: str) -> None:
+        for name in names:
+            self.wait_until(lambda n=name: self._rebound(n) or self.health(n) == 200, f"worker {name} to be healthy",
+                            timeout=120)
+
+    def _rebound(self, name: str) -> bool:
+        """A free port picked for a worker may be taken by another process before the worker binds
+        it: the worker then exits saying so, and starts again on another port. Always false."""
+        process = self.workers[name]
+        log = self.directory / f"{name}.log"
+        if process.poll() is not None and "address already in use" in log.read_text(errors="replace"):
+            log.rename(log.with_suffix(f".{process.pid}.log"))
+            del self.urls[name]
+            self.start(name)
+        return False
+
+    def health(self, name: str) -> int | None:
+        self._check_alive(name)
+        try:
+            return self.call(name, "GET", "/health")[0]
+        except OSError:
+            return None
+
+    def call(self, name: str, method: str, path: str, body: object = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.urls[name] + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=90) as response:
+                text = response.read()
+                return response.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as exc:
+            text = exc.read()
+            return exc.code, json.loads(text) if text else None
+
+    def status(self, name: str, connector: str) -> dict[str, Any]:
+        code, body = self.call(name, "GET", f"/connectors/{connector}/status")
+        return body if code == 200 else {}
+
+    def placement(self, name: str, connectors: list[str], tasks_each: int = 4) -> dict[str, str]:
+        """task → worker_id, as worker *name* answers, once every connector has its *tasks_each*
+        tasks RUNNING; empty until then."""
+        placed = {}
+        for connector in connectors:
+            status = self.status(name, connector)
+            tasks = status.get("tasks", [])
+            if len(tasks) != tasks_each or any(t["state"] != "RUNNING" for t in tasks):
+                return {}
+            placed.update({f"{connector}-{t['id']}": t["worker_id"] for t in tasks})
+        return placed
+
+    def name_of(self, worker_id: str) -> str:
+        """The name of the worker whose id (``host:port``) is *worker_id*."""
+        return next(name for name, url in self.urls.items() if url == f"http://{worker_id}")
+
+    def status_history(self, consume_records: Callable[..., list[Any]]) -> list[dict[str, Any]]:
+        """Every task status record of the status topic, oldest first per key."""
+        history = []
+        for message in consume_records(self.settings["status.storage.topic"], partitions=None, timeout=30):
+            key = message.key().decode()
+            if key.startswith("status-task-") and message.value() is not None:
+                history.append({"task": key.removeprefix("status-task-"), **json.loads(message.value())})
+        return history
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the worker with its Spark JVM: a machine dying."""
+        process = self.workers.pop(name)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+
+    def freeze(self, name: str) -> None:
+        """SIGSTOP the worker with its Spark JVM: a machine frozen (its processes keep their sockets)."""
+        os.killpg(self.workers[name].pid, signal.SIGSTOP)
+
+    def thaw(self, name: str) -> None:
+        os.killpg(self.workers[name].pid, signal.SIGCONT)
+
+    def terminate(self, name: str) -> int:
+        """SIGTERM the worker alone: it stops its tasks and Spark, and leaves the group."""
+        process = self.workers.pop(name)
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(120)
+        _kill_group(process)
+        return code
+
+    def stop_all(self, settle: bool = False) -> None:
+        """Stop every worker. With *settle*, one at a time, each once the others form a settled
+        group: the dev broker (tansu) keeps a leader that leaves while another member's
+        JoinGroup is held as the leader of the next generation, and every later SyncGroup of
+        the group then fails with REBALANCE_IN_PROGRESS — a restarted cluster would never
+        form. Kafka elects another leader. Without *settle*, all stop at once."""
+        if not settle:
+            stopping = list(self.workers.values())
+            self.workers.clear()
+            for process in stopping:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGCONT)  # a frozen one too
+                process.send_signal(signal.SIGTERM)
+            for process in stopping:
+                try:
+                    process.wait(120)
+                except subprocess.TimeoutExpired:
+                    pass
+                _kill_group(process)
+            return
+        for name in list(self.workers):
+            self.wait_until(self.group_events, "the group to settle", until=cluster_settled, timeout=60)
+            try:
+                self.terminate(name)
+            except subprocess.TimeoutExpired:
+                self.kill(name)
+
+    def settled(self, members: int | None = None) -> bool:
+        """Whether every running worker's last group event is its assignment, all of one generation
+        (and, given *members*, that many workers)."""
+        events = self.group_events()
+        return cluster_settled(events) and (members is None or len(events) == members)
+
+    def group_events(self) -> dict[str, tuple[str, int]]:
+        """Each running worker's last group event and the generation it names."""
+        last = {}
+        for name in self.workers:
+            for line in (self.directory / f"{name}.log").read_text(errors="replace").splitlines():
+                if '"event": "group_' in line:
+                    event = json.loads(line)
+                    last[name] = (event["event"], event.get("generation", -1))
+        return last
+
+    def leader(self) -> str:
+        """The worker whose log says it leads the latest generation it joined."""
+        leaders = {}
+        for name in self.workers:
+            for line in (self.directory / f"{name}.log").read_text(errors="replace").splitlines():
+                if '"event": "group_assigned"' in line:
+                    event = json.loads(line)
+                    leaders[name] = (event["generation"], event["leader"])
+        generation, member = max(leaders.values())
+        return next(name for name in self.workers if f"-{self.urls[name].removeprefix('http://')}-" in member)
+
+    def _check_alive(self, name: str) -> None:
+        process = self.workers[name]
+        if process.poll() is not None:
+            log = (self.directory / f"{name}.log").read_text(errors="replace")[-3000:]
+            raise AssertionError(f"worker {name} exited with {process.returncode}:\n{log}")
+
+
+def cluster_settled(events: dict[str, tuple[str, int]]) -> bool:
+    """Whether every worker's last group event is its assignment, all of one generation."""
+    return all(event == "group_assigned" for event, _ in events.values()) and \
+        len({generation for _, generation in events.values()}) <= 1
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # whatever it left behind (Spark's JVM) goes with it
+    except ProcessLookupError:
+        pass
+
+
+_TELLING = re.compile(r'"event": "(status_changed|assignment_applied|group_assigned|[a-z_]*(failed|error|lost)[a-z_]*)"'
+                      r'|"level": "(error|warning)"')
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, tmp_path: Path, worker_config: WorkerConfigs,
+            broker: EmbeddedBroker) -> Iterator[Callable[..., Cluster]]:
+    """``cluster(*, on=None, **overrides) -> Cluster``: worker processes of one new group on the
+    session broker, or on the broker *on* (:class:`Cluster`), every one stopped at the test's end;
+    on a failure, each worker's last telling log events are printed with the report."""
+    clusters: list[Cluster] = []
+
+    def make(*, on: EmbeddedBroker | None = None, **overrides: str) -> Cluster:
+        configs = worker_config if on is None else _worker_configs_in(tmp_path, on)
+        made = Cluster(tmp_path, configs, _wait_until, **overrides)
+        clusters.append(made)
+        return made
+
+    yield make
+    for made in clusters:
+        made.stop_all()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:  # what each worker did last, for the failure's report
+        for log in sorted(tmp_path.glob("*.log")):
+            events = [line for line in log.read_text(errors="replace").splitlines() if _TELLING.search(line)]
+            print(f"--- {log.name}: its last {min(len(events), 60)} telling events", *events[-60:], sep="\n")

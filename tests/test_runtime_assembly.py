@@ -70,3 +70,31 @@ def test_sink_tasks_linger_as_many_as_spark_has_cores_less_one_first_started_fir
     assert [q.lingers[-1] for q in started[1:]] == [750, 750]
     for handle in handles[1:]:
         assembler.release(handle)
+
+
+def test_sink_tasks_stopping_at_once_never_write_into_each_others_run_directories(tmp_path, worker_config):
+    """Issue 11: several sink tasks of one connector stopped at once (new partitions, a rebalance).
+    Each stop hands the lingering over among the tasks left; a stopping task leaves them before its
+    query removes its run directory, and a run directory gone meanwhile is no error."""
+    import shutil
+    from pathlib import Path
+
+    from connectd.runtime.assembly import TaskHandle
+    from connectd.runtime.queries import TaskQuery
+
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=4))
+    assembler = TaskAssembler(worker_config(**{"sink.batch.linger.ms": "300"}), spark, get_registry(),
+                              lambda: None, lambda config: {}, lambda connector, topics: None)
+    handles = []
+    for task in range(3):
+        workdir = tmp_path / f"run-{task}"
+        workdir.mkdir()
+        handle = TaskHandle(query=TaskQuery(f"c-{task}", SimpleNamespace(isActive=False), workdir, workdir / "stop"))
+        assembler._share_linger(new=handle)
+        handles.append(handle)
+    assert [(Path(h.query.workdir) / "linger.ms").read_text() for h in handles] == ["300"] * 3
+    shutil.rmtree(handles[1].query.workdir)  # task 1's stop removed its run directory, still listed
+    assembler.stop(handles[0], 1.0)  # hands the lingering over: task 1's directory is gone, no error
+    assembler.stop(handles[1], 1.0)
+    assert not any(h is handles[1] for h in assembler._sinks)
+    assert [h.query.name for h in assembler._sinks] == ["c-2"]

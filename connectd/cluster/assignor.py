@@ -23,6 +23,11 @@ what each member runs once it has applied this round.
 
 A round, step by step
 ---------------------
+0. **Warming members.** A member whose metadata says it is still warming up
+   (connectd's extension: its Spark is not ready) and that runs nothing gets
+   an empty assignment and takes no part in the rest: it is given no work and
+   counts for no balance, so no task is stopped elsewhere to wait for it. It
+   rejoins once warm. (Kafka's members never say so: all take part.)
 1. **Config check.** If a member has read the config topic further than the
    leader's snapshot (``config_offset``), every member gets
    :data:`CONFIG_MISMATCH` with the highest offset; they read up to it and
@@ -191,15 +196,24 @@ def assign(
             state,
         )
 
+    # A member still warming up (connectd's extension) that runs nothing takes no part in the round:
+    # it is given nothing, counts for no balance, and rejoins once it can run work.
+    taking = sorted(m for m, metadata in members.items() if not (metadata.warming and not metadata.assignment))
+    warming = sorted(set(members) - set(taking))
+    if warming:
+        log.info("assignor_members_warming", members=warming)
+    idle = {m: ConnectAssignment(NO_ERROR, leader, leader_url, config_offset) for m in warming}
+    if not taking:
+        return idle, state
     round_ = _Round(state, now_ms, max_delay_ms)
     changes, next_state = round_.run(
-        {m: members[m].assignment or _EMPTY for m in sorted(members)},
+        {m: members[m].assignment or _EMPTY for m in taking},
         sorted(set(connectors)),
         sorted(set(tasks)),
         generation,
         last_completed_generation,
     )
-    assignments = {
+    assignments = idle | {
         m: ConnectAssignment(
             NO_ERROR,
             leader,

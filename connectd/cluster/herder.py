@@ -34,6 +34,9 @@ write waits (``rest.rebalance.wait.ms``) for the group to settle.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -64,6 +67,8 @@ from connectd.errors import (
 from connectd.herder import HerderBase, RestartPlan, too_many_tasks
 from connectd.herder.runs import ConnectorRun, TaskRun, restarting, trace_of
 from connectd.logging import bind_context, get_logger
+from connectd.loops import Loops
+from connectd.runtime.fencing import write_lease
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED, UNASSIGNED, Status
 
 __all__ = ["DistributedHerder"]
@@ -88,13 +93,16 @@ class DistributedHerder(HerderBase):
     def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, rest_url: str, registry: Any = None) -> None:
         from connectd.cluster.status_store import KafkaStatusStore
 
-        status = KafkaStatusStore.from_worker_config(worker, f"connectd-{worker_id}")
-        super().__init__(worker, worker_id, spark, status=status, active_topics=status, registry=registry)
+        loops = Loops()
+        status = KafkaStatusStore.from_worker_config(worker, f"connectd-{worker_id}", loops=loops)
+        super().__init__(worker, worker_id, spark, status=status, active_topics=status, registry=registry,
+                         loops=loops)
         from connectd.cluster.config_store import KafkaConfigStore
         from connectd.cluster.membership import WorkerGroupMember
 
         self.rest_url = rest_url
-        self.config_store = KafkaConfigStore.from_worker_config(worker, f"connectd-{worker_id}", listener=self)
+        self.config_store = KafkaConfigStore.from_worker_config(worker, f"connectd-{worker_id}", listener=self,
+                                                                loops=loops)
         protocol = str(worker.get("connect.protocol")).lower()  # eager is refused by the config check
         settings = worker.client_config("admin", "aiokafka")
         settings["client_id"] = f"connectd-{worker_id}"
@@ -109,6 +117,7 @@ class DistributedHerder(HerderBase):
             protocols=[SESSIONED, COMPATIBLE] if protocol == SESSIONED else [COMPATIBLE],
             handler=self,
             revocation_margin_ms=session_ms // 3,
+            loops=self.loops,
         )
         self.rebalance_wait_s = worker.get("rest.rebalance.wait.ms") / 1000
         self.sync_timeout_s = worker.get("worker.sync.timeout.ms") / 1000
@@ -125,6 +134,10 @@ class DistributedHerder(HerderBase):
         self._session_key: SessionKey | None = None
         self._previous_session_key: SessionKey | None = None
         self._key_task: asyncio.Task[None] | None = None
+        self._lease_dir: str | None = None
+        self._spark_attached = asyncio.Event()
+        if spark is not None:
+            self._spark_attached.set()
 
     # --- lifecycle ---
 
@@ -132,17 +145,22 @@ class DistributedHerder(HerderBase):
         from connectd.cluster.kafka_log import ensure_internal_topics
 
         await ensure_internal_topics(self.worker)
+        # The lease every task's query honours (connectd.runtime.fencing): written on each proof of
+        # membership, expired until the first assignment and once the membership may be lost.
+        self._lease_dir = tempfile.mkdtemp(prefix="connectd-lease-")
+        self.assembler.lease_file = os.path.join(self._lease_dir, "lease")
+        write_lease(self.assembler.lease_file, 0.0)
         await self.status.start()
         await self.config_store.start()
         self._session_key = self.snapshot.session_key
         await super().start()
         await self.member.start()
-        self._key_task = asyncio.create_task(self._rotate_session_keys(), name="herder-session-keys")
+        ttl_s = self.worker.get("inter.worker.key.ttl.ms") / 1000
+        self._key_task = self.loops.run("session-keys", self._rotate_session_key, pause_s=min(max(ttl_s / 4, 1.0), 60.0))
 
     async def stop(self) -> None:
         if self._key_task is not None:
-            self._key_task.cancel()
-            await asyncio.gather(self._key_task, return_exceptions=True)
+            await self.loops.stop("session-keys")
             self._key_task = None
         # Every task stops gracefully and says so (UNASSIGNED) before the group hears we left: the
         # leader hands work released this way over at once, where a crashed worker's waits for it.
@@ -159,6 +177,22 @@ class DistributedHerder(HerderBase):
         from connectd.runtime.offsets import close_producers
 
         await asyncio.to_thread(close_producers)  # those the offsets API used in this process
+        if self._lease_dir is not None:
+            shutil.rmtree(self._lease_dir, ignore_errors=True)
+
+    @property
+    def warming(self) -> bool:
+        """In the group, but its Spark session is not up and warm yet: it takes no work (the leader
+        gives it none, see connectd.cluster.assignor) and ``/health`` says it is starting."""
+        return not self._spark_attached.is_set()
+
+    def attach_spark(self, spark: Any) -> None:
+        """Spark is up and warm: this worker takes work from now on, and rejoins to say so."""
+        super().attach_spark(spark)
+        self._spark_attached.set()
+        if self._started:
+            log.info("worker_warm_rejoining")
+            self.member.request_rejoin()
 
     # --- reads: this worker's view of the config topic ---
 
@@ -388,7 +422,8 @@ class DistributedHerder(HerderBase):
         if self._rebalance_began is None:
             self._rebalance_began = asyncio.get_running_loop().time()
         return WorkerMetadata(self.rest_url, self.snapshot.offset,
-                              self._assigned if self._group_generation >= 0 else None, self._last_assignment)
+                              self._assigned if self._group_generation >= 0 else None, self._last_assignment,
+                              warming=self.warming)
 
     async def assign(self, leader_id: str, generation: int, protocol: str,
                      members: dict[str, WorkerMetadata]) -> dict[str, ConnectAssignment]:
@@ -446,6 +481,16 @@ class DistributedHerder(HerderBase):
         previous = state.previous_assignment
         return replace(state, previous_assignment=WorkerLoad.of(
             set(previous.connectors) - set(released_connectors), set(previous.tasks) - set(released_tasks)))
+
+    def on_lease(self, until: float) -> None:
+        """The membership holds this worker's work until *until* (0: no longer): every task's query
+        plans no batch and stores no offsets after it (connectd.runtime.fencing)."""
+        if self.assembler.lease_file is None:
+            return
+        try:
+            write_lease(self.assembler.lease_file, until)
+        except OSError as exc:  # the queries then see a lease that ends early: they pause, nothing runs twice
+            log.error("lease_unwritten", path=self.assembler.lease_file, error=str(exc))
 
     async def on_rebalance_start(self) -> None:
         self._settled.clear()
@@ -529,7 +574,11 @@ class DistributedHerder(HerderBase):
 
     async def _start_assigned(self, assignment: ConnectAssignment, generation: int) -> None:
         """Start what *assignment* gave us, once the config topic is read up to its offset; work
-        revoked or lost meanwhile (no longer in :meth:`assignment`) is not started."""
+        revoked or lost meanwhile (no longer in :meth:`assignment`) is not started. Work given while
+        Spark still warms up (a leader that does not know connectd's warming flag) waits for it."""
+        if (assignment.connectors or assignment.tasks) and not self._spark_attached.is_set():
+            log.info("assignment_waits_for_spark", connectors=len(assignment.connectors), tasks=len(assignment.tasks))
+            await self._spark_attached.wait()
         async with self._lock:
             with bind_context(generation=generation):
                 if not await self._catch_up(assignment.config_offset):
@@ -817,12 +866,10 @@ class DistributedHerder(HerderBase):
         await self.config_store.put_session_key(fresh)
         log.info("session_key_rotated")
 
-    async def _rotate_session_keys(self) -> None:
-        ttl_s = self.worker.get("inter.worker.key.ttl.ms") / 1000
-        while True:
-            await asyncio.sleep(min(max(ttl_s / 4, 1.0), 60.0))
-            if self.is_leader and self._settled.is_set():
-                try:
-                    await self._ensure_session_key()
-                except ConnectdError as exc:
-                    log.warning("session_key_rotation_failed", error=str(exc))
+    async def _rotate_session_key(self) -> None:
+        """One step of the session-key loop: the leader writes a new key when the current one expired."""
+        if self.is_leader and self._settled.is_set():
+            try:
+                await self._ensure_session_key()
+            except ConnectdError as exc:
+                log.warning("session_key_rotation_failed", error=str(exc))

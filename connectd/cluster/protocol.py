@@ -15,12 +15,18 @@ length with -1 for null)::
 
     metadata   = version:int16 url:string config_offset:int64
                  allocation:nullable_bytes      # an encoded assignment, or null
+                 [extension]                    # connectd's, only while it has something to say
+    extension  = "connectd":string flags:int8   # flags bit 0: warming (takes no work yet)
     assignment = version:int16 error:int16 leader:string leader_url:string
                  config_offset:int64 assignment:[work] revoked:[work] delay:int32
     work       = connector:string tasks:[int32]  # task -1 is the connector itself
 
 The version is 1 for ``compatible`` and 2 for ``sessioned``; the allocation
-inside a metadata carries the same version. Version 0 (``eager``) bytes are
+inside a metadata carries the same version. The extension is connectd's:
+Kafka's workers read a metadata's fields in order and ignore what follows
+(``IncrementalCooperativeConnectProtocol.deserializeMetadata``), so a Kafka
+Connect leader reads such a member as any other; a connectd leader reads
+a metadata without it (Kafka's, or connectd's at ease) as "not warming". Version 0 (``eager``) bytes are
 decoded (they simply end early: no allocation, no revoked, no delay) but never
 written.
 """
@@ -94,6 +100,9 @@ class WorkerMetadata:
     #: The last assignment the member received (leader, offset, revoked, delay), written around
     #: ``assignment`` in the metadata as Kafka Connect writes its assignment snapshot; ``None``: none yet.
     last: ConnectAssignment | None = None
+    #: The member is in the group but cannot run work yet (its Spark is still warming up): a connectd
+    #: leader gives it none until it rejoins without this (connectd's extension, see above).
+    warming: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,7 +134,11 @@ class ConnectAssignment:
 
 CONNECTOR_TASK = -1  # the task number that stands for the connector itself
 
+_INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
+#: connectd's extension of a member's metadata, and its flags.
+_EXTENSION = "connectd"
+_WARMING = 0x01
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
@@ -163,6 +176,9 @@ def encode_metadata(metadata: WorkerMetadata, version: int) -> bytes:
         allocation = encode_assignment(replace(last, connectors=load.connectors, tasks=load.tasks), version)
         out += _INT32.pack(len(allocation))
         out += allocation
+    if metadata.warming:
+        _write_string(out, _EXTENSION)
+        out += _INT8.pack(_WARMING)
     return bytes(out)
 
 
@@ -181,7 +197,19 @@ def decode_metadata(data: bytes) -> WorkerMetadata:
         if allocation is not None:
             previous = decode_assignment(allocation)
             assignment = WorkerLoad.of(previous.connectors, previous.tasks)
-    return WorkerMetadata(url=url, config_offset=config_offset, assignment=assignment)
+    return WorkerMetadata(url=url, config_offset=config_offset, assignment=assignment,
+                          warming=bool(_extension_flags(reader) & _WARMING))
+
+
+def _extension_flags(reader: _Reader) -> int:
+    """The flags of connectd's extension after a metadata's allocation; 0 when there is none (or
+    the bytes there are someone else's)."""
+    try:
+        if reader.at_end() or reader.string() != _EXTENSION:
+            return 0
+        return reader.int8()
+    except ProtocolError:
+        return 0
 
 
 def encode_assignment(assignment: ConnectAssignment, version: int) -> bytes:
@@ -301,6 +329,9 @@ class _Reader:
         chunk = self._data[self._pos : self._pos + size]
         self._pos += size
         return chunk
+
+    def int8(self) -> int:
+        return _INT8.unpack(self._take(1))[0]
 
     def int16(self) -> int:
         return _INT16.unpack(self._take(2))[0]

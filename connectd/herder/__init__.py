@@ -248,6 +248,8 @@ class Herder(Protocol):
 
     @property
     def ready(self) -> bool: ...
+    @property
+    def warming(self) -> bool: ...
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
     async def health_check(self) -> str | None: ...
@@ -289,13 +291,15 @@ class HerderBase:
     :param spark: the worker's SparkSession (already started).
     :param status: where statuses go; in memory by default.
     :param active_topics: where the topics connectors use go; in memory by default.
+    :param loops: the worker's background loops, where the herder's own run too.
     """
 
     #: How long a pass of the watch loop may wait for an operation before :meth:`health_check` says the herder is stuck.
     health_check_timeout_s = _HEALTH_CHECK_TIMEOUT_S
 
     def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, status: StatusStore | None = None,
-                 active_topics: ActiveTopicsStore | None = None, registry: Any = None) -> None:
+                 active_topics: ActiveTopicsStore | None = None, registry: Any = None,
+                 loops: Loops | None = None) -> None:
         self.worker = worker
         self.worker_id = worker_id
         self.spark = spark
@@ -312,7 +316,7 @@ class HerderBase:
         self._connectors: dict[str, ConnectorRun] = {}
         self._lock = asyncio.Lock()
         #: The herder's background loops (and those of the parts it owns, in a cluster).
-        self.loops = Loops()
+        self.loops = loops if loops is not None else Loops()
         #: Starts, stops, restarts and watches every task of this herder.
         self.supervisor = Supervisor(self)
         self._watcher: asyncio.Task[None] | None = None
@@ -353,6 +357,12 @@ class HerderBase:
     def ready(self) -> bool:
         """Whether :meth:`start` has completed (Kafka's ``isReady``; it stays so after :meth:`stop`)."""
         return self._started
+
+    @property
+    def warming(self) -> bool:
+        """Whether it started without its Spark session, which is not up and warm yet: it runs no
+        task until it is, and ``/health`` says it is starting. A standalone herder starts with it."""
+        return False
 
     async def health_check(self) -> str | None:
         """``None`` when the herder can do its work; otherwise why it cannot. Answers at once.

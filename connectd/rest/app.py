@@ -112,6 +112,9 @@ async def _health(request: web.Request) -> web.Response:
     herder = request.app[HERDER]
     if herder is None or not getattr(herder, "ready", True):
         return web.json_response({"status": "starting", "message": "Worker is still starting up."}, status=503)
+    if getattr(herder, "warming", False):  # in its cluster already, taking no work until Spark is warm
+        return web.json_response({"status": "starting", "message": "Worker is still starting up: its Spark "
+                                  "session is warming up; it takes work once warm."}, status=503)
     check = getattr(herder, "health_check", None)
     problem = await check() if check is not None else None
     if problem is not None:

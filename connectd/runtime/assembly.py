@@ -91,11 +91,14 @@ class TaskAssembler:
     :param on_topics: ``on_topics(connector, topics)``: a sink task's batch used *topics*.
     :param checkpoints: where Spark-level source tasks keep their Spark checkpoints between runs;
         ``None`` where a task may move between workers (a cluster), which refuses such tasks.
+    :param lease_file: a cluster worker's lease (:mod:`connectd.runtime.fencing`), which every task's
+        query honours: no batch planned, no offsets stored, once it ended; ``None``: no lease.
     """
 
     def __init__(self, worker: WorkerConfig, spark: Any, registry: Any, admin: Callable[[], Any],
                  source_offsets: Callable[[Mapping[str, str]], dict[str, Any]],
-                 on_topics: Callable[[str, Iterable[str]], None], checkpoints: Path | None = None) -> None:
+                 on_topics: Callable[[str, Iterable[str]], None], checkpoints: Path | None = None,
+                 lease_file: str | None = None) -> None:
         self.worker = worker
         self.spark = spark
         self.registry = registry
@@ -103,6 +106,7 @@ class TaskAssembler:
         self.source_offsets = source_offsets
         self._on_topics = on_topics
         self.checkpoints = checkpoints
+        self.lease_file = lease_file
         #: Record-level sink tasks on executors, first started first: who may linger (:meth:`_share_linger`).
         self._sinks: list[TaskHandle] = []
         self._sinks_lock = threading.Lock()
@@ -234,6 +238,7 @@ class TaskAssembler:
             max_records=self.worker.get("source.batch.max.records"),
             paused=paused,
             metrics=handle.metrics,
+            lease_file=self.lease_file,
         )
 
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
@@ -267,6 +272,7 @@ class TaskAssembler:
 
         from connectd.metrics import timed_commit
         from connectd.runtime.converters import configure_converters
+        from connectd.runtime.fencing import fenced
         from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
         from connectd.runtime.executor_sink import SinkSpec
         from connectd.runtime.kafka_io import (
@@ -297,6 +303,8 @@ class TaskAssembler:
         metrics = handle.metrics
 
         def commit(offsets: Mapping[TopicPartition, int]) -> None:
+            if fenced(self.lease_file, f"{connector}-{task_id}'s last"):
+                return
             with timed_commit(metrics):
                 group.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
                              asynchronous=False)
@@ -327,7 +335,7 @@ class TaskAssembler:
             handle.query = start_spark_sink_query(
                 self.spark, connector=connector, task_id=task_id, task=instance,
                 consumer_config=self.client_option("consumer", connector_config), start=start, commit=commit_batch,
-                max_records=self.worker.get("sink.batch.max.records"), paused=paused)
+                max_records=self.worker.get("sink.batch.max.records"), paused=paused, lease_file=self.lease_file)
             return
         resolved = self._resolved(connector_config)
         policy = ErrorPolicy.from_config(resolved)
@@ -353,7 +361,7 @@ class TaskAssembler:
                                             consumer_config=consumer_option, start=start, commit=commit,
                                             on_topics=topics_used, spec=spec, max_records=batch_records,
                                             put_records=put_records, paused=paused, tick_ms=tick_ms,
-                                            metrics=metrics)
+                                            metrics=metrics, lease_file=self.lease_file)
             self._share_linger(new=handle)
             return
         send = None
@@ -376,7 +384,8 @@ class TaskAssembler:
                                         consumer_config=consumer_option, start=start, commit=commit,
                                         on_topics=topics_used, runner=handle.runner,
                                         reader=RangeReader(group), max_records=batch_records,
-                                        put_records=put_records, paused=paused, tick_ms=tick_ms, metrics=metrics)
+                                        put_records=put_records, paused=paused, tick_ms=tick_ms, metrics=metrics,
+                                        lease_file=self.lease_file)
 
     def _resolved(self, config: Mapping[str, str]) -> dict[str, str]:
         resolve = self.worker.providers.resolve

@@ -75,6 +75,7 @@ from pyspark.sql.datasource import DataSource
 
 from connectd.connector import TopicPartition
 from connectd.logging import configure_spark_process, get_logger
+from connectd.runtime.fencing import lease_expired
 from connectd.runtime.kafka_io import KafkaStreamReader, batch_ends, decode_tp, encode_tp
 
 __all__ = ["FORMAT", "IDLE_STOP_S", "SPEC_OPTION", "SinkSpec", "SinkTaskDataSource", "instances_dir", "run"]
@@ -119,6 +120,8 @@ class SinkSpec:
     put_records: int
     workdir: str  #: the run directory on the driver's host (stop file, instance registrations)
     max_records: int = 100_000  #: ``sink.batch.max.records``: a lingering batch reads no more either
+    #: The worker's lease (connectd.runtime.fencing) on the driver's host; "": none.
+    lease_file: str = ""
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
@@ -151,9 +154,11 @@ class _Instance:
         return os.path.join(instances_dir(self.spec.workdir), str(os.getpid()))
 
     def finished(self) -> bool:
-        """The run is over as far as this host can see (its directory or stop file)."""
+        """The run is over as far as this host can see (its directory or stop file, or the worker's
+        lease ended: the task may run elsewhere)."""
         workdir = self.spec.workdir
-        return self.local and (not os.path.isdir(workdir) or os.path.exists(os.path.join(workdir, "stop")))
+        return self.local and (not os.path.isdir(workdir) or os.path.exists(os.path.join(workdir, "stop"))
+                               or lease_expired(self.spec.lease_file or None))
 
     def pausing(self) -> bool:
         """The task is being paused, as far as this host can see (the run's pause file)."""
@@ -293,6 +298,8 @@ def _linger(instance: _Instance, ranges: list[tuple[str, int, int, int]], positi
             break
         # A short wait at a time, so that a stop is seen soon.
         known = reader.wait_past(wanted, min(left, _LINGER_WAIT_S), spec.put_records)
+        if time.monotonic() >= deadline or instance.finished() or instance.pausing():
+            break  # what arrived while this process was held up (frozen, say) is the next batch's
         if known:
             start = {encode_tp(*tp): wanted[tp] for tp in known}
             ends = batch_ends(start, {encode_tp(*tp): end for tp, end in known.items()}, spec.max_records - read)

@@ -38,7 +38,8 @@ handled (an executor), never on the driver.
 - Graceful stop: once the ``stop.file`` exists, ``latestOffset`` offers
   nothing new, so the batch in flight finishes and the query goes idle.
   While the ``pause.file`` exists it does the same, and reading resumes
-  where it was when the file goes.
+  where it was when the file goes; so it does once the worker's lease in the
+  ``lease.file`` has ended (:mod:`connectd.runtime.fencing`).
 - Paused partitions (a sink task's ``context.pause``): the ``paused.file``
   lists them (:func:`set_paused`, written by the driver after each batch);
   ``latestOffset`` leaves them where they are, and with ``rows=ranges`` the
@@ -87,6 +88,8 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+
+from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 
 __all__ = [
     "FORMAT",
@@ -424,6 +427,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.seek_file = options.get("seek.file")
         self.paused_file = options.get("paused.file")
         self.linger_file = options.get("linger.file")
+        self.lease_file = options.get(LEASE_OPTION)
         self.ranges_only = options.get("rows", "records") == "ranges"
         #: With ranges: after this long without a batch, a batch of empty ranges (a tick), so the
         #: task gets put([]) and pre_commit though no record arrives (0: never).
@@ -451,7 +455,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         seeks = {key: offset for key, offset in _take_seeks(self.seek_file).items() if key in start}
         start.update(seeks)
         now = time.monotonic()
-        if _exists(self.stop_file) or _exists(self.pause_file):
+        if _exists(self.stop_file) or _exists(self.pause_file) or lease_expired(self.lease_file):
             end = dict(start)
         else:
             if self._watermarks is None:

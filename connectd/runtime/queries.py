@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from connectd.metrics import timed_commit
 from connectd.runtime import executor_sink, kafka_io, source_task
+from connectd.runtime.fencing import LEASE_OPTION, fenced, lease_expired
 from connectd.runtime.offsets import store_offsets_hook
 
 if TYPE_CHECKING:
@@ -186,11 +187,12 @@ def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuer
 
 def _kafka_stream(spark: SparkSession, workdir: Path, consumer_config: dict[str, Any] | str,
                   start: dict[str, int], max_records: int, rows: str = "records", source: str = kafka_io.FORMAT,
-                  options: dict[str, str] | None = None) -> Any:
-    """The task's partitions from *start*, honouring the run's stop and pause files."""
+                  options: dict[str, str] | None = None, lease_file: str | None = None) -> Any:
+    """The task's partitions from *start*, honouring the run's stop and pause files and the worker's lease."""
     return (
         spark.readStream.format(source)
         .options(**(options or {}))
+        .options(**({LEASE_OPTION: lease_file} if lease_file else {}))
         .option(kafka_io.CLIENT_OPTION, _as_option(consumer_config))
         .option("start", json.dumps(start))
         .option("max.records", str(max_records))
@@ -247,6 +249,7 @@ def start_source_query(
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
     metrics: Any = None,
+    lease_file: str | None = None,
 ) -> TaskQuery:
     """Start a source task's query: plugin → transforms → converters → Kafka → offset store.
 
@@ -258,6 +261,8 @@ def start_source_query(
         client as written, resolved in Spark's process).
     :param offsets_path: the offsets file, for ``{"kind": "file", "path": offsets_path}``.
     :param metrics: the task's :class:`connectd.metrics.TaskMetrics`, told of each batch and offset commit.
+    :param lease_file: the worker's lease (:mod:`connectd.runtime.fencing`): once it ended, no batch is
+        taken and no batch's offsets are stored.
     """
     if (offsets is None) == (offsets_path is None):
         raise ValueError("start_source_query needs one of offsets and offsets_path")
@@ -282,6 +287,7 @@ def start_source_query(
             .option("stop.file", str(workdir / "stop"))
             .option("pause.file", str(workdir / "pause"))
             .option("max.records", str(max_records))
+            .options(**({LEASE_OPTION: lease_file} if lease_file else {}))
         )
         if spark.sparkContext.master.startswith("local"):  # executors on this host: batches as files
             stream = stream.option("handoff.dir", str(workdir / "batches"))
@@ -302,6 +308,8 @@ def start_source_query(
                 records += row["records"] or 0
                 if row["stored"] is not None:
                     stored.append(row["stored"])
+            if offsets and fenced(lease_file, f"batch {batch_id}"):
+                return
             if offsets:
                 with timed_commit(metrics):
                     store_offsets_hook(store, batch_id, offsets, records)
@@ -340,6 +348,7 @@ def start_sink_query(
     tick_ms: int = 0,
     linger_ms: int = 0,
     metrics: Any = None,
+    lease_file: str | None = None,
 ) -> TaskQuery:
     """Start a record-level sink task's query: Kafka → converters → transforms → plugin → group offsets.
 
@@ -365,6 +374,8 @@ def start_sink_query(
     :param linger_ms: with a *spec*: a batch with records goes on putting the records that arrive
         until this long after it began (:func:`connectd.runtime.executor_sink.run`); 0 for never.
         :meth:`TaskQuery.linger` changes it for the next batches.
+    :param lease_file: the worker's lease (:mod:`connectd.runtime.fencing`): once it ended, no batch
+        is planned (*commit* is the one to refuse offsets then).
     """
     from connectd.connector import TopicPartition
 
@@ -375,7 +386,8 @@ def start_sink_query(
     def build(workdir: Path) -> StreamingQuery:
         if spec is not None:
             task_spec = dataclasses.replace(spec, run=uuid.uuid4().hex, workdir=str(workdir),
-                                            put_records=put_records, max_records=max_records)
+                                            put_records=put_records, max_records=max_records,
+                                            lease_file=lease_file or "")
             kafka_io.set_linger(workdir / _LINGER_FILE, linger_ms)
 
             def each_batch(frame: Any, batch_id: int) -> None:
@@ -407,9 +419,11 @@ def start_sink_query(
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json(),
-                                                          "tick.ms": str(tick_ms)})
+                                                          "tick.ms": str(tick_ms)}, lease_file)
         else:
-            runner.stopping = (workdir / "stop").exists  # a put() being retried gives up once the task stops
+            stop_file = workdir / "stop"
+            # A put() being retried gives up once the task stops, or once the worker's lease ended.
+            runner.stopping = lambda: stop_file.exists() or lease_expired(lease_file)
 
             def each_batch(frame: Any, batch_id: int) -> None:
                 began = time.monotonic()
@@ -430,7 +444,7 @@ def start_sink_query(
                                                                    for row in rows if row["lag"] is not None})
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
-                                   options={"tick.ms": str(tick_ms)})
+                                   options={"tick.ms": str(tick_ms)}, lease_file=lease_file)
         return _started(stream.writeStream.foreachBatch(each_batch), workdir / "checkpoint", name, trigger_interval)
 
     return _start(spark, name, build, paused)
@@ -501,11 +515,14 @@ def start_spark_sink_query(
     max_records: int = 10_000,
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
+    lease_file: str | None = None,
 ) -> TaskQuery:
     """Start a Spark-level sink task: Kafka → its ``write_batch`` → offsets committed to the group.
 
     :param task: a started :class:`~connectd.SparkSinkTask`.
     :param commit: ``commit({TopicPartition: next offset})``, called after ``write_batch`` returned.
+    :param lease_file: the worker's lease (:mod:`connectd.runtime.fencing`): once it ended, no batch
+        is planned.
     """
     from pyspark.sql import functions as F
 
@@ -526,7 +543,7 @@ def start_spark_sink_query(
 
     def build(workdir: Path) -> StreamingQuery:
         writer = (
-            _kafka_stream(spark, workdir, consumer_config, start, max_records)
+            _kafka_stream(spark, workdir, consumer_config, start, max_records, lease_file=lease_file)
             .writeStream.foreachBatch(each_batch)
         )
         return _started(writer, workdir / "checkpoint", name, trigger_interval)

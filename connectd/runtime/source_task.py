@@ -137,6 +137,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from connectd.errors import ConnectorError
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.error_handling import TaskCounts, apply_stages
+from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 from connectd.runtime.kafka_io import (
     executor_producer,
     produce_batches,
@@ -471,6 +472,8 @@ class SourceTaskReader(DataSourceStreamReader):
         self.spec = json.loads(options[SPEC_OPTION])
         self.stop_file = options.get("stop.file")
         self.pause_file = options.get("pause.file")
+        #: The worker's lease (a cluster's): once it ended, nothing new is taken (connectd.runtime.fencing).
+        self.lease_file = options.get(LEASE_OPTION)
         self.max_records = int(options.get("max.records", "10000"))
         self.flush_timeout = float(options.get("flush.timeout.s", "60"))
         # Set when the executors run on this host (spark.master local): a batch goes to them as
@@ -553,6 +556,8 @@ class SourceTaskReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
         if self._task is not None and (self._settle() or self._commit_due()):
             self._commit_task()
+        if lease_expired(self.lease_file):  # the task may run elsewhere now: no batch from here
+            return {"seq": self._seq}
         if self._held():
             if self._task is None or not (self.stop_file and os.path.exists(self.stop_file)):
                 return {"seq": self._seq}

@@ -644,3 +644,39 @@ def test_any_history_settles_balanced_and_complete(history, max_delay_ms, initia
                     group.last_completed = group.generation
     group.settle()
     group.assert_balanced_and_complete()
+
+
+def _round(group: Group, warming: set[str]) -> dict[str, ConnectAssignment]:
+    """One round in which the members named in *warming* say they are still warming up."""
+    group.generation += 1
+    connectors, tasks = group.configured()
+    assignments, group.state = assign(
+        leader=group.leader, members={m: WorkerMetadata(f"http://{m}:8083", group.offsets[m], group.running[m],
+                                                        warming=m in warming) for m in group.running},
+        config_offset=group.config_offset, connectors=connectors, tasks=tasks, generation=group.generation,
+        last_completed_generation=group.last_completed, state=group.state, now_ms=group.now,
+        max_delay_ms=group.max_delay_ms)
+    group.last_completed = group.generation
+    for member, a in assignments.items():
+        before = group.running[member]
+        group.running[member] = WorkerLoad.of((set(before.connectors) - set(a.revoked.connectors)) | set(a.connectors),
+                                              (set(before.tasks) - set(a.revoked.tasks)) | set(a.tasks))
+    return assignments
+
+
+def test_a_warming_member_is_given_nothing_and_nothing_is_revoked_for_it_until_it_is_warm():
+    group = three_workers()
+    group.join("w4")
+    nothing(_round(group, {"w4"}))  # no task stopped elsewhere to wait for a cold Spark
+    assert group.counts() == ([1, 1, 1, 0], [4, 4, 4, 0])  # the three that take work keep theirs
+    group.settle()  # w4 warm: it rejoins without the flag and takes its share, two rounds as any joiner
+    assert group.counts()[1] == [3, 3, 3, 3]
+
+
+def test_a_cluster_of_warming_members_assigns_nothing_until_one_is_warm():
+    group = Group({"c1": 2})
+    group.join("w1", "w2")
+    nothing(_round(group, {"w1", "w2"}))
+    gave(_round(group, {"w2"}), "w1", connectors=["c1"], tasks=T("c1", 0, 1))
+    group.settle()
+    group.assert_balanced_and_complete()

@@ -29,9 +29,14 @@ class _Sink(SinkConnector):
     pass
 
 
+#: Stands for a warm Spark session: these herders start no query (their starts are recorded), but a
+#: herder without a session would wait for one before starting what it is assigned.
+_NO_SPARK = SimpleNamespace()
+
+
 def _herder(worker_config, snapshot: ConfigSnapshot) -> tuple[DistributedHerder, list[tuple[int, int]]]:
     """A herder whose config topic reads *snapshot*; returns it and the (task, task count) of each start."""
-    herder = DistributedHerder(worker_config("distributed"), "w1:8083", None, "http://w1:8083")
+    herder = DistributedHerder(worker_config("distributed"), "w1:8083", _NO_SPARK, "http://w1:8083")
     herder.config_store = SimpleNamespace(snapshot=lambda: snapshot)
     herder.status = MemoryStatusStore()
     started: list[tuple[int, int]] = []
@@ -172,7 +177,7 @@ def test_a_worker_behind_the_config_topic_leaves_the_group_only_with_unsync_back
     worker.sync.timeout.ms; connectd's keeps its work and reads on unless the key is set, and then
     starts nothing of the assignment it is about to give up."""
     extra = {"worker.unsync.backoff.ms": backoff} if backoff is not None else {}
-    herder = DistributedHerder(worker_config("distributed", **extra), "w1:8083", None, "http://w1:8083")
+    herder = DistributedHerder(worker_config("distributed", **extra), "w1:8083", _NO_SPARK, "http://w1:8083")
     snapshot = _snapshot("behind", 1)
     herder.config_store = SimpleNamespace(snapshot=lambda: snapshot, refresh=_times_out)
     left = []

@@ -168,3 +168,17 @@ def test_metadata_as_a_kafka_connect_worker_writes_it():
     assert decode_metadata(raw) == WorkerMetadata("http://w2:8083/", 11, WorkerLoad.of(["a", "b"], [T("b", 0)]))
     # a worker that has had no assignment yet writes a null allocation (ExtendedAssignment.empty())
     assert decode_metadata(i16(1) + s("http://w3") + i64(-1) + i32(-1)) == WorkerMetadata("http://w3", -1, None)
+
+
+def test_a_warming_member_says_so_after_the_allocation_where_kafka_reads_nothing():
+    """connectd's extension follows the fields Kafka's deserializeMetadata reads, in order: a Kafka
+    Connect leader reads the same member; a metadata without it (Kafka's) reads as not warming."""
+    metadata = WorkerMetadata("http://w:8083", 42, None, warming=True)
+    raw = encode_metadata(metadata, 2)
+    plain = encode_metadata(WorkerMetadata("http://w:8083", 42, None), 2)
+    assert raw == plain + s("connectd") + bytes([1])
+    assert decode_metadata(raw) == metadata
+    assert decode_metadata(plain).warming is False
+    # Bytes after the allocation that are someone else's (a later Kafka field) are no extension.
+    assert decode_metadata(plain + i32(7)).warming is False
+    assert decode_metadata(plain + s("other") + bytes([1])).warming is False

@@ -1,25 +1,15 @@
 """`connectd distributed` as users run it: several worker processes, one group, the real broker and Spark.
 
-Each worker is its own process group (its Spark JVM in it), so SIGKILL of the
-group is a machine dying and SIGTERM of the worker alone is systemd stopping
-it (KillMode=mixed). What the cluster did is read back from where Kafka
-Connect keeps it: the REST API of any worker, the status topic's history,
-and the data the connectors moved.
+The workers are the ``cluster`` fixture's (tests/conftest.py). What the
+cluster did is read back from where Kafka Connect keeps it: the REST API of
+any worker, the status topic's history, and the data the connectors moved.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
-import urllib.error
-import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -29,176 +19,6 @@ pytestmark = pytest.mark.integration
 
 DELAY_MS = 4000  # scheduled.rebalance.max.delay.ms: how long lost work waits for its worker
 SESSION_MS = 2000  # session.timeout.ms of the shared distributed worker config
-
-
-class Cluster:
-    """Worker processes sharing one group and its internal topics."""
-
-    def __init__(self, directory: Path, worker_config, wait_until, **overrides: str) -> None:
-        self.directory = directory
-        self.wait_until = wait_until
-        # One group for every worker: the settings are made once, then each worker gets a port.
-        self.settings = worker_config.settings(
-            "distributed", **{"scheduled.rebalance.max.delay.ms": str(DELAY_MS), "spark.master": "local[1]",
-                              "spark.sql.shuffle.partitions": "1", "rest.advertised.host.name": "127.0.0.1",
-                              "task.shutdown.graceful.timeout.ms": "10000", **overrides})
-        self.settings.pop("listeners")
-        self.workers: dict[str, subprocess.Popen] = {}
-        self.urls: dict[str, str] = {}
-
-    def start(self, name: str) -> str:
-        """Start worker *name* (again, with the same port, if it ran before); its REST URL."""
-        from connectd.broker import free_port
-
-        url = self.urls.get(name) or f"http://127.0.0.1:{free_port()}"
-        self.urls[name] = url
-        path = self.directory / f"{name}.properties"
-        path.write_text("".join(f"{k}={v}\n" for k, v in {**self.settings, "listeners": url}.items()))
-        log = open(self.directory / f"{name}.log", "ab")
-        self.workers[name] = subprocess.Popen([sys.executable, "-m", "connectd.cli", "distributed", str(path)],
-                                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        return url
-
-    def wait_up(self, *names: str) -> None:
-        for name in names:
-            self.wait_until(lambda n=name: self._rebound(n) or self.health(n) == 200, f"worker {name} to be healthy",
-                            timeout=120)
-
-    def _rebound(self, name: str) -> bool:
-        """A free port picked for a worker may be taken by another process before the worker binds
-        it: the worker then exits saying so, and starts again on another port. Always false."""
-        process = self.workers[name]
-        log = self.directory / f"{name}.log"
-        if process.poll() is not None and "address already in use" in log.read_text(errors="replace"):
-            log.rename(log.with_suffix(f".{process.pid}.log"))
-            del self.urls[name]
-            self.start(name)
-        return False
-
-    def health(self, name: str) -> int | None:
-        self._check_alive(name)
-        try:
-            return self.call(name, "GET", "/health")[0]
-        except OSError:
-            return None
-
-    def call(self, name: str, method: str, path: str, body: object = None) -> tuple[int, object]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.urls[name] + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=90) as response:
-                text = response.read()
-                return response.status, json.loads(text) if text else None
-        except urllib.error.HTTPError as exc:
-            text = exc.read()
-            return exc.code, json.loads(text) if text else None
-
-    def status(self, name: str, connector: str) -> dict:
-        code, body = self.call(name, "GET", f"/connectors/{connector}/status")
-        return body if code == 200 else {}
-
-    def kill(self, name: str) -> None:
-        """SIGKILL the worker with its Spark JVM: a machine dying."""
-        process = self.workers.pop(name)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(30)
-
-    def terminate(self, name: str) -> int:
-        """SIGTERM the worker alone: it stops its tasks and Spark, and leaves the group."""
-        process = self.workers.pop(name)
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(120)
-        _kill_group(process)
-        return code
-
-    def stop_all(self, settle: bool = False) -> None:
-        """Stop every worker. With *settle*, one at a time, each once the others form a settled
-        group: the dev broker (tansu) keeps a leader that leaves while another member's
-        JoinGroup is held as the leader of the next generation, and every later SyncGroup of
-        the group then fails with REBALANCE_IN_PROGRESS — a restarted cluster would never
-        form. Kafka elects another leader. Without *settle*, all stop at once."""
-        if not settle:
-            stopping = list(self.workers.values())
-            self.workers.clear()
-            for process in stopping:
-                process.send_signal(signal.SIGTERM)
-            for process in stopping:
-                try:
-                    process.wait(120)
-                except subprocess.TimeoutExpired:
-                    pass
-                _kill_group(process)
-            return
-        for name in list(self.workers):
-            self.wait_until(self.group_events, "the group to settle", until=_settled, timeout=60)
-            try:
-                self.terminate(name)
-            except subprocess.TimeoutExpired:
-                self.kill(name)
-
-    def group_events(self) -> dict[str, tuple[str, int]]:
-        """Each running worker's last group event and the generation it names."""
-        last = {}
-        for name in self.workers:
-            for line in (self.directory / f"{name}.log").read_text(errors="replace").splitlines():
-                if '"event": "group_' in line:
-                    event = json.loads(line)
-                    last[name] = (event["event"], event.get("generation", -1))
-        return last
-
-    def leader(self) -> str:
-        """The worker whose log says it leads the latest generation it joined."""
-        leaders = {}
-        for name in self.workers:
-            for line in (self.directory / f"{name}.log").read_text(errors="replace").splitlines():
-                if '"event": "group_assigned"' in line:
-                    event = json.loads(line)
-                    leaders[name] = (event["generation"], event["leader"])
-        generation, member = max(leaders.values())
-        return next(name for name in self.workers if f"-{self.urls[name].removeprefix('http://')}-" in member)
-
-    def _check_alive(self, name: str) -> None:
-        process = self.workers[name]
-        if process.poll() is not None:
-            log = (self.directory / f"{name}.log").read_text(errors="replace")[-3000:]
-            raise AssertionError(f"worker {name} exited with {process.returncode}:\n{log}")
-
-
-def _settled(events: dict[str, tuple[str, int]]) -> bool:
-    """Whether every worker's last group event is its assignment, all of one generation."""
-    return all(event == "group_assigned" for event, _ in events.values()) and \
-        len({generation for _, generation in events.values()}) <= 1
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)  # whatever it left behind (Spark's JVM) goes with it
-    except ProcessLookupError:
-        pass
-
-
-@pytest.fixture
-def cluster(request, tmp_path, worker_config, wait_until, broker):
-    clusters: list[Cluster] = []
-
-    def make(**overrides: str) -> Cluster:
-        made = Cluster(tmp_path, worker_config, wait_until, **overrides)
-        clusters.append(made)
-        return made
-
-    yield make
-    for made in clusters:
-        made.stop_all()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:  # what each worker did last, for the failure's report
-        for log in sorted(tmp_path.glob("*.log")):
-            events = [line for line in log.read_text(errors="replace").splitlines() if _TELLING.search(line)]
-            print(f"--- {log.name}: its last {min(len(events), 60)} telling events", *events[-60:], sep="\n")
-
-
-_TELLING = re.compile(r'"event": "(status_changed|assignment_applied|group_assigned|[a-z_]*(failed|error|lost)[a-z_]*)"'
-                      r'|"level": "(error|warning)"')
 
 
 def _produce(broker, topic: str, start: int, count: int, partitions: int) -> None:
@@ -211,28 +31,6 @@ def _produce(broker, topic: str, start: int, count: int, partitions: int) -> Non
 def _connector_in(state: str) -> Callable[[dict], bool]:
     """For a wait on a connector's status: a timeout then shows the whole status last seen."""
     return lambda status: status.get("connector", {}).get("state") == state
-
-
-def _status_history(broker, topic: str, consume_records) -> list[dict]:
-    """Every task status record of the status topic, oldest first per key."""
-    history = []
-    for message in consume_records(topic, partitions=None, timeout=30):
-        key = message.key().decode()
-        if key.startswith("status-task-") and message.value() is not None:
-            history.append({"task": key.removeprefix("status-task-"), **json.loads(message.value())})
-    return history
-
-
-def _placement(cluster: Cluster, name: str, connectors: list[str], tasks_each: int = 4) -> dict[str, str]:
-    """task → worker_id once every connector has its *tasks_each* tasks RUNNING; empty until then."""
-    placed = {}
-    for connector in connectors:
-        status = cluster.status(name, connector)
-        tasks = status.get("tasks", [])
-        if len(tasks) != tasks_each or any(t["state"] != "RUNNING" for t in tasks):
-            return {}
-        placed.update({f"{connector}-{t['id']}": t["worker_id"] for t in tasks})
-    return placed
 
 
 def test_three_workers_share_the_work_a_fourth_takes_its_share_and_a_dead_ones_work_moves(
@@ -257,33 +55,34 @@ def test_three_workers_share_the_work_a_fourth_takes_its_share_and_a_dead_ones_w
         assert code == 201, body
 
     # Every task on exactly one worker, ±1 task per worker; any worker answers for all of them.
-    placed = wait_until(lambda: _placement(workers, "w1", connectors), "8 tasks RUNNING", timeout=180)
+    placed = wait_until(lambda: workers.placement("w1", connectors), "8 tasks RUNNING", timeout=180)
     assert len(placed) == 8
     load = Counter(placed.values())
     assert len(load) == 3 and max(load.values()) - min(load.values()) <= 1, load
     # w3 reads the status topic on its own: it answers the same once it has read up to the others
-    wait_until(lambda: _placement(workers, "w3", connectors), "w3 to see the same placement",
+    wait_until(lambda: workers.placement("w3", connectors), "w3 to see the same placement",
                until=lambda seen: seen == placed, timeout=30)
     for connector in connectors:
         wait_until(lambda c=connector: (out / f"{c}.txt").exists() and len((out / f"{c}.txt").read_text().splitlines()) >= 400,
                    f"sink {connector} to write 400 lines", timeout=120)
 
     # A fourth worker joins: it takes 2 tasks; only the tasks that move restart.
-    status_topic = workers.settings["status.storage.topic"]
-    before = Counter(r["task"] for r in _status_history(broker, status_topic, consume_records) if r["state"] == "RUNNING")
+    before = Counter(r["task"] for r in workers.status_history(consume_records) if r["state"] == "RUNNING")
     workers.start("w4")
     workers.wait_up("w4")
     # The second task moving to w4 starts a moment after the first: until then the placement shows
     # 4 workers but 1 + 2 + 2 + 3, so the wait is for the balance itself.
-    placed_4 = wait_until(lambda: _placement(workers, "w4", connectors), "the 8 tasks spread 2 a worker over 4",
+    placed_4 = wait_until(lambda: workers.placement("w4", connectors), "the 8 tasks spread 2 a worker over 4",
                           until=lambda p: bool(p) and sorted(Counter(p.values()).values()) == [2, 2, 2, 2],
                           timeout=180)
     moved = {task for task, worker in placed_4.items() if placed[task] != worker}
-    after = Counter(r["task"] for r in _status_history(broker, status_topic, consume_records) if r["state"] == "RUNNING")
+    after = Counter(r["task"] for r in workers.status_history(consume_records) if r["state"] == "RUNNING")
     restarted = {task for task in placed if after[task] > before[task]}
     assert restarted == moved and len(moved) == 2, (restarted, moved)
-    w4_log = (workers.directory / "w4.log").read_text(errors="replace")  # warm before it took work:
-    assert w4_log.index('"event": "spark_warmed_up"') < w4_log.index('"event": "group_joining"')
+    # w4 joined before its Spark was warm, and took work only once it was.
+    w4_log = (workers.directory / "w4.log").read_text(errors="replace")
+    assert w4_log.index('"event": "group_joining"') < w4_log.index('"event": "spark_warmed_up"')
+    assert w4_log.index('"event": "spark_warmed_up"') < w4_log.index('"state": "RUNNING"')
 
     # SIGKILL a worker: its tasks run elsewhere once the delay has passed.
     victim_id = placed_4[min(placed_4)]
@@ -291,7 +90,7 @@ def test_three_workers_share_the_work_a_fourth_takes_its_share_and_a_dead_ones_w
     orphans = {task for task, worker in placed_4.items() if worker == victim_id}
     workers.kill(victim)
     survivor = next(n for n in workers.workers)
-    placed_3 = wait_until(lambda: (p := _placement(workers, survivor, connectors)) and victim_id not in p.values() and p,
+    placed_3 = wait_until(lambda: (p := workers.placement(survivor, connectors)) and victim_id not in p.values() and p,
                           "the dead worker's tasks to run elsewhere",
                           timeout=(DELAY_MS + SESSION_MS) / 1000 + 10)  # the delay + 10 s, from its session's end
     assert set(placed_3) == set(placed_4) and orphans
@@ -303,7 +102,7 @@ def test_three_workers_share_the_work_a_fourth_takes_its_share_and_a_dead_ones_w
 
     # Never two workers for one task in one generation: the status history says who ran what when.
     owners: dict[tuple[str, int], set[str]] = defaultdict(set)
-    for record in _status_history(broker, status_topic, consume_records):
+    for record in workers.status_history(consume_records):
         if record["state"] == "RUNNING":
             owners[(record["task"], record["generation"])].add(record["worker_id"])
     assert all(len(ids) == 1 for ids in owners.values()), {k: v for k, v in owners.items() if len(v) > 1}
@@ -322,7 +121,7 @@ def test_the_leader_leaves_writes_go_on_a_restarted_cluster_remembers_everything
     out = workers.directory / "out.txt"
     sink = {"connector.class": "FileStreamSink", "topics": topic_name, "tasks.max": "2", "file": str(out)}
     assert workers.call("w1", "POST", "/connectors", {"name": "sink", "config": sink})[0] == 201
-    wait_until(lambda: _placement(workers, "w2", ["sink"], 2), "the sink's 2 tasks RUNNING", timeout=180)
+    wait_until(lambda: workers.placement("w2", ["sink"], 2), "the sink's 2 tasks RUNNING", timeout=180)
 
     # SIGTERM the leader: the other worker leads, and takes writes at once.
     leader = workers.leader()
@@ -336,14 +135,14 @@ def test_the_leader_leaves_writes_go_on_a_restarted_cluster_remembers_everything
     wait_until(lambda: workers.status(follower, "paused-sink"), "paused-sink PAUSED",
                until=_connector_in("PAUSED"), timeout=120)
     follower_id = workers.urls[follower].removeprefix("http://")
-    wait_until(lambda: set(_placement(workers, follower, ["sink"], 2).values()) == {follower_id},
+    wait_until(lambda: set(workers.placement(follower, ["sink"], 2).values()) == {follower_id},
                "the leaver's tasks RUNNING on the other worker, without the delay", timeout=60)
 
     # Writes through either worker of a cluster, the leader answering for the follower.
     workers.start(leader)
     workers.wait_up(leader)
     assert workers.call(leader, "PUT", "/connectors/sink/config", {**sink, "tasks.max": "1"})[0] == 200
-    wait_until(lambda: _placement(workers, follower, ["sink"], 1), "the sink reconfigured to 1 task", timeout=120)
+    wait_until(lambda: workers.placement(follower, ["sink"], 1), "the sink reconfigured to 1 task", timeout=120)
     assert workers.call(follower, "PUT", "/connectors/sink/stop")[0] == 204
     wait_until(lambda: workers.status(leader, "sink"), "sink STOPPED",
                until=_connector_in("STOPPED"), timeout=120)
@@ -360,8 +159,7 @@ def test_the_leader_leaves_writes_go_on_a_restarted_cluster_remembers_everything
     code, listed = workers.call("w2", "GET", "/connectors?expand=info&expand=status")
     assert code == 200 and set(listed) == {"sink", "paused-sink"}
     assert listed["sink"]["info"]["config"]["tasks.max"] == "1"
-    workers.wait_until(workers.group_events, "the group to settle with w2 in it",
-                       until=lambda events: _settled(events) and len(events) == 2, timeout=60)
+    wait_until(lambda: workers.settled(members=2), "the group to settle with w2 in it", timeout=60)
     wait_until(lambda: workers.status("w1", "paused-sink"), "paused-sink PAUSED again",
                until=_connector_in("PAUSED"), timeout=120)
     assert workers.call("w1", "GET", "/connectors/paused-sink/tasks")[1][0]["config"]["file"] == str(out) + ".2"
@@ -404,7 +202,7 @@ def test_the_leader_leaves_writes_go_on_a_restarted_cluster_remembers_everything
                                      timeout=60)
     assert workers.terminate(follower) == 0
     wait_until(owners, "the follower's work on the leader", until=lambda ids: ids == {leader_id}, timeout=60)
-    wait_until(lambda: _placement(workers, leader, ["sink"], 1), "the sink's task RUNNING on the leader", timeout=60)
+    wait_until(lambda: workers.placement(leader, ["sink"], 1), "the sink's task RUNNING on the leader", timeout=60)
 
 
 def test_file_source_to_sink_under_load_while_workers_join_and_leave_and_offsets_live_in_the_topic(

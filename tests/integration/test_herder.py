@@ -165,6 +165,41 @@ def test_sink_picks_up_a_new_topic_matching_its_regex(spark, broker, topic_name,
     assert sorted(out.read_text().splitlines()) == ["from a", "from b"]  # nothing twice after the task restart
 
 
+def test_a_sink_made_before_its_topic_picks_it_up_with_every_task(spark, broker, topic_name, tmp_path,
+                                                                  wait_until_async, worker_config):
+    """Issue 11: a sink's tasks, started with no partition, all restart at once on their shares when
+    the topic appears; their parallel stops once raced on each other's run directories (linger)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    out = tmp_path / "out.txt"
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
+        await herder.start()
+        try:
+            await herder.put({"name": "early-sink", "connector.class": "FileStreamSink", "file": str(out),
+                              "topics": topic_name, "tasks.max": "3"})
+            assert [herder.status.task("early-sink", i).state for i in range(3)] == [RUNNING] * 3
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            admin.create_topics([NewTopic(topic_name, 6, 1)])[topic_name].result(timeout=30)
+            producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+            for i in range(600):
+                producer.produce(topic_name, value=f"r{i:03d}".encode(), partition=i % 6)
+            assert producer.flush(30) == 0
+            await wait_until_async(lambda: out.exists() and len(set(out.read_text().splitlines())) == 600,
+                                   "every record of the late topic", timeout=120)
+            shares = [handle.task_partitions for handle in (t.handle for t in herder._connectors["early-sink"].tasks)]
+            states = [herder.status.task("early-sink", i).state for i in range(3)]
+            assert herder.loops.problems() == []
+            return shares, states
+        finally:
+            await herder.stop()
+
+    shares, states = asyncio.run(scenario())
+    assert sorted(shares) == [2, 2, 2] and states == [RUNNING] * 3
+
+
 def test_pause_resume_stop_and_restart(spark, broker, topic_name, tmp_path, wait_until_async, consume_records,
                                        worker_config):
     from confluent_kafka.admin import AdminClient, NewTopic
