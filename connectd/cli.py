@@ -373,13 +373,16 @@ async def _tell_systemd(notifier: Any, herder: Any, stop: asyncio.Event) -> None
 
     every = STATUS_INTERVAL_S if notifier.watchdog_s is None else min(STATUS_INTERVAL_S, notifier.watchdog_s / 2)
     while not stop.is_set():
-        if notifier.watchdog_s is not None:
-            problem = await herder.health_check()
-            if problem is None:
-                notifier.watchdog()
-            else:
-                get_logger(__name__).warning("systemd_watchdog_withheld", reason=problem)
-        notifier.status(herder.local_summary())
+        try:
+            if notifier.watchdog_s is not None:
+                problem = await herder.health_check()
+                if problem is None:
+                    notifier.watchdog()
+                else:
+                    get_logger(__name__).warning("systemd_watchdog_withheld", reason=problem)
+            notifier.status(herder.local_summary())
+        except Exception as exc:  # noqa: BLE001 - said, and no ping: systemd's watchdog restarts a worker stuck so
+            get_logger(__name__).error("systemd_notify_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
         await asyncio.sleep(every)
 
 

@@ -6,7 +6,8 @@ and keeps configs, statuses and offsets in the internal topics. The
 protocol, the topics and the assignment are described in ``docs/cluster.md``;
 here is the herder's part::
 
-    start ─► topics exist ─► config + status topics read to the end ─► join the group
+    start ─► topics exist ─► config + status topics read to the end ─► join the group, warming
+          (no work until Spark is warm: attach_spark, then a rejoin that takes work)
     assigned(generation, assignment)
         ├─ error CONFIG_MISMATCH ─► read the config topic to the end (worker.sync.timeout.ms), rejoin
         │    (not read in time: keep the work and read on; with worker.unsync.backoff.ms set,
@@ -22,7 +23,8 @@ here is the herder's part::
         ├─ target state ─► owners pause / resume; STOPPED: the connector instance stops and the
         │                  leader writes an empty task set, so the tasks are revoked
         └─ restart request ─► owners restart what it names
-    session lost ─► stop everything at once (before the group can give it to another worker)
+    session lost ─► stop everything at once (before the group can give it to another worker); the
+                    lease every task's query reads ended at that same moment (on_lease)
     stop ─► stop everything, leave the group, close the topics
 
 Writes arriving over REST are the leader's: a follower raises
@@ -156,7 +158,8 @@ class DistributedHerder(HerderBase):
         await super().start()
         await self.member.start()
         ttl_s = self.worker.get("inter.worker.key.ttl.ms") / 1000
-        self._key_task = self.loops.run("session-keys", self._rotate_session_key, pause_s=min(max(ttl_s / 4, 1.0), 60.0))
+        self._key_task = self.loops.run("session-keys", self._rotate_session_key,
+                                        pause_s=min(max(ttl_s / 4, 1.0), 60.0))
 
     async def stop(self) -> None:
         if self._key_task is not None:

@@ -390,8 +390,11 @@ class HerderBase:
         return None
 
     async def stop(self) -> None:
-        await self.loops.stop("herder-watch")
-        await self.loops.stop("partition-discovery")
+        # Under the herder's lock: a pass under way (a check's Spark calls in a thread, a task starting
+        # on new partitions) finishes first; the loops are then cancelled where they wait.
+        async with self._lock:
+            await self.loops.stop("herder-watch")
+            await self.loops.stop("partition-discovery")
         self._watcher = None
         async with self._lock:
             for name in list(self._connectors):

@@ -39,6 +39,8 @@ class TaskRun:
     hiccups: list[float] = field(default_factory=list)
     #: Wall-clock time (s) its current query started: the liveness check's baseline before any progress.
     started_wall: float | None = None
+    #: Loop time of the liveness check's last look at its query's progress.
+    progress_checked: float = 0.0
     #: Serialises the supervisor's operations on this task.
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 

@@ -114,7 +114,6 @@ class Supervisor:
         #: ``task.stall.timeout.ms`` in seconds; 0: a long trigger is never a stall.
         self.stall_timeout_s = herder.worker.get("task.stall.timeout.ms") / 1000
         self._idle_limit_s: float | None = None
-        self._progress_checked: dict[int, float] = {}  # id(task) -> loop time of its last progress check
 
     # --- operations (each takes the task's lock) ---
 
@@ -189,9 +188,9 @@ class Supervisor:
                 if handle is None or handle.query is None:  # never, by construction: said loudly if it happens
                     await self._restart_quietly(run, task, "the task was reported live but had no Spark query")
                     return
-                deep = now - self._progress_checked.get(id(task), 0.0) >= _PROGRESS_CHECK_S
+                deep = now - task.progress_checked >= _PROGRESS_CHECK_S
                 if deep:
-                    self._progress_checked[id(task)] = now
+                    task.progress_checked = now
                 liveness = await asyncio.to_thread(self._liveness, handle, task.started_wall, deep)
                 await self._judge(run, task, handle, liveness)
 
@@ -263,7 +262,7 @@ class Supervisor:
     async def _stop(self, run: ConnectorRun, task: TaskRun, timeout_s: float | None = None) -> None:
         handle, task.handle = task.handle, None
         task.restart_at = None
-        self._progress_checked.pop(id(task), None)
+        task.progress_checked = 0.0
         if handle is None:
             task.state = UNASSIGNED
             return
