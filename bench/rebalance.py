@@ -6,9 +6,15 @@ empty 20-partition topic. Measured, each from the event to every one of
 the 20 tasks RUNNING again where the leader put it (polled on the REST API
 every 50 ms):
 
-- **join**: a second, then a third worker joins; from its first JoinGroup
-  (``group_joining`` in its log — its Spark is up by then) until the tasks
-  are spread over all workers (±1);
+- **start → joined**: a second, then a third worker starts; from its
+  process start until it is a member of the group (``group_joined`` in its
+  log). A worker joins as soon as it has read the cluster's state, saying it
+  is warming, and starts Spark meanwhile;
+- **joined → first task RUNNING**: from then until the first task moved to
+  it reports RUNNING (its log's first task ``status_changed`` to RUNNING):
+  its Spark's start and warm-up, then the two rounds that move its share;
+- **join**: from its first JoinGroup until the tasks are spread over all
+  workers (±1);
 - **clean leave**: SIGTERM to the third worker; from the signal until its
   tasks run on the other two.
 
@@ -85,15 +91,17 @@ def _wait(condition, timeout: float, what: str, show=None):
     raise SystemExit(f"timed out after {timeout:g} s waiting for {what}" + (f"; last seen: {show()}" if show else ""))
 
 
-def _first_event(log: Path, event: str, timeout: float = 120) -> float:
-    """The wall-clock time of the first *event* in a worker's JSON log."""
+def _first_event(log: Path, event: str, timeout: float = 120, **fields: object) -> float:
+    """The wall-clock time of the first *event* in a worker's JSON log whose *fields* are as given
+    (``task=True``: any task, not the connector)."""
     def found() -> float | None:
         for line in log.read_text(errors="replace").splitlines():
             if f'"event": "{event}"' in line:
-                stamp = json.loads(line)["timestamp"]
-                return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+                record = json.loads(line)
+                if all(record.get(k) is not None if v is True else record.get(k) == v for k, v in fields.items()):
+                    return datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp()
         return None
-    return _wait(found, timeout, f"{event} in {log.name}")
+    return _wait(found, timeout, f"{event} {fields or ''} in {log.name}")
 
 
 def main() -> None:
@@ -147,11 +155,17 @@ def main() -> None:
             _wait(lambda: _placement(urls["w1"], args.tasks), 300, "every task RUNNING on w1")
             results["first_start_s"] = time.time() - started
             for joining, members in (("w2", ("w1", "w2")), ("w3", ("w1", "w2", "w3"))):
+                spawned = time.time()
                 start(joining)
-                joined = _first_event(workdir / f"{joining}.log", "group_joining")
+                log = workdir / f"{joining}.log"
+                joining_at = _first_event(log, "group_joining")
                 _wait(lambda m=members: _balanced(_placement(urls["w1"], args.tasks), ids(*m)), 120,
                       f"tasks spread over {members}", lambda: _get(f"{urls['w1']}/connectors/bench/status"))
-                results[f"join_{joining}_s"] = time.time() - joined
+                results[f"join_{joining}_s"] = time.time() - joining_at
+                joined = _first_event(log, "group_joined")
+                results[f"start_to_joined_{joining}_s"] = joined - spawned
+                results[f"joined_to_first_task_running_{joining}_s"] = (
+                    _first_event(log, "status_changed", task=True, state="RUNNING") - joined)
             left = time.time()
             processes["w3"].send_signal(signal.SIGTERM)
             _wait(lambda: _balanced(_placement(urls["w1"], args.tasks), ids("w1", "w2")), 300,

@@ -549,8 +549,10 @@ def worker_config_in() -> Callable[..., WorkerConfigs]:
 
 #: scheduled.rebalance.max.delay.ms of the cluster fixture: how long lost work waits for its worker.
 CLUSTER_DELAY_MS = 4000
-#: session.timeout.ms of the shared distributed worker config.
-CLUSTER_SESSION_MS = 2000
+#: session.timeout.ms of the cluster fixture: the dev broker holds a JoinGroup for half of it (so
+#: short), while three Spark JVMs on two cores may keep a worker from heartbeating for a second or
+#: more (so not the 2 s of the plain distributed config: a worker would lose its session).
+CLUSTER_SESSION_MS = 3000
 
 
 class Cluster:
@@ -569,6 +571,7 @@ class Cluster:
         # One group for every worker: the settings are made once, then each worker gets a port.
         self.settings = worker_config.settings(
             "distributed", **{"scheduled.rebalance.max.delay.ms": str(CLUSTER_DELAY_MS), "spark.master": "local[1]",
+                              "session.timeout.ms": str(CLUSTER_SESSION_MS),
                               "spark.sql.shuffle.partitions": "1", "rest.advertised.host.name": "127.0.0.1",
                               "task.shutdown.graceful.timeout.ms": "10000", **overrides})
         self.settings.pop("listeners")

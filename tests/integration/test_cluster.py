@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 pytestmark = pytest.mark.integration
 
 DELAY_MS = 4000  # scheduled.rebalance.max.delay.ms: how long lost work waits for its worker
-SESSION_MS = 2000  # session.timeout.ms of the shared distributed worker config
+SESSION_MS = 3000  # session.timeout.ms of the cluster fixture (tests/conftest.py)
 
 
 def _produce(broker, topic: str, start: int, count: int, partitions: int) -> None:

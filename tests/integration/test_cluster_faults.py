@@ -1,0 +1,299 @@
+"""A Connect cluster under faults: real worker processes, the real broker, real Spark.
+
+Each scenario runs a FileStreamSource (1 task) into a 6-partition topic and a
+sink with 6 tasks whose instances write down who wrote each record and when
+(``tests/support/ledger_sink.py``), under a steady load of lines appended to
+the source's file, and checks the three things a Connect runtime owes its
+users whatever the fault:
+
+- nothing is lost: every line appended reaches the sink;
+- nothing runs twice at once: the workers that wrote each partition, in
+  turn, are workers its task was RUNNING on, in that order (the status
+  topic's history) — two workers writing one partition at once would show
+  as turns that go back and forth;
+- the status is true at the end: every task RUNNING, on a live worker, and
+  moving data (lines appended at the end arrive).
+
+What each fault does, and what a user may see meanwhile, is in
+docs/cluster.md ("Faults").
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from ledger_sink import read_ledger, writer_changes
+
+from connectd.broker import EmbeddedBroker, free_port
+from connectd.connector import TopicPartition
+from connectd.runtime.sink_task import assign_partitions
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 6
+LINES_PER_APPEND = 200
+APPEND_EVERY_S = 0.1
+
+
+class Appender:
+    """Appends numbered lines to the source's file on a thread of its own, until stopped."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.written = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="appender", daemon=True)
+
+    def __enter__(self) -> Appender:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> int:
+        """Stop appending; how many lines were written."""
+        self._stop.set()
+        self._thread.join()
+        return self.written
+
+    def append(self, count: int) -> None:
+        with open(self.path, "a", encoding="utf-8") as out:
+            out.write("".join(f"line {i:07d}\n" for i in range(self.written, self.written + count)))
+        self.written += count
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.append(LINES_PER_APPEND)
+            self._stop.wait(APPEND_EVERY_S)
+
+
+@pytest.fixture
+def pipeline(cluster, tmp_path, topic_name) -> Iterator[Callable[..., Pipeline]]:
+    made: list[Pipeline] = []
+
+    def make(workers, **sink_extra: str) -> Pipeline:
+        made.append(Pipeline(workers, tmp_path, topic_name, **sink_extra))
+        return made[-1]
+
+    yield make
+
+
+class Pipeline:
+    """The source and the ledger sink of one scenario, over the cluster *workers*."""
+
+    def __init__(self, workers, directory: Path, topic: str, **sink_extra: str) -> None:
+        self.workers = workers
+        self.topic = topic
+        self.source_file = directory / "in.txt"
+        self.source_file.write_text("")
+        self.ledger = directory / "ledger"
+        self.ledger.mkdir()
+        self.source = {"connector.class": "FileStreamSource", "file": str(self.source_file), "topic": topic,
+                       "topic.creation.default.partitions": str(PARTITIONS),
+                       "topic.creation.default.replication.factor": "1"}
+        self.sink = {"connector.class": "FileStreamSink", "topics": topic, "tasks.max": str(PARTITIONS),
+                     "file": str(directory / "unused.txt"), "task.class": "ledger_sink.LedgerSinkTask",
+                     "ledger.dir": str(self.ledger), **sink_extra}
+
+    def create(self, via_source: str, via_sink: str) -> None:
+        """Both connectors, the sink right after the source: before its topic exists."""
+        for name, config, via in (("source", self.source, via_source), ("sink", self.sink, via_sink)):
+            code, body = self.workers.call(via, "POST", "/connectors", {"name": name, "config": config})
+            assert code == 201, body
+
+    def delivered(self) -> set[str]:
+        return {entry.value for entry in read_ledger(self.ledger)}
+
+    def wait_delivered(self, lines: int, timeout: float = 240) -> None:
+        expected = {f"line {i:07d}" for i in range(lines)}
+        self.workers.wait_until(lambda: expected - self.delivered(), f"all {lines} lines in the sink",
+                                until=lambda missing: not missing, timeout=timeout)
+
+    def source_worker(self, asking: str) -> str:
+        """The name of the worker the source's task is RUNNING on, as *asking* answers."""
+        status = self.workers.wait_until(lambda: self.workers.status(asking, "source"), "the source's task RUNNING",
+                                         until=lambda s: [t["state"] for t in s.get("tasks", [])] == ["RUNNING"],
+                                         timeout=120)
+        return self.workers.name_of(status["tasks"][0]["worker_id"])
+
+    def all_running(self, asking: str) -> dict[str, str]:
+        """task → worker name once every task of both connectors is RUNNING on a live worker; else {}."""
+        placed = self.workers.placement(asking, ["sink"], PARTITIONS)
+        source = self.workers.placement(asking, ["source"], 1)
+        if not placed or not source:
+            return {}
+        live = {self.workers.urls[name].removeprefix("http://") for name in self.workers.workers}
+        if not set(placed.values()) | set(source.values()) <= live:
+            return {}
+        return {task: self.workers.name_of(worker) for task, worker in {**placed, **source}.items()}
+
+    def assert_true_at_the_end(self, appender: Appender) -> None:
+        """Every task RUNNING on a live worker, every worker answering the same, and data moving."""
+        asking = sorted(self.workers.workers)
+        placed = self.workers.wait_until(lambda: self.all_running(asking[0]), "every task RUNNING on a live worker",
+                                         timeout=120)
+        for name in asking[1:]:
+            self.workers.wait_until(lambda n=name: self.all_running(n), f"{name} to answer the same placement",
+                                    until=lambda seen: seen == placed, timeout=60)
+        appender.append(PARTITIONS * 100)  # RUNNING means moving data: these arrive too
+        self.wait_delivered(appender.written, timeout=120)
+
+    def assert_nothing_ran_twice_at_once(self, consume_records) -> None:
+        """Each partition's writers, in turn, are workers its task was RUNNING on, in that order."""
+        ran_on: dict[int, list[str]] = {}
+        for record in self.workers.status_history(consume_records):
+            if record["task"].startswith("sink-") and record["state"] == "RUNNING":
+                turns = ran_on.setdefault(int(record["task"].removeprefix("sink-")), [])
+                name = self.workers.name_of(record["worker_id"])
+                if not turns or turns[-1] != name:
+                    turns.append(name)
+        partitions = [TopicPartition(self.topic, p) for p in range(PARTITIONS)]
+        owner = {tp.partition: task for task in range(PARTITIONS) for tp in assign_partitions(partitions, task, PARTITIONS)}
+        for (_, partition), writers in writer_changes(read_ledger(self.ledger)).items():
+            assert _in_order_within(writers, ran_on.get(owner[partition], [])), (
+                f"partition {partition} was written by {writers}, its task ran on {ran_on.get(owner[partition])}")
+
+
+def _in_order_within(turns: list[str], sequence: list[str]) -> bool:
+    """Whether *turns* is a subsequence of *sequence*."""
+    remaining = iter(sequence)
+    return all(any(turn == item for item in remaining) for turn in turns)
+
+
+def test_a_sink_before_its_topic_the_source_worker_killed_a_worker_joining_the_leader_killed_one_frozen(
+        cluster, pipeline, consume_records):
+    """Faults one after another under one steady load (one cluster: each costs three Spark JVMs' start):
+
+    1. issue 11's case: the sink's tasks start with no partition and pick the topic up once the source
+       creates it; the source's worker dies mid-stream (SIGKILL); a fourth worker joins under load;
+    2. the leader dies (SIGKILL);
+    3. a worker is frozen (SIGSTOP) for longer than its session and the rebalance delay, its work
+       starting elsewhere meanwhile, then woken (SIGCONT). It plans no batch when it wakes: its lease
+       ended (connectd.runtime.fencing). At most its batch in flight when it froze is finished: none
+       of the records appended while it was frozen is written by it.
+    """
+    workers = cluster()
+    for name in ("w1", "w2", "w3"):
+        workers.start(name)
+    workers.wait_up("w1", "w2", "w3")
+    flow = pipeline(workers)
+    with Appender(flow.source_file) as appender:
+        flow.create("w1", "w2")
+        workers.wait_until(lambda: len(flow.delivered()) >= 2000, "lines flowing through the sink", timeout=180)
+        victim = flow.source_worker("w1")
+        workers.kill(victim)
+        survivor = next(iter(workers.workers))
+        workers.start("w4")
+        workers.wait_up("w4")
+        workers.wait_until(lambda: flow.source_worker(survivor) != victim, "the source running elsewhere",
+                           timeout=120)
+        workers.wait_until(lambda: flow.all_running(survivor), "every task RUNNING with w4 in", timeout=120)
+
+        leader = workers.leader()
+        workers.kill(leader)
+        survivors = sorted(workers.workers)
+        placed = workers.wait_until(lambda: flow.all_running(survivors[0]), "the leader's work on the two others",
+                                    timeout=120)
+        frozen = max(survivors, key=lambda name: list(placed.values()).count(name))  # the busier one
+        awake = next(name for name in survivors if name != frozen)
+        workers.freeze(frozen)
+        frozen_at, lines_at_freeze = time.time_ns(), appender.written
+        try:
+            workers.wait_until(lambda: set(flow.all_running(awake).values()) == {awake},
+                               "the frozen worker's work RUNNING on the other", timeout=120)
+        finally:
+            workers.thaw(frozen)
+        workers.wait_until(lambda: workers.settled(members=2), "the woken worker back in the group", timeout=120)
+    flow.wait_delivered(appender.written)
+    flow.assert_true_at_the_end(appender)
+    flow.assert_nothing_ran_twice_at_once(consume_records)
+    # The frozen worker's task instances from before the freeze (it gets work again once back in the
+    # group: new instances, rightly given what arrived meanwhile).
+    entries = read_ledger(flow.ledger)
+    first_write: dict[str, int] = {}
+    for entry in entries:
+        first_write.setdefault(entry.instance, entry.time_ns)
+    assert any(e.worker == frozen and e.time_ns < frozen_at for e in entries)  # it was writing when it froze
+    zombie = [e for e in entries if e.worker == frozen and first_write[e.instance] < frozen_at and e.time_ns > frozen_at]
+    late = sorted({e.value for e in zombie if int(e.value.split()[1]) >= lines_at_freeze})
+    assert not late, f"the frozen worker wrote {len(late)} lines appended while it was frozen: {late[:5]}"
+    log = (workers.directory / f"{frozen}.log").read_text(errors="replace")
+    assert '"event": "group_membership_lost"' in log and '"reason": "session_deadline"' in log
+
+
+#: How long the broker stays away in the broker test (issue 11's figure).
+BROKER_AWAY_S = 20.0
+
+
+@pytest.fixture
+def lasting_broker(tmp_path, monkeypatch, wait_until) -> Iterator[EmbeddedBroker]:
+    """A broker of the test's own whose records and committed offsets survive its restart: tansu's
+    S3 storage, on an S3 server of the test's own (moto's, on loopback). Both stopped by PID."""
+    import boto3
+
+    port = free_port()
+    with open(tmp_path / "s3.log", "ab") as log:
+        s3 = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        credentials = {"AWS_ACCESS_KEY_ID": "connectd-test", "AWS_SECRET_ACCESS_KEY": "connectd-test",
+                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
+        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+                              aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1")
+
+        def bucket_made() -> bool:
+            try:
+                client.create_bucket(Bucket="tansu")
+            except Exception:  # noqa: BLE001 - not listening yet
+                return False
+            return True
+
+        wait_until(bucket_made, "the S3 server to take a bucket", timeout=60)
+        for key, value in {**credentials, "AWS_ENDPOINT": endpoint, "AWS_ALLOW_HTTP": "true"}.items():
+            monkeypatch.setenv(key, value)  # the broker's environment, at each of its starts
+        broker = EmbeddedBroker(port=0, storage="s3://tansu/", log_file=tmp_path / "broker.log")
+        broker.start()
+        try:
+            yield broker
+        finally:
+            broker.stop()
+    finally:
+        os.killpg(s3.pid, signal.SIGKILL)
+        s3.wait(30)
+
+
+def test_the_broker_away_for_20_seconds(lasting_broker, cluster, pipeline, consume_records):
+    """The Kafka cluster stops for 20 s and starts again: each worker's membership ends (its tasks
+    stop before their session could), and everything comes back. (The broker is set up before the
+    cluster, so that the workers stop, at the end, while it still runs.)"""
+    workers = cluster(on=lasting_broker)
+    for name in ("w1", "w2"):
+        workers.start(name)
+    workers.wait_up("w1", "w2")
+    flow = pipeline(workers)
+    with Appender(flow.source_file) as appender:
+        flow.create("w1", "w2")
+        workers.wait_until(lambda: len(flow.delivered()) >= 1000, "lines flowing through the sink", timeout=180)
+        lasting_broker.stop()
+        stopped = time.monotonic()
+        for name in ("w1", "w2"):
+            workers.wait_until(lambda n=name: '"event": "group_membership_lost"' in
+                               (workers.directory / f"{n}.log").read_text(errors="replace"),
+                               f"{name} to stop its work, its membership lost", timeout=60)
+        time.sleep(max(BROKER_AWAY_S - (time.monotonic() - stopped), 0))  # the outage under test lasts 20 s
+        lasting_broker.start()
+        workers.wait_until(lambda: workers.settled(members=2), "the group formed again", timeout=120)
+    flow.wait_delivered(appender.written)
+    flow.assert_true_at_the_end(appender)
+    flow.assert_nothing_ran_twice_at_once(lambda topic, **kw: consume_records(
+        topic, bootstrap_servers=lasting_broker.bootstrap_servers, **kw))
