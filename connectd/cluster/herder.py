@@ -711,26 +711,18 @@ class DistributedHerder(HerderBase):
             if (self._connectors.get(run.name) is not run or run.instance is None
                     or run.name not in self._assigned.connectors):
                 return
-            resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
-            try:
-                written = await self._generate_task_configs(run, run.instance, resolved)
-            except Exception as exc:
-                self._set(run.name, None, FAILED, trace_of(exc))
-                return
-            await self._publish_task_configs(run, written, attempt)
+            written = await self._regenerated_task_configs(run)
+            if written is not None:
+                await self._publish_task_configs(run, written, attempt)
 
     async def _reconfigure(self, run: ConnectorRun) -> None:
         async with self._lock:
             if self._connectors.get(run.name) is not run or run.instance is None or run.target == "STOPPED":
                 return
-            resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
             with bind_context(connector=run.name):
-                try:
-                    written = await self._generate_task_configs(run, run.instance, resolved)
-                except Exception as exc:
-                    self._set(run.name, None, FAILED, trace_of(exc))
-                    return
-                await self._publish_task_configs(run, written)
+                written = await self._regenerated_task_configs(run)
+                if written is not None:
+                    await self._publish_task_configs(run, written)
 
     # --- config records (the config store's listener; called on the event loop) ---
 

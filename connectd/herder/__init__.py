@@ -709,6 +709,16 @@ class HerderBase:
             raise ConnectorError(too_many)
         return self._written_task_configs(run, resolved, task_configs)
 
+    async def _regenerated_task_configs(self, run: ConnectorRun) -> list[dict[str, str]] | None:
+        """The running connector's task configs asked for again (as written), or ``None``: asking
+        failed, and the connector is FAILED with the trace."""
+        resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
+        try:
+            return await self._generate_task_configs(run, run.instance, resolved)
+        except Exception as exc:
+            self._set(run.name, None, FAILED, trace_of(exc))
+            return None
+
     async def _prepare_task(self, run: ConnectorRun) -> None:
         """What a task needs before its query starts, beyond what task assembly does."""
 
@@ -887,27 +897,23 @@ class StandaloneHerder(HerderBase):
 
         A STOPPED connector starts with its tasks paused, as in Kafka Connect.
         """
-        async with self._lock:
-            run = self._run(name)
-            previous, run.target = run.target, "PAUSED"
-            if previous == "STOPPED":
-                await self._start_connector(run)
-                return
-            for task in run.tasks:
-                await self.supervisor.pause(run, task)
-            self._set(name, None, PAUSED)
+        await self._retarget(name, "PAUSED")
 
     async def resume(self, name: str) -> None:
         """Back to RUNNING from PAUSED (tasks read on) or STOPPED (the connector starts again)."""
+        await self._retarget(name, "STARTED")
+
+    async def _retarget(self, name: str, target: str) -> None:
         async with self._lock:
             run = self._run(name)
-            previous, run.target = run.target, "STARTED"
+            previous, run.target = run.target, target
             if previous == "STOPPED":
                 await self._start_connector(run)
                 return
+            change = self.supervisor.pause if target == "PAUSED" else self.supervisor.resume
             for task in run.tasks:
-                await self.supervisor.resume(run, task)
-            self._set(name, None, RUNNING)
+                await change(run, task)
+            self._set(name, None, PAUSED if target == "PAUSED" else RUNNING)
 
     async def stop_connector(self, name: str) -> None:
         """STOPPED: every task shut down gracefully, the config kept, offsets editable."""
@@ -973,12 +979,9 @@ class StandaloneHerder(HerderBase):
         async with self._lock:
             if self._connectors.get(run.name) is not run or run.instance is None or run.target == "STOPPED":
                 return
-            resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()}
             with bind_context(connector=run.name):
-                try:
-                    written = await self._generate_task_configs(run, run.instance, resolved)
-                except Exception as exc:
-                    self._set(run.name, None, FAILED, trace_of(exc))
+                written = await self._regenerated_task_configs(run)
+                if written is None:
                     return
                 if written == [task.config for task in run.tasks]:
                     log.info("task_reconfiguration_unchanged")
