@@ -8,7 +8,7 @@ loop's end::
 
     RUNNING ──step raises──► FAILING: logged with its trace (``background_loop_failed``),
        ▲                     the step tried again after a back-off doubling from the
-       │                     loop's pause up to ``backoff_max_s``
+       │                     loop's pause (0.5 s at least) up to 30 s
        └──a step succeeds──── (``background_loop_recovered``, with how many failed)
     any ──cancelled (the owner stops)──► STOPPED
 
@@ -62,14 +62,13 @@ class Loops:
         self.unhealthy_after_s = unhealthy_after_s
         self._loops: dict[str, _Loop] = {}
 
-    def run(self, name: str, step: Callable[[], Awaitable[object]], *, pause_s: float = 0.0,
-            backoff_max_s: float = _BACKOFF_MAX_S) -> asyncio.Task[None]:
+    def run(self, name: str, step: Callable[[], Awaitable[object]], *, pause_s: float = 0.0) -> asyncio.Task[None]:
         """Start the loop *name*: ``await step()``, then *pause_s* seconds, for ever.
 
         :returns: its asyncio task; cancel it (:meth:`stop`) to end the loop.
         """
         loop = self._loops[name] = _Loop(name)
-        loop.task = asyncio.get_running_loop().create_task(self._forever(loop, step, pause_s, backoff_max_s),
+        loop.task = asyncio.get_running_loop().create_task(self._forever(loop, step, pause_s),
                                                            name=name)
         return loop.task
 
@@ -79,10 +78,6 @@ class Loops:
         if loop is not None and loop.task is not None:
             loop.task.cancel()
             await asyncio.gather(loop.task, return_exceptions=True)
-
-    async def stop_all(self) -> None:
-        for name in list(self._loops):
-            await self.stop(name)
 
     def problems(self) -> list[str]:
         """Why loops cannot go on, one sentence each; empty when every loop is sound."""
@@ -97,8 +92,7 @@ class Loops:
                              f"{now - loop.failing_since:.0f} s (last with {loop.last_error}); see the worker's log.")
         return found
 
-    async def _forever(self, loop: _Loop, step: Callable[[], Awaitable[object]], pause_s: float,
-                       backoff_max_s: float) -> None:
+    async def _forever(self, loop: _Loop, step: Callable[[], Awaitable[object]], pause_s: float) -> None:
         while True:
             try:
                 await step()
@@ -109,7 +103,7 @@ class Loops:
                 if loop.failing_since is None:
                     loop.failing_since = time.monotonic()
                 loop.last_error = type(exc).__name__
-                delay = min(max(pause_s, _FIRST_BACKOFF_S) * 2 ** (loop.failures - 1), backoff_max_s)
+                delay = min(max(pause_s, _FIRST_BACKOFF_S) * 2 ** (loop.failures - 1), _BACKOFF_MAX_S)
                 log.error("background_loop_failed", loop=loop.name, attempt=loop.failures, retry_in_s=delay,
                           error=f"{type(exc).__name__}: {exc}", exc_info=exc)
                 await asyncio.sleep(delay)
