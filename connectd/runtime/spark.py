@@ -41,10 +41,12 @@ query between its micro-batches found no job of its group to cancel.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -197,10 +199,17 @@ def end_jvm(timeout_s: float | None = None) -> int | None:
     PySpark's gateway exits at the end of its input: that is closed, then the JVM is
     waited for *timeout_s* (``None``: as long as it takes), and killed past that. A later
     session in this process starts a new JVM.
+
+    First the JVM objects Python let go of are released while the JVM still answers: py4j
+    sends those releases from a thread of its own, which would otherwise send them to the
+    ended JVM and log "Exception while sending command" on the root logger.
     """
     from pyspark import SparkContext
 
-    jvm = getattr(SparkContext._gateway, "proc", None)
+    gateway = SparkContext._gateway
+    jvm = getattr(gateway, "proc", None)
+    if gateway is not None:
+        _release_java_objects(gateway)
     SparkContext._gateway = None
     SparkContext._jvm = None
     if jvm is None:
@@ -212,6 +221,17 @@ def end_jvm(timeout_s: float | None = None) -> int | None:
     except subprocess.TimeoutExpired:
         jvm.kill()
         return jvm.wait()
+
+
+def _release_java_objects(gateway: Any, timeout_s: float = 5.0) -> None:
+    """Collect the Python objects holding JVM objects, wait (*timeout_s* at most) until py4j's
+    finalizer thread has sent their releases, then stop that thread (the gateway's shutdown)."""
+    gc.collect()
+    pending = getattr(gateway._gateway_client, "finalizer_deque", None)  # py4j's ClientServer only
+    deadline = time.monotonic() + timeout_s
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+    gateway.shutdown()  # its errors are logged by py4j's own logger, held at WARN
 
 
 def _class_archive(config: WorkerConfig, conf: dict[str, str]) -> ClassArchive | None:

@@ -103,7 +103,7 @@ def test_quickstart_moves_generated_records_to_a_file_and_stops_cleanly(tmp_path
     lines = [line for line in (result.stdout + result.stderr).splitlines()
              if not line.startswith(own) and line != "WARNING: Using incubator modules: jdk.incubator.vector"]
     events = [json.loads(line) for line in lines]  # every one a JSON line
-    assert all(event["worker"] for event in events), [e for e in events if not e.get("worker")]
+    assert all(event.get("worker") for event in events), [e for e in events if not e.get("worker")]
     assert [e for e in events if e["level"] not in ("info", "debug")] == []
     assert {(e["connector"], e["task"]) for e in events if e.get("task") is not None} == {
         ("quickstart-datagen", 0), ("quickstart-file-sink", 0)}
