@@ -205,6 +205,9 @@ def test_a_sink_before_its_topic_the_source_worker_killed_a_worker_joining_the_l
                                     timeout=120)
         frozen = max(survivors, key=lambda name: list(placed.values()).count(name))  # the busier one
         awake = next(name for name in survivors if name != frozen)
+        placed_at = time.time_ns()
+        workers.wait_until(lambda: any(e.worker == frozen and e.time_ns > placed_at for e in read_ledger(flow.ledger)),
+                           f"{frozen} writing records", timeout=60)
         workers.freeze(frozen)
         frozen_at, lines_at_freeze = time.time_ns(), appender.written
         try:
