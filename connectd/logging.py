@@ -12,12 +12,18 @@ stream, not even inside a library's exception message.
 Levels are the stdlib loggers' own levels, so :func:`set_level` (which backs
 Kafka Connect's ``/admin/loggers``) changes what is written from then on, for
 structlog and stdlib loggers alike.
+
+A library's line that repeats, numbers aside (aiokafka's "Unable connect to
+node" for every retry while a broker is away, librdkafka's in an executor), is
+written once per :data:`REPEAT_WINDOW_S`; the next one written says how many
+were held back. connectd's own lines are never held back.
 """
 
 from __future__ import annotations
 
 import logging as _stdlib_logging
 import os
+import re
 import sys
 import threading
 import time
@@ -39,6 +45,7 @@ __all__ = [
     "get_level",
     "get_levels",
     "get_logger",
+    "RepeatFilter",
     "set_level",
     "spark_process_worker",
     "spark_process_env",
@@ -213,6 +220,53 @@ class _Handler(_stdlib_logging.StreamHandler):  # type: ignore[type-arg]
     _connectd_owned = True
 
 
+#: A library's line (numbers aside) is written at most once per this many seconds.
+REPEAT_WINDOW_S = 30.0
+_REPEATS_KEPT = 1000  # distinct lines remembered at most; the oldest are forgotten first
+
+
+class RepeatFilter(_stdlib_logging.Filter):
+    """Lets a library's line through once per :data:`REPEAT_WINDOW_S` (lines that differ only in
+    numbers are the same line), saying how many were held back meanwhile: a client retrying a
+    refused connection logs many lines a second.
+
+    The worker's handler has one for every library's logger (connectd's own lines always pass
+    it); a connectd logger that carries a library's lines (librdkafka's, in Spark's executors)
+    gets one of its own with :meth:`on`.
+    """
+
+    def __init__(self, libraries_only: bool = False) -> None:
+        super().__init__()
+        self._libraries_only = libraries_only
+        self._lock = threading.Lock()
+        self._last: dict[tuple[str, int, str], tuple[float, int]] = {}  # line -> (written at, held back)
+
+    @classmethod
+    def on(cls, logger: _stdlib_logging.Logger) -> _stdlib_logging.Logger:
+        """*logger*, with a filter of this kind added unless it has one."""
+        if not any(isinstance(existing, cls) for existing in logger.filters):
+            logger.addFilter(cls())
+        return logger
+
+    def filter(self, record: _stdlib_logging.LogRecord) -> bool:
+        name = record.name
+        if self._libraries_only and (name == "connectd" or name.startswith("connectd.")):
+            return True
+        message = record.getMessage()
+        line = (name, record.levelno, re.sub(r"\d+", "#", message))
+        with self._lock:
+            last, held = self._last.pop(line, (float("-inf"), 0))
+            if record.created - last < REPEAT_WINDOW_S:
+                self._last[line] = (last, held + 1)
+                return False
+            self._last[line] = (record.created, 0)
+            if len(self._last) > _REPEATS_KEPT:
+                del self._last[next(iter(self._last))]
+        if held:
+            record.msg, record.args = f"{message} ({held} more like it in {record.created - last:.0f} s)", ()
+        return True
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
@@ -309,6 +363,7 @@ def configure_logging(
         ]
 
     handler = _Handler(stream)
+    handler.addFilter(RepeatFilter(libraries_only=True))
     handler.setFormatter(
         _RedactingFormatter(processors=processors, foreign_pre_chain=_FOREIGN_PRE_CHAIN)
     )

@@ -742,3 +742,36 @@ def test_spark_log4j_lines_have_the_worker_s_keys_and_levels():
     assert config["appender.out.filter.cancel.onMatch"] == "DENY"  # a stopped query's benign warning
     console = dict(line.split(" = ", 1) for line in log4j_config(False, "ERROR").splitlines())
     assert console["appender.out.layout.pattern"].startswith("%d{") and console["rootLogger.level"] == "ERROR"
+
+
+# --- repeated library lines -------------------------------------------------------
+
+
+def test_a_library_line_repeated_numbers_aside_is_written_once_a_window_then_with_its_count(monkeypatch):
+    stream = _configure()
+    now = [1000.0]
+    monkeypatch.setattr(time, "time", lambda: now[0])  # LogRecord.created
+    monkeypatch.setattr(time, "time_ns", lambda: int(now[0] * 1e9))
+    library = logging.getLogger("aiokafka.client")
+    executors_client = connectd_logging.RepeatFilter.on(logging.getLogger("connectd.kafka.client"))  # librdkafka's
+    connectd_logging.RepeatFilter.on(executors_client)  # asked twice, one filter
+    assert sum(isinstance(f, connectd_logging.RepeatFilter) for f in executors_client.filters) == 1
+    own = get_logger("connectd.cluster.membership")
+    for ms in range(50):  # a broker away: every retry says the same
+        library.error("Unable connect to node with id %s", 111)
+        library.error("Unable to update metadata from [%s]", 111)
+        executors_client.error("127.0.0.1:9092/bootstrap: Connect failed (after %dms in state CONNECT)", ms)
+        own.warning("group_request_failed", group="g")
+        now[0] += 0.1
+    library.warning("Unable connect to node with id %s", 111)  # at another level: another line
+    now[0] += connectd_logging.REPEAT_WINDOW_S
+    library.error("Unable connect to node with id %s", 112)
+
+    events = [(line["logger"], line["event"]) for line in _lines(stream) if line["event"] != "group_request_failed"]
+    assert events == [
+        ("aiokafka.client", "Unable connect to node with id 111"),
+        ("aiokafka.client", "Unable to update metadata from [111]"),
+        ("connectd.kafka.client", "127.0.0.1:9092/bootstrap: Connect failed (after 0ms in state CONNECT)"),
+        ("aiokafka.client", "Unable connect to node with id 111"),
+        ("aiokafka.client", "Unable connect to node with id 112 (49 more like it in 35 s)")]
+    assert _events(stream).count("group_request_failed") == 50  # connectd's own: every one

@@ -120,6 +120,7 @@ class DistributedHerder(HerderBase):
             handler=self,
             revocation_margin_ms=session_ms // 3,
             loops=self.loops,
+            retry_backoff_max_ms=worker.get("retry.backoff.max.ms"),
         )
         self.rebalance_wait_s = worker.get("rest.rebalance.wait.ms") / 1000
         self.sync_timeout_s = worker.get("worker.sync.timeout.ms") / 1000

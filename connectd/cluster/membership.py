@@ -58,6 +58,7 @@ Network errors are retried after ``retry_backoff_ms`` (the client's setting).
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from typing import Any, Protocol, Self
 
@@ -177,6 +178,9 @@ class WorkerGroupMember:
     :param revocation_margin_ms: how long before the session could expire
         ``on_revoked_all`` is called, i.e. the time the herder has to stop its
         work; default a third of the session timeout.
+    :param retry_backoff_max_ms: ``retry.backoff.max.ms``: after each failed join in a row the
+        wait doubles, from ``retry_backoff_ms`` up to this (with Kafka's 20 % jitter), so a
+        broker away for long is asked about once a second, not ten times.
     """
 
     def __init__(
@@ -191,6 +195,7 @@ class WorkerGroupMember:
         handler: MembershipHandler,
         revocation_margin_ms: int | None = None,
         loops: Loops | None = None,
+        retry_backoff_max_ms: int | None = None,
     ) -> None:
         unknown = [name for name in protocols if name not in VERSIONS]
         if not protocols or unknown:
@@ -212,6 +217,8 @@ class WorkerGroupMember:
         self._handler = handler
         self._revocation_deadline = (session_timeout_ms - revocation_margin_ms) / 1000
         self._retry_backoff = self._settings.get("retry_backoff_ms", 100) / 1000
+        self._retry_backoff_max = max(self._retry_backoff, (retry_backoff_max_ms or 0) / 1000)
+        self._failed_joins = 0  # in a row; the back-off grows with it
 
         self._client: AIOKafkaClient | None = None
         self._bootstrapped = False
@@ -350,6 +357,8 @@ class WorkerGroupMember:
             if self._state != _STABLE or self._rejoin.is_set():
                 if not await self._join_and_sync():
                     await self._backoff()
+                    return
+                self._failed_joins = 0
                 return
             await self._wait_any(self._rejoin, self._coordinator_lost)
         except (TimeoutError, KafkaError, OSError) as exc:
@@ -690,8 +699,16 @@ class WorkerGroupMember:
             self._delayed_rejoin.cancel()
             self._delayed_rejoin = None
 
+    def backoff_s(self, failures: int) -> float:
+        """The wait before the next join after *failures* failed joins in a row: ``retry.backoff.ms``
+        doubled per failure, at most ``retry.backoff.max.ms``, with 20 % jitter either way."""
+        wait = min(self._retry_backoff * 2 ** min(failures, 30), self._retry_backoff_max)
+        return wait * random.uniform(0.8, 1.2)
+
     async def _backoff(self) -> None:
-        await self._sleep(self._retry_backoff)
+        wait = self.backoff_s(self._failed_joins)
+        self._failed_joins += 1
+        await self._sleep(wait)
 
     async def _sleep(self, seconds: float) -> None:
         try:

@@ -74,7 +74,6 @@ import importlib
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -89,6 +88,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from connectd.logging import RepeatFilter
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 
 __all__ = [
@@ -741,39 +741,6 @@ _producers_lock = threading.Lock()
 #: Client errors that retrying cannot cure: a batch fails at once with them, not after its flush timeout.
 _REFUSALS = frozenset({"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
                        "CLUSTER_AUTHORIZATION_FAILED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "_SSL"})
-#: The same client log line (numbers aside) is written at most once per this many seconds.
-CLIENT_LOG_EVERY_S = 30.0
-
-
-class _RateLimited(logging.Filter):
-    """Lets a client log line through once per :data:`CLIENT_LOG_EVERY_S` (lines that differ
-    only in numbers are the same line), saying how many were held back meanwhile: a client
-    retrying a refused connection logs ~20 lines a second."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._last: dict[str, tuple[float, int]] = {}
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        shape = re.sub(r"\d+", "#", record.getMessage())
-        now = time.monotonic()
-        last, held = self._last.get(shape, (float("-inf"), 0))
-        if now - last < CLIENT_LOG_EVERY_S:
-            self._last[shape] = (last, held + 1)
-            return False
-        self._last[shape] = (now, 0)
-        if held:
-            record.msg, record.args = f"{record.getMessage()} ({held} more like it in {now - last:.0f} s)", ()
-        return True
-
-
-def _client_logger() -> logging.Logger:
-    logger = logging.getLogger("connectd.kafka.client")
-    if not any(isinstance(f, _RateLimited) for f in logger.filters):
-        logger.addFilter(_RateLimited())
-    return logger
-
-
 class _Producer:
     """A confluent-kafka producer and the refusal (``_REFUSALS``) its client last reported."""
 
@@ -781,7 +748,7 @@ class _Producer:
         from confluent_kafka import Producer
 
         self.refusal: str | None = None
-        self.client = Producer({**config, "error_cb": self._error, "logger": _client_logger()})
+        self.client = Producer({**config, "error_cb": self._error, "logger": RepeatFilter.on(logging.getLogger("connectd.kafka.client"))})
 
     def _error(self, error: Any) -> None:
         if error.fatal() or error.name() in _REFUSALS:

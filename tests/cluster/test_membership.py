@@ -347,3 +347,17 @@ def test_settings_that_leave_no_time_between_heartbeats_and_the_deadline_are_ref
     with pytest.raises(ConfigError, match="eager"):
         WorkerGroupMember({}, "g", session_timeout_ms=3000, rebalance_timeout_ms=10000, heartbeat_interval_ms=300,
                           protocols=["eager"], handler=RoundRobinHandler("a"))
+
+
+def test_the_wait_between_failed_joins_doubles_up_to_retry_backoff_max_ms_with_jitter():
+    member = WorkerGroupMember({"retry_backoff_ms": 100}, "g", session_timeout_ms=3000, rebalance_timeout_ms=10000,
+                               heartbeat_interval_ms=300, protocols=["compatible"], handler=RoundRobinHandler("a"),
+                               retry_backoff_max_ms=1000)
+    for failures, expected in [(0, 0.1), (1, 0.2), (2, 0.4), (3, 0.8), (4, 1.0), (40, 1.0)]:
+        waits = [member.backoff_s(failures) for _ in range(200)]
+        assert expected * 0.8 <= min(waits) and max(waits) <= expected * 1.2, (failures, min(waits), max(waits))
+        assert max(waits) - min(waits) > expected * 0.1  # jittered, so members do not retry in step
+    # Without retry.backoff.max.ms (or one below retry.backoff.ms) the wait stays at retry.backoff.ms.
+    fixed = WorkerGroupMember({"retry_backoff_ms": 100}, "g", session_timeout_ms=3000, rebalance_timeout_ms=10000,
+                              heartbeat_interval_ms=300, protocols=["compatible"], handler=RoundRobinHandler("a"))
+    assert max(fixed.backoff_s(5) for _ in range(50)) <= 0.12
