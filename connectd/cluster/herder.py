@@ -716,14 +716,8 @@ class DistributedHerder(HerderBase):
             if written is not None:
                 await self._publish_task_configs(run, written, attempt)
 
-    async def _reconfigure(self, run: ConnectorRun) -> None:
-        async with self._lock:
-            if self._connectors.get(run.name) is not run or run.instance is None or run.target == "STOPPED":
-                return
-            with bind_context(connector=run.name):
-                written = await self._regenerated_task_configs(run)
-                if written is not None:
-                    await self._publish_task_configs(run, written)
+    async def _apply_task_configs(self, run: ConnectorRun, written: list[dict[str, str]]) -> None:
+        await self._publish_task_configs(run, written)  # the leader writes them; owners restart their tasks
 
     # --- config records (the config store's listener; called on the event loop) ---
 

@@ -65,7 +65,7 @@ from connectd.logging import bind_context, get_logger
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING
 
 if TYPE_CHECKING:
-    from connectd.herder import HerderBase
+    from connectd.herder.base import HerderBase
     from connectd.runtime.assembly import TaskHandle
 
 __all__ = ["HICCUPS_ALLOWED", "HICCUP_WINDOW_S", "Supervisor"]

@@ -73,9 +73,9 @@ def test_server_takes_a_free_port_and_stops_twice():
 def test_a_sinks_offsets_with_no_kafka_answering_are_500_naming_the_cluster_within_the_bound(rest, monkeypatch):
     import time
 
-    from connectd import herder as herders
+    from connectd.herder import offsets_admin
 
-    monkeypatch.setattr(herders, "_ADMIN_TIMEOUT_S", 1.0)  # the bound (30 s) made short
+    monkeypatch.setattr(offsets_admin, "_ADMIN_TIMEOUT_S", 1.0)  # the bound (30 s) made short
 
     async def scenario(http, herder):
         config = {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/connectd-unused.txt"}

@@ -1,0 +1,151 @@
+"""A connector's offsets, as KIP-875's ``/connectors/{c}/offsets`` reads and changes them.
+
+A source connector's are its stored source offsets (the offsets file in standalone mode, the
+offsets topic in a cluster: the herder says which); a sink connector's are the committed
+offsets of its consumer group ``connect-<name>``. Reading works in any state; changing them is
+the herder's to allow (only while the connector is STOPPED, under its lock, so it cannot be
+resumed meanwhile), and first asks the connector's own ``alter_offsets`` on a new instance, as
+Kafka Connect does. The next start of the connector reads them as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+from connectd.config.worker import WorkerConfig
+from connectd.errors import BadRequestError, ConnectException, ConnectorError, KafkaUnavailableError
+from connectd.herder.runs import ConnectorRun
+from connectd.logging import get_logger
+from connectd.runtime.offsets import (
+    KAFKA_OFFSET,
+    KAFKA_PARTITION,
+    KAFKA_TOPIC,
+    alter_group_offsets,
+    canonical,
+    delete_group,
+    group_offsets,
+    parse_sink_offsets,
+    parse_source_offsets,
+)
+from connectd.runtime.sink_task import group_id
+
+__all__ = ["OffsetsAdmin"]
+
+log = get_logger(__name__)
+
+_ADMIN_TIMEOUT_S = 30.0
+
+
+class OffsetsAdmin:
+    """Reads and changes the offsets of a herder's connectors.
+
+    :param worker: the worker's configuration.
+    :param admin: the herder's admin client (confluent-kafka), made on first use.
+    :param source_store: where a source connector's offsets are kept (an offset store).
+    :param consumer_client: a sink connector's consumer settings (its overrides applied).
+    """
+
+    def __init__(self, worker: WorkerConfig, admin: Callable[[], Any], source_store: Callable[[ConnectorRun], Any],
+                 consumer_client: Callable[[Mapping[str, str]], dict[str, Any]]) -> None:
+        self._worker = worker
+        self._admin = admin
+        self._source_store = source_store
+        self._consumer_client = consumer_client
+
+    async def read(self, run: ConnectorRun) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The connector's offsets as ``(partition, offset)`` pairs, whatever its state.
+
+        A source connector's are its stored source offsets; a sink connector's
+        the committed offsets of its consumer group, as
+        ``({"kafka_topic", "kafka_partition"}, {"kafka_offset"})``.
+
+        :raises ConnectorError: when they cannot be read (:class:`KafkaUnavailableError`: no answer).
+        """
+        name = run.name
+        if run.kind == "source":
+            pairs = await asyncio.to_thread(self._source_store(run).connector_offsets, name)
+            return sorted(((dict(p), dict(o)) for p, o in pairs), key=lambda pair: canonical(pair[0]))
+
+        admin = self._admin()  # held here until the future has resolved
+        try:
+            offsets = await asyncio.to_thread(group_offsets, admin, group_id(name), _ADMIN_TIMEOUT_S)
+        except Exception as exc:
+            if not str(exc) or _unreachable(exc):  # the future, or the request, timed out
+                reason = (f"no answer from the Kafka cluster at {','.join(self._worker.get('bootstrap.servers'))} "
+                          f"within {_ADMIN_TIMEOUT_S:g} s")
+                log.error("sink_offsets_unreadable", connector=name, error=reason)
+                raise KafkaUnavailableError(f"Failed to retrieve consumer group offsets for sink connector {name}: "
+                                            f"{reason}") from exc
+            log.error("sink_offsets_unreadable", connector=name, error=str(exc))
+            raise ConnectorError(f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}") from exc
+        return [({KAFKA_TOPIC: tp.topic, KAFKA_PARTITION: tp.partition}, {KAFKA_OFFSET: offset})
+                for tp, offset in sorted(offsets.items())]
+
+    def modify(self, run: ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
+        """Write *entries* (``(partition, offset)`` pairs in the offsets API's form, an offset of
+        ``None`` removing the partition's), or with ``None`` remove every offset. Blocking.
+
+        :returns: whether the connector's ``alter_offsets`` said it changed offsets it keeps itself.
+        :raises BadRequestError: an entry is malformed, or the connector refuses them.
+        :raises ConnectorError: when they cannot be written.
+        """
+        return (self._modify_sink if run.kind == "sink" else self._modify_source)(run, entries)
+
+    def _modify_source(self, run: ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
+        store = self._source_store(run)
+        if entries is None:
+            offsets: dict[str, Any] = {canonical(p): None for p, _ in store.connector_offsets(run.name)}
+        else:
+            offsets = parse_source_offsets(entries)
+        confirmed = self._connector_confirms(run, offsets)
+        try:
+            store.put(run.name, offsets)
+        except OSError as exc:
+            raise ConnectorError(f"Failed to modify offsets for source connector {run.name}: {exc}") from exc
+        return confirmed
+
+    def _modify_sink(self, run: ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
+        admin, group = self._admin(), group_id(run.name)
+        if entries is None:
+            try:
+                offsets: dict[Any, int | None] = dict.fromkeys(group_offsets(admin, group, _ADMIN_TIMEOUT_S))
+            except Exception as exc:
+                raise ConnectorError(f"Failed to list offsets prior to resetting offsets for sink connector "
+                                     f"{run.name}: {exc}") from exc
+        else:
+            offsets = parse_sink_offsets(entries)
+        confirmed = self._connector_confirms(run, offsets)
+        if entries is None:
+            delete_group(admin, group, run.name, _ADMIN_TIMEOUT_S)
+        else:
+            alter_group_offsets(admin, self._consumer_client(run.config), group, run.name, offsets, _ADMIN_TIMEOUT_S)
+        return confirmed
+
+    def _connector_confirms(self, run: ConnectorRun, offsets: Mapping[Any, Any]) -> bool:
+        """The connector's own ``alter_offsets``, on a new instance as in Kafka Connect."""
+        resolved = {k: self._worker.providers.resolve(v) for k, v in run.config.items()}
+        try:
+            return bool(run.cls().alter_offsets(resolved, offsets))
+        except BadRequestError:
+            raise
+        except NotImplementedError as exc:
+            raise ConnectorError(f"Failed to modify offsets for connector {run.name} because it doesn't support "
+                                 "external modification of offsets") from exc
+        except ConnectException as exc:
+            # Kafka's contract: alterOffsets throws ConnectException for offsets it refuses (failed
+            # validation). Kafka Connect answers that with a 500; it is the request that is wrong: 400.
+            raise BadRequestError(f"Failed to modify offsets for {run.kind} connector {run.name}: {exc}") from exc
+        except Exception as exc:
+            raise ConnectorError(f"Failed to modify offsets for {run.kind} connector {run.name}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether a confluent-kafka error says the cluster did not answer (rather than refused)."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(error, KafkaError) and error.code() in (
+        KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT)
