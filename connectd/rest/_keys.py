@@ -7,7 +7,10 @@ from typing import Any
 
 from aiohttp import web
 
-HERDER: web.AppKey[Any] = web.AppKey("herder", object)
+from connectd.herder import Herder
+
+# Either herder; a cluster's has more (put_task_configs, put_logger_level), asked for with hasattr.
+HERDER: web.AppKey[Herder] = web.AppKey("herder", object)
 INFO: web.AppKey[dict[str, Any]] = web.AppKey("info", dict)
 # The worker's plugins: what /connector-plugins lists and validates against.
 REGISTRY: web.AppKey[Any] = web.AppKey("registry", object)
