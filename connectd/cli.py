@@ -287,8 +287,10 @@ def _run_worker(mode: str, file: str, connector_files: Sequence[str] = ()) -> in
     connectors = _checked_connector_files(config, registry, connector_files)
     from connectd.secrets import OutputScrubber
 
+    from connectd.worker import Worker
+
     with OutputScrubber():  # Spark's JVM and Python workers write to our stdout and stderr too
-        asyncio.run(_serve(config, connectors, registry=registry))
+        asyncio.run(Worker(config, registry=registry).serve(connectors))
     return EXIT_OK
 
 
@@ -315,75 +317,6 @@ def _checked_connector_files(config: Any, registry: Any, files: Sequence[str]) -
     if problems:
         raise ConfigError(problems)
     return connectors
-
-
-async def _serve(config: Any, connectors: list[tuple[dict[str, str], Any]], on_up: Any = None,
-                 registry: Any = None) -> None:
-    """Run a worker (with *connectors*, standalone) until SIGTERM/SIGINT; a second signal stops at once.
-
-    Under systemd (``Type=notify``) it tells systemd when it is ready, how it fares and when
-    it stops (:mod:`connectd.notify`).
-    """
-    import signal
-
-    from connectd.logging import bind_context
-    from connectd.notify import SystemdNotifier
-    from connectd.worker import Worker
-
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    main_task = asyncio.current_task()
-    notifier = SystemdNotifier()
-
-    def on_signal() -> None:
-        if stop.is_set():
-            assert main_task is not None
-            main_task.cancel()  # second signal: no more waiting for graceful stops
-        else:
-            notifier.stopping()
-        stop.set()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, on_signal)
-    supervisor: asyncio.Task[None] | None = None
-    try:
-        async with Worker(config, registry=registry) as worker:
-            with bind_context(worker=worker.worker_id):  # the connectors' start-up lines too
-                herder = await worker.start_herder()
-                for connector, origin in connectors:
-                    await herder.put(connector, origin)
-                if on_up is not None:
-                    on_up(worker)
-                if notifier.enabled and not stop.is_set():
-                    notifier.ready(herder.local_summary())
-                    supervisor = loop.create_task(_tell_systemd(notifier, herder, stop))
-                await stop.wait()
-    finally:
-        if supervisor is not None:
-            supervisor.cancel()
-        notifier.close()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
-
-
-async def _tell_systemd(notifier: Any, herder: Any, stop: asyncio.Event) -> None:
-    """``WATCHDOG=1`` while the herder is healthy, and ``STATUS=`` with its work, until the stop."""
-    from connectd.logging import get_logger
-    from connectd.notify import STATUS_INTERVAL_S
-
-    every = STATUS_INTERVAL_S if notifier.watchdog_s is None else min(STATUS_INTERVAL_S, notifier.watchdog_s / 2)
-    while not stop.is_set():
-        try:
-            if notifier.watchdog_s is not None:
-                problem = await herder.health_check()
-                if problem is None:
-                    notifier.watchdog()
-                else:
-                    get_logger(__name__).warning("systemd_watchdog_withheld", reason=problem)
-            notifier.status(herder.local_summary())
-        except Exception as exc:  # noqa: BLE001 - said, and no ping: systemd's watchdog restarts a worker stuck so
-            get_logger(__name__).error("systemd_notify_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
-        await asyncio.sleep(every)
 
 
 def _quickstart(port: int, directory: str | None, duration: float | None, out: TextIO) -> int:
@@ -457,8 +390,10 @@ async def _quickstart_serve(worker: Any, connectors: list, output: Path, duratio
               "Ctrl-C stops everything", file=out, flush=True)
         progress.append(asyncio.get_running_loop().create_task(report(asyncio.get_running_loop().time())))
 
+    from connectd.worker import Worker
+
     try:
-        await _serve(worker, connectors, on_up=up)
+        await Worker(worker).serve(connectors, on_up=up)
     finally:
         for task in progress:
             task.cancel()

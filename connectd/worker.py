@@ -15,19 +15,30 @@ endpoints on those of ``admin.listeners`` when that is set). A cluster's worker
 joins its group as soon as it has read the cluster's state, saying it is
 warming: it takes no work while its Spark session starts and runs a warm-up
 query (:mod:`connectd.runtime.warm_up`), then rejoins to take its share.
+
+:meth:`Worker.serve` is the daemon's whole life (``connectd standalone`` and
+``distributed``): started, its connector files given to the herder, served
+until SIGTERM or SIGINT (a second one ends the graceful stops at once), then
+stopped; under systemd (``Type=notify``) it tells systemd when it is ready, how
+it fares (``WATCHDOG=1`` only while the herder is healthy) and when it stops
+(:mod:`connectd.notify`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from connectd.config.worker import WorkerConfig
 from connectd.errors import ConnectdError
 from connectd.herder import Herder, StandaloneHerder
+from connectd.config.properties import Origin
 from connectd.logging import bind_context, get_logger
+from connectd.notify import STATUS_INTERVAL_S, SystemdNotifier
 
 if TYPE_CHECKING:
     from connectd.plugins import Registry
@@ -269,6 +280,63 @@ class Worker:
                 self._stack = None
                 self.state = "STOPPED"
                 log.info("worker_stopped")
+
+    async def serve(self, connectors: Iterable[tuple[dict[str, str], Callable[[str], Origin | None]]] = (),
+                    on_up: Callable[[Worker], None] | None = None) -> None:
+        """Start, give the herder *connectors* (standalone: checked configs and where each key was
+        written), call *on_up*, and serve until SIGTERM or SIGINT; then stop. A second signal
+        cancels the stop's waits (graceful task stops) and ends at once."""
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        main_task = asyncio.current_task()
+        notifier = SystemdNotifier()
+
+        def on_signal() -> None:
+            if stop.is_set():
+                assert main_task is not None
+                main_task.cancel()  # second signal: no more waiting for graceful stops
+            else:
+                notifier.stopping()
+            stop.set()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, on_signal)
+        systemd: asyncio.Task[None] | None = None
+        try:
+            async with self:
+                with bind_context(worker=self.worker_id):  # the connectors' start-up lines too
+                    herder = await self.start_herder()
+                    for connector, origin in connectors:
+                        await herder.put(connector, origin)
+                    if on_up is not None:
+                        on_up(self)
+                    if notifier.enabled and not stop.is_set():
+                        notifier.ready(herder.local_summary())
+                        systemd = loop.create_task(self._tell_systemd(notifier, herder, stop))
+                    await stop.wait()
+        finally:
+            if systemd is not None:
+                systemd.cancel()
+            notifier.close()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+
+    @staticmethod
+    async def _tell_systemd(notifier: SystemdNotifier, herder: Herder, stop: asyncio.Event) -> None:
+        """``WATCHDOG=1`` while the herder is healthy, and ``STATUS=`` with its work, until the stop."""
+        every = STATUS_INTERVAL_S if notifier.watchdog_s is None else min(STATUS_INTERVAL_S, notifier.watchdog_s / 2)
+        while not stop.is_set():
+            try:
+                if notifier.watchdog_s is not None:
+                    problem = await herder.health_check()
+                    if problem is None:
+                        notifier.watchdog()
+                    else:
+                        log.warning("systemd_watchdog_withheld", reason=problem)
+                notifier.status(herder.local_summary())
+            except Exception as exc:  # noqa: BLE001 - said, and no ping: systemd's watchdog restarts a worker stuck so
+                log.error("systemd_notify_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
+            await asyncio.sleep(every)
 
     async def __aenter__(self) -> Worker:
         await self.start()
