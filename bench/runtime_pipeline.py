@@ -516,8 +516,8 @@ def python_costs(tmp: Path, records: int = 50_000) -> dict[str, Any]:
     from connectd.connector import TopicPartition
     from connectd.plugins import get_registry
     from connectd.runtime.converters import configure_converters
-    from connectd.runtime.sink_task import SinkTaskRunner
-    from connectd.runtime.source_task import SPEC_OPTION, SourceTaskReader
+    from connectd.runtime.sink.task import SinkTaskRunner
+    from connectd.runtime.source.task import SPEC_OPTION, SourceTaskReader
     from connectd.transforms.chain import TransformationChain
 
     worker = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -609,7 +609,7 @@ def bench_spark(bootstrap: str, tmp: Path, master: str = "local[2]", **conf: str
     and Spark's scratch in *tmp*, no console progress, Spark's own log at ERROR; *conf* adds settings
     (``**{"spark.sql.shuffle.partitions": "2"}``)."""
     from connectd.config.worker import WorkerConfig
-    from connectd.runtime.spark import start_session
+    from connectd.runtime.spark.session import start_session
 
     spark = start_session(WorkerConfig({
         "bootstrap.servers": bootstrap,
@@ -629,7 +629,7 @@ def bench_spark(bootstrap: str, tmp: Path, master: str = "local[2]", **conf: str
 def bench_spark_stop(spark: Any) -> None:
     """Stop a :func:`bench_spark` session as the worker does (the first on a machine writes the
     driver's class archive then: docs/running.md, "Start-up")."""
-    from connectd.runtime.spark import stop_session
+    from connectd.runtime.spark.session import stop_session
 
     stop_session(spark)
 

@@ -413,7 +413,7 @@ def _orphan_topics(file: str, delete: bool, timeout: float, out: TextIO) -> int:
 
     from connectd.config.worker import WorkerConfig
     from connectd.errors import ConnectorError
-    from connectd.runtime.offsets import orphan_offset_topics
+    from connectd.runtime.offsets.orphans import orphan_offset_topics
 
     config = WorkerConfig.from_file(file, "distributed")
     missing = [key for key in ("offset.storage.topic", "config.storage.topic") if not config.resolved(key)]

@@ -480,7 +480,7 @@ def set_level(name: str, level: str) -> list[str]:
     """Set the level of logger *name* and of its existing descendants.
 
     As Kafka Connect's ``PUT /admin/loggers/{name}``: setting
-    ``connectd.runtime`` also sets ``connectd.runtime.spark`` if that logger
+    ``connectd.runtime`` also sets ``connectd.runtime.spark.session`` if that logger
     exists; ``root`` sets every logger. Takes effect on the next line logged.
 
     :param name: a dotted stdlib logger name, or ``root``; created if unknown.

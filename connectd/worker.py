@@ -14,7 +14,7 @@ connectors and the REST API on every one of ``listeners`` (its ``/admin``
 endpoints on those of ``admin.listeners`` when that is set). A cluster's worker
 joins its group as soon as it has read the cluster's state, saying it is
 warming: it takes no work while its Spark session starts and runs a warm-up
-query (:mod:`connectd.runtime.warm_up`), then rejoins to take its share.
+query (:mod:`connectd.runtime.spark.warm_up`), then rejoins to take its share.
 
 :meth:`Worker.serve` is the daemon's whole life (``connectd standalone`` and
 ``distributed``): started, its connector files given to the herder, served
@@ -203,28 +203,28 @@ class Worker:
 
     async def _start_spark(self, spark: Any, *, warm: bool) -> None:
         """The worker's SparkSession (*spark* if given: it is not stopped with the worker); *warm*:
-        with a first query run through it (:mod:`connectd.runtime.warm_up`)."""
+        with a first query run through it (:mod:`connectd.runtime.spark.warm_up`)."""
         if spark is not None:
             self.spark = spark
             return
-        from connectd.runtime.spark import start_session
+        from connectd.runtime.spark.session import start_session
 
         log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
         self.spark = await asyncio.to_thread(start_session, self.config, self.worker_id)
         self._own_spark = True
         if not self.config.spark_conf()["spark.master"].startswith("local"):
-            from connectd.runtime.executors import check_executors, executor_modules
+            from connectd.runtime.spark.executors import check_executors, executor_modules
 
             await asyncio.to_thread(check_executors, self.spark, executor_modules(self.registry),
                                     self.config.get("executor.check.timeout.ms") / 1000)
         if warm:
-            from connectd.runtime.warm_up import warm_up
+            from connectd.runtime.spark.warm_up import warm_up
 
             await asyncio.to_thread(warm_up, self.spark, _WARM_UP_TIMEOUT_S)
 
     async def _stop_spark(self) -> None:
         if self._own_spark and self.spark is not None:
-            from connectd.runtime.spark import stop_session
+            from connectd.runtime.spark.session import stop_session
 
             await asyncio.to_thread(stop_session, self.spark)
 

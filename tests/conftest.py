@@ -121,7 +121,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     Built from a worker config's ``spark_conf()``, as the worker builds its
     own: local master bound to 127.0.0.1, FAIR scheduler, no web UI.
     """
-    from connectd.runtime.spark import start_session
+    from connectd.runtime.spark.session import start_session
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = start_session(WorkerConfigs(warehouse)(**{"spark.sql.warehouse.dir": str(warehouse)}))

@@ -234,7 +234,7 @@ def test_partitions_that_appear_restart_only_the_tasks_whose_share_changed(super
         return moved, run.partitions == grown, _states(herder, run)
 
     moved, updated, states = supervised(scenario, tasks=3)
-    from connectd.runtime.sink_task import assign_partitions
+    from connectd.runtime.sink.task import assign_partitions
 
     grown = [TopicPartition("a", p) for p in range(3)]
     assert moved == [t for t in range(3) if TopicPartition("a", 2) in assign_partitions(grown, t, 3)]

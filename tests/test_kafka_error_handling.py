@@ -19,7 +19,7 @@ from connectd.data.json_converter import JsonConverter
 from connectd.errors import ConnectException, ConnectorError, RetriableException
 from connectd.runtime.dead_letters import DeadLetterQueue
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original, RecordFailure, class_name
-from connectd.runtime.sink_task import SinkTaskRunner
+from connectd.runtime.sink.task import SinkTaskRunner
 
 CONSUMED = Original("source-topic", 7, 10, b"source-key", b"source-value", timestamp=1_700_000_000_123,
                     timestamp_type=1)

@@ -1,6 +1,6 @@
 """The sink task contract as Kafka Connect's WorkerSinkTask keeps it, hook by hook.
 
-Each test drives a :class:`~connectd.runtime.sink_task.SinkTaskRunner` with a
+Each test drives a :class:`~connectd.runtime.sink.task.SinkTaskRunner` with a
 fake range reader (no Kafka, no Spark) the way the driver does: a batch's
 offset ranges in, ``runner.seeks`` (where the next batch starts) out. The
 Kafka Connect behaviour each one checks is named in its docstring, from
@@ -18,7 +18,7 @@ from connectd.connector import SinkTask, SourceTask, SourceTaskContext, TopicPar
 from connectd.data.converters import StringConverter
 from connectd.errors import ConnectException, RetriableException
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
-from connectd.runtime.sink_task import SinkTaskRunner
+from connectd.runtime.sink.task import SinkTaskRunner
 from connectd.transforms.chain import TransformationChain
 
 A0, B1 = TopicPartition("a", 0), TopicPartition("b", 1)
@@ -283,7 +283,7 @@ def test_a_source_task_is_initialized_with_its_context_before_start(tmp_path, wo
     context's configs() is the task config and transactionContext() is null without exactly-once."""
     import json
 
-    from connectd.runtime import source_task
+    from connectd.runtime.source import task as source_task
 
     monkeypatch.setattr(source_task, "configure_spark_process", lambda **context: None)  # not this process's logging
     config = {"name": "c", "connector.class": "X", "x": "1"}

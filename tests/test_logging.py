@@ -275,8 +275,8 @@ def test_sparks_python_processes_write_the_workers_lines_with_its_id_and_their_t
     script = """
 from connectd.logging import configure_spark_process, get_logger
 configure_spark_process(connector="lines", task=0)  # a planner: one task's process
-get_logger("connectd.runtime.source_task").warning("poll_slow")
-get_logger("connectd.runtime.source_task").info("not_shown")
+get_logger("connectd.runtime.source.task").warning("poll_slow")
+get_logger("connectd.runtime.source.task").info("not_shown")
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
                           env={**os.environ, **env})
@@ -447,12 +447,12 @@ def test_set_level_affects_the_logger_and_existing_descendants_only():
 
 def test_set_level_on_parent_resets_descendant_with_its_own_level():
     stream = _configure("INFO")
-    set_level("connectd.runtime.spark", "DEBUG")
+    set_level("connectd.runtime.spark.session", "DEBUG")
     set_level("connectd.runtime", "ERROR")
 
-    get_logger("connectd.runtime.spark").warning("dropped")
+    get_logger("connectd.runtime.spark.session").warning("dropped")
     assert stream.getvalue() == ""
-    assert get_level("connectd.runtime.spark") == "ERROR"
+    assert get_level("connectd.runtime.spark.session") == "ERROR"
 
 
 def test_set_level_root_changes_root_and_every_logger():
@@ -732,7 +732,7 @@ print("after")
 
 
 def test_spark_log4j_lines_have_the_worker_s_keys_and_levels():
-    from connectd.runtime.spark import log4j_config
+    from connectd.runtime.spark.session import log4j_config
 
     config = dict(line.split(" = ", 1) for line in log4j_config(True, "WARN", "host:8083").splitlines())
     pattern = config["appender.out.layout.pattern"]

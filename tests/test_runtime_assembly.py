@@ -10,7 +10,8 @@ from recording_sink import PinnedRecordingSinkTask, RecordingSinkTask
 
 from connectd.errors import ConnectorError, RetriableException
 from connectd.plugins import get_registry
-from connectd.runtime import queries, sink_task
+from connectd.runtime.spark import queries
+from connectd.runtime.sink import task as sink_task
 from connectd.runtime.assembly import TaskAssembler
 from connectd.runtime.error_handling import Original
 
@@ -80,7 +81,7 @@ def test_sink_tasks_stopping_at_once_never_write_into_each_others_run_directorie
     from pathlib import Path
 
     from connectd.runtime.assembly import TaskHandle
-    from connectd.runtime.queries import TaskQuery
+    from connectd.runtime.spark.queries import TaskQuery
 
     spark = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=4))
     assembler = TaskAssembler(worker_config(**{"sink.batch.linger.ms": "300"}), spark, get_registry(),

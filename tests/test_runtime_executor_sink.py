@@ -1,4 +1,4 @@
-"""The states of a sink task's instances in one Python worker (connectd.runtime.executor_sink).
+"""The states of a sink task's instances in one Python worker (connectd.runtime.sink.executor).
 
 The instances are real (tests/support/recording_sink.py records their calls);
 their consumers are made but never used, so no broker is needed.
@@ -12,8 +12,8 @@ import shutil
 import pytest
 from recording_sink import events
 
-from connectd.runtime import executor_sink
-from connectd.runtime.executor_sink import IDLE_STOP_S, SinkSpec
+from connectd.runtime.sink import executor as executor_sink
+from connectd.runtime.sink.executor import IDLE_STOP_S, SinkSpec
 
 
 @pytest.fixture(autouse=True)
@@ -139,7 +139,7 @@ def test_a_python_worker_told_to_go_while_it_looks_up_an_instance_goes():
 
     script = """
 import signal
-from connectd.runtime import executor_sink
+from connectd.runtime.sink import executor as executor_sink
 executor_sink._start_reaper()  # as the first batch does, on the main thread: SIGTERM's handler
 with executor_sink._instances_lock:
     signal.raise_signal(signal.SIGTERM)  # handled here, the lock held

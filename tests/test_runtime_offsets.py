@@ -9,11 +9,11 @@ import os
 import pytest
 
 from connectd.errors import ConfigError
-from connectd.runtime.offsets import (
+from connectd.runtime.offsets.orphans import offset_topics_in_use
+from connectd.runtime.offsets.store import (
     FileOffsetStore,
     TopicOffsetStore,
     canonical,
-    offset_topics_in_use,
     open_offset_store,
     store_offsets_hook,
 )
@@ -115,7 +115,7 @@ def test_commit_hook_takes_a_file_spec_with_its_kind(tmp_path):
 
 
 def test_open_offset_store_picks_the_store_a_spec_names(tmp_path, monkeypatch):
-    from connectd.runtime.kafka_io import client_option
+    from connectd.runtime.kafka.io import client_option
 
     file_store = open_offset_store({"path": str(tmp_path / "o.json"), "connector": "ignored"})
     assert isinstance(file_store, FileOffsetStore) and file_store.path == tmp_path / "o.json"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connectd.connector import TopicPartition
-from connectd.runtime.sink_task import assign_partitions
+from connectd.runtime.sink.task import assign_partitions
 
 topics = st.dictionaries(st.text("abcxyz-._", min_size=1, max_size=12), st.integers(1, 40), min_size=1, max_size=6)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectd.runtime.queries import file_name_part
+from connectd.runtime.spark.queries import file_name_part
 
 
 @pytest.mark.parametrize("name", ["orders-sink", "my_connector.v2", "a~b-0"])

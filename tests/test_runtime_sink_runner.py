@@ -15,8 +15,8 @@ from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.data.schema import Schema, SchemaAndValue
 from connectd.errors import ConnectException, RetriableException
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
-from connectd.runtime.kafka_io import batch_ends
-from connectd.runtime.sink_task import SinkTaskRunner
+from connectd.runtime.kafka.io import batch_ends
+from connectd.runtime.sink.task import SinkTaskRunner
 from connectd.transforms.chain import TransformationChain
 from stage_transforms import Suffixed, two_stages
 

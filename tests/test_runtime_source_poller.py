@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from connectd.runtime.kafka_io import write_arrow_batch
-from connectd.runtime.source_task import _Poller
+from connectd.runtime.kafka.io import write_arrow_batch
+from connectd.runtime.source.task import _Poller
 from stage_transforms import Suffixed, two_stages
 
 
@@ -123,7 +123,7 @@ def test_first_poll_waits_for_the_first_poll_to_end_or_its_timeout(wait_until):
 def test_the_querys_first_batch_carries_the_first_polls_records(tmp_path):
     """A fresh Spark's first batch costs seconds: taken at once it would be empty, and the first records
     would wait for a second batch."""
-    from connectd.runtime.source_task import _Batch
+    from connectd.runtime.source.task import _Batch
 
     polls = Polls(size=10)
     polls.release.clear()
@@ -177,7 +177,7 @@ def test_a_poll_whose_records_were_all_dropped_still_moves_the_offset(wait_until
 
 
 def test_a_batch_reaches_the_executor_as_bytes_or_as_a_file_in_the_same_order(tmp_path):
-    from connectd.runtime.source_task import _Batch, _ipc, _ipc_file
+    from connectd.runtime.source.task import _Batch, _ipc, _ipc_file
 
     first = write_arrow_batch([("t", None, None, b"a", None, None, None, None)])
     second = write_arrow_batch([("t", None, None, b"b", None, None, '{"p":1}', '{"n":2}')])
@@ -188,7 +188,7 @@ def test_a_batch_reaches_the_executor_as_bytes_or_as_a_file_in_the_same_order(tm
 def test_a_handoff_file_goes_once_spark_committed_its_batch(tmp_path):
     import json
 
-    from connectd.runtime.source_task import SPEC_OPTION, SourceTaskReader, _ipc_file
+    from connectd.runtime.source.task import SPEC_OPTION, SourceTaskReader, _ipc_file
 
     reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}}), "handoff.dir": str(tmp_path)})
     batch = write_arrow_batch([("t", None, None, b"a", None, None, None, None)])
@@ -220,7 +220,7 @@ def test_stored_batches_are_acknowledged_record_by_record_in_poll_order(tmp_path
     import json
 
     from connectd import RecordMetadata
-    from connectd.runtime.source_task import SPEC_OPTION, SourceTaskReader
+    from connectd.runtime.source.task import SPEC_OPTION, SourceTaskReader
 
     reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}}), "stored.dir": str(tmp_path)})
     reader._task = task = Acknowledged()
@@ -236,7 +236,7 @@ def test_stored_batches_are_acknowledged_record_by_record_in_poll_order(tmp_path
 def test_a_task_without_commit_record_is_told_only_that_batches_were_stored(tmp_path):
     import json
 
-    from connectd.runtime.source_task import SPEC_OPTION, SourceTaskReader
+    from connectd.runtime.source.task import SPEC_OPTION, SourceTaskReader
 
     reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}}), "stored.dir": str(tmp_path)})
     reader._task = task = Acknowledged()
@@ -274,7 +274,7 @@ def reader_for(connector_config=None, chain=None):
 
     from connectd.data.converters import StringConverter
     from connectd.data.json_converter import JsonConverter
-    from connectd.runtime.source_task import SPEC_OPTION, SourceTaskReader
+    from connectd.runtime.source.task import SPEC_OPTION, SourceTaskReader
     from connectd.transforms.chain import TransformationChain
 
     reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}, "connector": "c", "task_id": 0})})
@@ -413,7 +413,7 @@ def stopping_reader(tmp_path, polls):
 def test_at_stop_what_poll_returned_is_one_last_batch_the_poll_under_way_included(tmp_path, wait_until):
     """AbstractWorkerSourceTask.execute sends the records of the poll() under way when it is told to
     stop, then commits their offsets (finalOffsetCommit): nothing polled is dropped."""
-    from connectd.runtime.source_task import _Batch
+    from connectd.runtime.source.task import _Batch
 
     polls = Polls(size=10)
     polls.release.clear()  # the first poll() is under way when the task is told to stop
@@ -472,7 +472,7 @@ def test_a_poll_not_returning_at_stop_is_waited_for_once_then_woken_by_stop(tmp_
     not after a second wait for the same poll()."""
     import time
 
-    from connectd.runtime import source_task
+    from connectd.runtime.source import task as source_task
 
     monkeypatch.setattr(source_task, "_STOP_WAIT_S", 1.5)
     polls = Polls(size=10)
@@ -500,7 +500,7 @@ def test_a_poll_not_returning_at_stop_is_waited_for_once_then_woken_by_stop(tmp_
 #: once the reader's stop is under way, or as the loop ended and the stop is not reached.
 _PLANNER = """
 import json, signal, sys
-from connectd.runtime import source_task
+from connectd.runtime.source import task as source_task
 source_task.configure_spark_process = lambda **context: None  # not this test's logging
 spec, moment, stop_file = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 reader = source_task.SourceTaskReader({source_task.SPEC_OPTION: json.dumps(spec), "stop.file": stop_file})
@@ -534,7 +534,7 @@ def test_the_task_of_a_planner_process_spark_ends_is_stopped_once_whenever_the_s
     import subprocess
     import sys
 
-    from connectd.runtime.executor_sink import instances_dir
+    from connectd.runtime.sink.executor import instances_dir
 
     events = tmp_path / "events.txt"
     config = {"name": "c", "connector.class": "X", "count": "0", "topic": "t",

@@ -3,7 +3,7 @@ is in tests/integration/test_herder.py)."""
 
 from __future__ import annotations
 
-from connectd.runtime.spark import is_hiccup
+from connectd.runtime.spark.session import is_hiccup
 
 
 def test_a_python_process_late_to_connect_back_is_a_hiccup_in_a_trace_or_an_exception_chain():

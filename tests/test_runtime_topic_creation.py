@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connectd.errors import ConfigError
-from connectd.runtime.topic_creation import TopicCreationRules, TopicSettings
+from connectd.runtime.source.topic_creation import TopicCreationRules, TopicSettings
 
 BASE = {"topic.creation.default.partitions": "3", "topic.creation.default.replication.factor": "1"}
 

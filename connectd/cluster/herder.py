@@ -178,7 +178,7 @@ class DistributedHerder(HerderBase):
         await self.member.stop()
         await self.config_store.stop()
         await self.status.stop()
-        from connectd.runtime.offsets import close_producers
+        from connectd.runtime.offsets.store import close_producers
 
         await asyncio.to_thread(close_producers)  # those the offsets API used in this process
         if self._lease_dir is not None:
@@ -391,7 +391,7 @@ class DistributedHerder(HerderBase):
     def _source_offsets_spec(self, connector_config: Mapping[str, str]) -> dict[str, Any]:
         """The offsets topic: the connector's own ``offsets.storage.topic`` (the worker's as fallback),
         else the worker's ``offset.storage.topic``; client settings as written."""
-        from connectd.runtime.kafka_io import client_option
+        from connectd.runtime.kafka.io import client_option
 
         own = (connector_config.get("offsets.storage.topic") or "").strip()
         worker_topic = str(self.worker.get("offset.storage.topic"))
@@ -414,7 +414,7 @@ class DistributedHerder(HerderBase):
                                topic_key="offsets.storage.topic")
 
     def _source_offsets(self, run: ConnectorRun) -> Any:
-        from connectd.runtime.offsets import open_offset_store
+        from connectd.runtime.offsets.store import open_offset_store
 
         return open_offset_store(self._source_offsets_spec(run.config))
 

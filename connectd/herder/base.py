@@ -30,7 +30,7 @@ Active topics (KIP-558) live in an :class:`~connectd.status.ActiveTopicsStore`.
 Sink tasks run in this process and report theirs with
 :meth:`HerderBase.record_active_topics`; source tasks run in Spark's
 reader process and list theirs in a file beside their run directory
-(:mod:`connectd.runtime.source_task`), which the herder merges when asked and
+(:mod:`connectd.runtime.source.task`), which the herder merges when asked and
 folds into the store when the task stops.
 
 Health (``GET /health``) is Kafka Connect's: a check passes once the watch
@@ -62,8 +62,8 @@ from connectd.loops import Loops
 from connectd.metrics import WorkerMetrics
 from connectd.plugins import get_registry
 from connectd.runtime.assembly import TaskAssembler
-from connectd.runtime.offsets import FileOffsetStore
-from connectd.runtime.source_task import read_active_topics, reset_active_topics
+from connectd.runtime.offsets.store import FileOffsetStore
+from connectd.runtime.source.task import read_active_topics, reset_active_topics
 from connectd.secrets import redact
 from connectd.status import (
     FAILED,

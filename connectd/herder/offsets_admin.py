@@ -1,5 +1,10 @@
 """A connector's offsets, as KIP-875's ``/connectors/{c}/offsets`` reads and changes them.
 
+In the offsets API a source partition and offset are JSON objects of primitive values; a sink
+connector's are Kafka Connect's ``{"kafka_topic", "kafka_partition"}`` and ``{"kafka_offset"}``.
+:func:`parse_source_offsets` and :func:`parse_sink_offsets` check a request's entries with
+Kafka Connect's messages, after the connector was found STOPPED, as Kafka checks them.
+
 A source connector's are its stored source offsets (the offsets file in standalone mode, the
 offsets topic in a cluster: the herder says which); a sink connector's are the committed
 offsets of its consumer group ``connect-<name>``. Reading works in any state; changing them is
@@ -11,33 +16,33 @@ Kafka Connect does. The next start of the connector reads them as usual.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
 from connectd.config.worker import WorkerConfig
+from connectd.connector import TopicPartition
 from connectd.errors import BadRequestError, ConnectException, ConnectorError, KafkaUnavailableError
 from connectd.herder.runs import ConnectorRun
 from connectd.logging import get_logger
-from connectd.runtime.offsets import (
-    KAFKA_OFFSET,
-    KAFKA_PARTITION,
-    KAFKA_TOPIC,
-    alter_group_offsets,
-    canonical,
-    delete_group,
-    group_offsets,
-    parse_sink_offsets,
-    parse_source_offsets,
-)
-from connectd.runtime.sink_task import group_id
+from connectd.runtime.offsets.groups import alter_group_offsets, delete_group, group_offsets
+from connectd.runtime.offsets.store import canonical
+from connectd.runtime.sink.task import group_id
 
-__all__ = ["OffsetsAdmin"]
+__all__ = ["KAFKA_OFFSET", "KAFKA_PARTITION", "KAFKA_TOPIC", "OffsetsAdmin", "parse_sink_offsets",
+           "parse_source_offsets"]
 
 log = get_logger(__name__)
 
 _ADMIN_TIMEOUT_S = 30.0
+
+#: A sink connector's partition and offset in the offsets API, as Kafka Connect names them.
+KAFKA_TOPIC = "kafka_topic"
+KAFKA_PARTITION = "kafka_partition"
+KAFKA_OFFSET = "kafka_offset"
 
 
 class OffsetsAdmin:
@@ -149,3 +154,91 @@ def _unreachable(exc: BaseException) -> bool:
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
     return isinstance(error, KafkaError) and error.code() in (
         KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT)
+
+
+# --- the offsets API's entries (KIP-875), checked with Kafka Connect's messages ---
+
+_PRIMITIVES = (str, int, float, bool)
+
+
+def _json_kind(value: Any) -> str:
+    return "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def _check_primitive_map(value: Any, where: str) -> None:
+    if not isinstance(value, dict):
+        raise BadRequestError(f"{where} must be a JSON object, not {_json_kind(value) if value is not None else 'null'}")
+    for key, item in value.items():
+        if item is not None and not isinstance(item, _PRIMITIVES):
+            raise BadRequestError(f"Offsets may only contain primitive types as values, but field {key} "
+                                  f"contains {_json_kind(item)} ({where})")
+
+
+def parse_source_offsets(entries: Iterable[tuple[Any, Any]]) -> dict[str, Mapping[str, Any] | None]:
+    """A request's ``(partition, offset)`` entries as source offsets: partition's canonical JSON → offset.
+
+    :raises BadRequestError: naming the entry that is not a source partition or offset.
+    """
+    offsets: dict[str, Mapping[str, Any] | None] = {}
+    for index, (partition, offset) in enumerate(entries):
+        if partition is not None:  # a null partition is a partition, as for Kafka Connect (OffsetUtils.validateFormat)
+            _check_primitive_map(partition, f"offsets[{index}].partition")
+        if offset is not None:
+            _check_primitive_map(offset, f"offsets[{index}].offset")
+        offsets[canonical(partition)] = offset  # a later entry for one partition wins, as in Kafka
+    return offsets
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _parse_int(value: Any) -> int | None:
+    """10 and "10" alike, as Kafka Connect takes them; ``None`` for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+        return int(value)
+    return None
+
+
+def parse_sink_offsets(entries: Iterable[tuple[Any, Any]]) -> dict[Any, int | None]:
+    """A request's ``(partition, offset)`` entries as sink offsets: TopicPartition → next offset (None: remove).
+
+    :raises BadRequestError: with Kafka Connect's message for the first malformed entry.
+    """
+    offsets: dict[Any, int | None] = {}
+    for partition, offset in entries:
+        if partition is None:
+            raise BadRequestError("The partition for a sink connector offset cannot be null or missing")
+        if not isinstance(partition, dict) or KAFKA_TOPIC not in partition or KAFKA_PARTITION not in partition:
+            raise BadRequestError(f"The partition for a sink connector offset must contain the keys "
+                                  f"'{KAFKA_TOPIC}' and '{KAFKA_PARTITION}'")
+        topic = partition[KAFKA_TOPIC]
+        if not isinstance(topic, str) or not topic:
+            raise BadRequestError("Kafka topic names must be valid strings and may not be null")
+        if partition[KAFKA_PARTITION] is None:
+            raise BadRequestError("Kafka partitions must be valid numbers and may not be null")
+        number = _parse_int(partition[KAFKA_PARTITION])
+        if number is None:
+            raise BadRequestError(f"Failed to parse the following Kafka partition value in the provided offsets: "
+                                  f"'{_shown(partition[KAFKA_PARTITION])}'. Partition values for sink connectors need "
+                                  "to be integers.")
+        if number < 0:
+            raise BadRequestError(f"Kafka partitions may not be negative: {number}")
+        tp = TopicPartition(topic, number)
+        if offset is None:
+            offsets[tp] = None
+            continue
+        if not isinstance(offset, dict) or KAFKA_OFFSET not in offset:
+            raise BadRequestError(f"The offset for a sink connector should either be null or contain "
+                                  f"the key '{KAFKA_OFFSET}'")
+        value = _parse_int(offset[KAFKA_OFFSET])
+        if value is None:
+            raise BadRequestError(f"Failed to parse the following Kafka offset value in the provided offsets: "
+                                  f"'{_shown(offset[KAFKA_OFFSET])}'. Offset values for sink connectors need "
+                                  "to be integers.")
+        if value < 0:
+            raise BadRequestError(f"Kafka offsets may not be negative: {value} for {topic}[{number}]")
+        offsets[tp] = value
+    return offsets

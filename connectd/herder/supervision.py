@@ -45,7 +45,7 @@ worker's ``task.stall.timeout.ms`` (every few seconds). A query that failed
 makes the task FAILED (then RESTARTING with ``errors.restart.enable``); one
 that ended without being asked, or stalled, is started again at once.
 
-The budget: Spark's own failures (:func:`connectd.runtime.spark.is_hiccup`),
+The budget: Spark's own failures (:func:`connectd.runtime.spark.session.is_hiccup`),
 queries that ended unasked and stalls restart a task at once, quietly (its
 status stays RUNNING, no record is written), at most
 :data:`HICCUPS_ALLOWED` times in :data:`HICCUP_WINDOW_S`; one more makes it
@@ -198,7 +198,7 @@ class Supervisor:
         """A sink connector's partitions are now *partitions*: each of its tasks here whose share
         changed (a topic that appeared or grew, a new topic matching ``topics.regex``) is stopped and
         started again on its new share; the others go on undisturbed."""
-        from connectd.runtime.sink_task import assign_partitions
+        from connectd.runtime.sink.task import assign_partitions
 
         before, count = run.partitions, self._herder._task_count(run)
         moved = [task for task in run.tasks if task.state in _LIVE
@@ -280,7 +280,7 @@ class Supervisor:
         def fold_active_topics() -> None:
             workdir = getattr(handle.query, "workdir", None)
             if workdir is not None:  # a source task's topics, now final, go to the store
-                from connectd.runtime.source_task import read_active_topics, remove_active_topics
+                from connectd.runtime.source.task import read_active_topics, remove_active_topics
 
                 if herder.topic_tracking:
                     herder.active_topics.add(run.name, read_active_topics(workdir))
@@ -353,7 +353,7 @@ class Supervisor:
 
     def _hiccup(self, task: TaskRun, error: BaseException | str) -> bool:
         """Whether *error* is one of Spark's own failures, within the budget (counted if so)."""
-        from connectd.runtime.spark import is_hiccup
+        from connectd.runtime.spark.session import is_hiccup
 
         if not is_hiccup(error) or not self._within_budget(task):
             return False

@@ -28,7 +28,7 @@ from connectd.config.definitions import ConfigProblem, ValidationContext
 from connectd.config.properties import Origin, load_properties
 from connectd.connector import SinkConnector
 from connectd.errors import ConfigError, PluginError
-from connectd.runtime.topic_creation import TopicCreationRules
+from connectd.runtime.source.topic_creation import TopicCreationRules
 from connectd.transforms.chain import TransformationChain
 
 __all__ = ["MAX_NAME_LENGTH", "check_connector", "load_connector_file", "too_many_tasks", "validate_connector"]

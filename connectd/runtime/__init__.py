@@ -1,1 +1,19 @@
-"""The data plane: what runs a connector's tasks (Spark queries, converters, transforms)."""
+"""The data plane: what runs a connector's tasks, in rooms.
+
+- ``assembly``: from a task's config to its running query and back (both herders use it);
+  beside it what sources and sinks share: ``converters``, ``error_handling`` (retries,
+  tolerance, the errant record reporter), ``dead_letters``, ``fencing`` (the lease a
+  query's readers honour);
+- ``spark/``: the session (``session``), its class archive and warm-up, the executors'
+  view, and each task's query (``queries``: start, stop, pause, progress);
+- ``source/``: a record-level source task as a Spark streaming source (``task``) and the
+  topics it creates (``topic_creation``);
+- ``sink/``: a sink task run over offset ranges (``task``) and its long-lived instances in
+  executors' Python workers (``executor``);
+- ``kafka/``: Kafka as a Spark data source and sink (``io``: offset ranges read, batches
+  produced) and a whole topic read to its end (``topic_reader``);
+- ``offsets/``: where source offsets are kept (``store``: a file or an offsets topic), a sink's
+  consumer group (``groups``), offsets topics no connector uses (``orphans``).
+
+docs/architecture.md draws how a record and a config walk through them.
+"""

@@ -119,13 +119,13 @@ class TaskAssembler:
 
     def client_option(self, client: str, connector_config: Mapping[str, str]) -> str:
         """Client settings for Spark's processes, as written: they resolve placeholders themselves."""
-        from connectd.runtime.kafka_io import client_option
+        from connectd.runtime.kafka.io import client_option
 
         return client_option(self.worker.originals(), client, _overrides(client, connector_config))
 
     def sink_partitions(self, connector_config: Mapping[str, str], metadata: Any = None) -> frozenset[TopicPartition]:
         """Every partition of the topics a sink connector consumes (``topics`` or ``topics.regex``)."""
-        from connectd.runtime.sink_task import matching_topics
+        from connectd.runtime.sink.task import matching_topics
 
         metadata = metadata if metadata is not None else self._admin().list_topics(timeout=30)
         topics = matching_topics(metadata.topics,
@@ -219,7 +219,7 @@ class TaskAssembler:
     def _start_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                       task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:
         from connectd.runtime.error_handling import ErrorPolicy
-        from connectd.runtime.queries import start_source_query
+        from connectd.runtime.spark.queries import start_source_query
 
         resolved = self._resolved(connector_config)
         policy = ErrorPolicy.from_config(resolved)
@@ -244,7 +244,7 @@ class TaskAssembler:
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                             task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:
         from connectd.connector import OffsetStorageReader, SourceTaskContext
-        from connectd.runtime.queries import file_name_part, start_spark_source_query
+        from connectd.runtime.spark.queries import file_name_part, start_spark_source_query
 
         if self.checkpoints is None:
             raise ConnectorError(
@@ -274,15 +274,15 @@ class TaskAssembler:
         from connectd.runtime.converters import configure_converters
         from connectd.runtime.fencing import fenced
         from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
-        from connectd.runtime.executor_sink import SinkSpec
-        from connectd.runtime.kafka_io import (
+        from connectd.runtime.sink.executor import SinkSpec
+        from connectd.runtime.kafka.io import (
             RangeReader,
             consumer_settings,
             decode_tp,
             encode_tp,
         )
-        from connectd.runtime.queries import start_sink_query, start_spark_sink_query
-        from connectd.runtime.sink_task import (
+        from connectd.runtime.spark.queries import start_sink_query, start_spark_sink_query
+        from connectd.runtime.sink.task import (
             SinkTaskRunner,
             assign_partitions,
             group_id,

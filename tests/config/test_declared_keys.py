@@ -31,8 +31,8 @@ COMPUTED = {
     "config.storage.replication.factor": ("cluster/kafka_log.py", 'config.get(f"{prefix}.replication.factor")'),
     "status.storage.partitions": ("cluster/kafka_log.py", 'config.get(f"{prefix}.partitions")'),
     "status.storage.replication.factor": ("cluster/kafka_log.py", 'config.get(f"{prefix}.replication.factor")'),
-    "topic.creation.groups": ("runtime/topic_creation.py", 'config.get(f"{_PREFIX}groups"'),
-    "topic.creation.default.replication.factor": ("runtime/topic_creation.py",
+    "topic.creation.groups": ("runtime/source/topic_creation.py", 'config.get(f"{_PREFIX}groups"'),
+    "topic.creation.default.replication.factor": ("runtime/source/topic_creation.py",
                                                   'config.get(f"{_PREFIX}default.replication.factor")'),
 }
 

@@ -521,7 +521,7 @@ def test_duplicate_topic_creation_groups_are_refused() -> None:
 
 
 def test_default_topic_creation_group_may_be_listed() -> None:
-    from connectd.runtime.topic_creation import TopicCreationRules
+    from connectd.runtime.source.topic_creation import TopicCreationRules
 
     values = {"topic.creation.groups": "default,group1,group2", "topic.creation.default.replication.factor": "1",
               "topic.creation.default.partitions": "1"}
@@ -531,7 +531,7 @@ def test_default_topic_creation_group_may_be_listed() -> None:
 
 @pytest.mark.parametrize("key", ["topic.creation.default.partitions", "topic.creation.default.replication.factor"])
 def test_topic_creation_counts_are_minus_one_or_positive(key: str) -> None:
-    from connectd.runtime.topic_creation import TopicCreationRules
+    from connectd.runtime.source.topic_creation import TopicCreationRules
 
     values = {"topic.creation.default.partitions": "-1", "topic.creation.default.replication.factor": "-1"}
     assert TopicCreationRules.from_config(values).enabled

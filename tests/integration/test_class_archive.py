@@ -1,4 +1,4 @@
-"""The driver JVM's class archive (:mod:`connectd.runtime.class_archive`): each state and transition.
+"""The driver JVM's class archive (:mod:`connectd.runtime.spark.class_archive`): each state and transition.
 
 The directory's states are plain files, tested without a JVM; writing and
 using an archive run real workers (``connectd standalone``), whose JVMs log
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from connectd.runtime import class_archive
-from connectd.runtime.class_archive import (
+from connectd.runtime.spark import class_archive
+from connectd.runtime.spark.class_archive import (
     archive_key,
     default_dir,
     prepare,
@@ -149,7 +149,7 @@ def test_the_default_directory_is_systemds_cache_then_xdgs_then_the_home_cache(t
 ])
 def test_the_worker_key_and_the_users_java_options_decide(worker_config, tmp_path, setting, java_options,
                                                           expected):
-    from connectd.runtime.spark import _class_archive
+    from connectd.runtime.spark.session import _class_archive
 
     config = worker_config(**{"class.archive.dir": setting if setting is not None else str(tmp_path / "a"),
                               "spark.driver.extraJavaOptions": java_options})

@@ -34,7 +34,7 @@ from ledger_sink import read_ledger, writer_changes
 
 from connectd.broker import EmbeddedBroker, free_port
 from connectd.connector import TopicPartition
-from connectd.runtime.sink_task import assign_partitions
+from connectd.runtime.sink.task import assign_partitions
 
 pytestmark = pytest.mark.integration
 

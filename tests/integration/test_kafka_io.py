@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectd.runtime.kafka_io import (
+from connectd.runtime.kafka.io import (
     CLIENT_OPTION,
     FORMAT,
     KafkaDataSource,
@@ -126,7 +126,7 @@ def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, bro
     query = (
         stream.writeStream.format(FORMAT)
         .option(CLIENT_OPTION, client)
-        .option("commit.hook", "connectd.runtime.kafka_io:append_commits_to_file")
+        .option("commit.hook", "connectd.runtime.kafka.io:append_commits_to_file")
         .option("commit.hook.arg", str(commits))
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .trigger(processingTime="100 milliseconds")

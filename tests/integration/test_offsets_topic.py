@@ -10,8 +10,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectd.cli import EXIT_CONFIG, EXIT_OK, main
-from connectd.runtime.kafka_io import client_option
-from connectd.runtime.offsets import (
+from connectd.runtime.kafka.io import client_option
+from connectd.runtime.offsets.store import (
     TopicOffsetStore,
     canonical,
     close_producers,
@@ -19,7 +19,7 @@ from connectd.runtime.offsets import (
     record_key,
     store_offsets_hook,
 )
-from connectd.runtime.topic_reader import read_topic, read_topic_records
+from connectd.runtime.kafka.topic_reader import read_topic, read_topic_records
 
 pytestmark = pytest.mark.integration
 

@@ -15,10 +15,10 @@ from recording_sink import events, threads_by_process
 from connectd import TopicPartition
 from connectd.plugins import get_registry
 from connectd.runtime.converters import configure_converters
-from connectd.runtime.executor_sink import SinkSpec
-from connectd.runtime.kafka_io import HighWatermarks, RangeReader, consumer_settings
-from connectd.runtime.queries import start_sink_query
-from connectd.runtime.sink_task import (
+from connectd.runtime.sink.executor import SinkSpec
+from connectd.runtime.kafka.io import HighWatermarks, RangeReader, consumer_settings
+from connectd.runtime.spark.queries import start_sink_query
+from connectd.runtime.sink.task import (
     SinkTaskRunner,
     assign_partitions,
     group_id,
@@ -449,7 +449,7 @@ def test_while_records_arrive_each_batch_ends_at_the_high_watermark_of_its_time(
     """The fetcher stops once a record is queued, and a broker may hold a Fetch at the end until its
     wait expires: the last answer's watermark could be a batch old, and a record a batch late. A
     partition receiving records is fetched again before its end is given."""
-    from connectd.runtime import kafka_io
+    from connectd.runtime.kafka import io as kafka_io
 
     # The answers' round trip, not how long a loaded machine takes for it, is what is tested here.
     monkeypatch.setattr(kafka_io, "FRESH_FETCH_S", 30.0)

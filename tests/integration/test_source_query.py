@@ -11,10 +11,10 @@ from recording_sink import events
 
 from connectd.metrics import WorkerMetrics
 from connectd.runtime.error_handling import ErrorPolicy
-from connectd.runtime.kafka_io import client_option
-from connectd.runtime.offsets import FileOffsetStore, TopicOffsetStore, close_producers
-from connectd.runtime.queries import start_source_query
-from connectd.runtime.source_task import _ProduceFailures
+from connectd.runtime.kafka.io import client_option
+from connectd.runtime.offsets.store import FileOffsetStore, TopicOffsetStore, close_producers
+from connectd.runtime.spark.queries import start_source_query
+from connectd.runtime.source.task import _ProduceFailures
 
 pytestmark = pytest.mark.integration
 
@@ -141,7 +141,7 @@ def test_failures_are_counted_and_dead_lettered_as_the_policy_says(broker, topic
     headers = dict(dead.headers())
     assert (dead.key(), dead.value(), headers["h"]) == (b"k", b"big", b"v")
     assert headers["__connect.errors.stage"] == b"KAFKA_PRODUCE"
-    assert headers["__connect.errors.class.name"] == b"connectd.runtime.source_task.SourceTaskReader"
+    assert headers["__connect.errors.class.name"] == b"connectd.runtime.source.task.SourceTaskReader"
     assert headers["__connect.errors.topic"] == topic_name.encode()
     assert "__connect.errors.partition" not in headers  # the producer had not chosen one
 

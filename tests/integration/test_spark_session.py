@@ -30,7 +30,7 @@ def test_session_runs_a_job(spark):
 
 
 def test_the_warnings_about_what_connectd_does_by_design_are_silenced(spark):
-    from connectd.runtime.spark import QUIET_LOGGERS
+    from connectd.runtime.spark.session import QUIET_LOGGERS
 
     log4j = spark._jvm.org.apache.logging.log4j
     for name in QUIET_LOGGERS:
@@ -43,10 +43,10 @@ def test_the_warm_up_runs_one_row_through_a_python_data_source_and_leaves_nothin
     import glob
     import tempfile
 
-    from connectd.runtime.warm_up import warm_up
+    from connectd.runtime.spark.warm_up import warm_up
 
     leftovers = set(glob.glob(f"{tempfile.gettempdir()}/connectd-warm-up-*"))
-    with caplog.at_level("INFO", logger="connectd.runtime.warm_up"):
+    with caplog.at_level("INFO", logger="connectd.runtime.spark.warm_up"):
         assert warm_up(spark, timeout_s=120) is True
     (event,) = [r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg.get("event") == "spark_warmed_up"]
     assert event["rows"] == 1  # the row went through an executor's Python worker
@@ -55,9 +55,9 @@ def test_the_warm_up_runs_one_row_through_a_python_data_source_and_leaves_nothin
 
 
 def test_a_warm_up_out_of_time_is_stopped_and_the_worker_goes_on(spark, caplog):
-    from connectd.runtime.warm_up import warm_up
+    from connectd.runtime.spark.warm_up import warm_up
 
-    with caplog.at_level("WARNING", logger="connectd.runtime.warm_up"):
+    with caplog.at_level("WARNING", logger="connectd.runtime.spark.warm_up"):
         assert warm_up(spark, timeout_s=0.001) is False
     assert "spark_warm_up_timed_out" in caplog.text
     assert spark.streams.active == []

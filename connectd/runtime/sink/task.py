@@ -20,7 +20,7 @@ retries, skips (dead-letter queue) or fails exactly the bad records.
 Each instance keeps Kafka Connect's contract: ``open`` with its partitions,
 ``put`` in order per partition, ``flush``/``pre_commit`` before offsets are
 committed, ``close`` and ``stop`` once (how many instances a task has over
-its run, and when they stop: :mod:`connectd.runtime.executor_sink`). Offsets committed are one past the last record
+its run, and when they stop: :mod:`connectd.runtime.sink.executor`). Offsets committed are one past the last record
 of the batch per partition — records a transform dropped included — so
 lag tools see the group as Kafka Connect's.
 
@@ -56,7 +56,7 @@ from connectd.runtime.error_handling import (
     TaskCounts,
     apply_stages,
 )
-from connectd.runtime.kafka_io import encode_tp
+from connectd.runtime.kafka.io import encode_tp
 
 __all__ = ["SinkTaskRunner", "assign_partitions", "group_id", "start_offsets"]
 
@@ -232,7 +232,7 @@ class SinkTaskRunner:
         """Read one micro-batch's offset ranges with *reader*, put them *chunk* records at a time, commit.
 
         :param ranges: ``(topic, partition, start, end)`` (``rows=ranges`` reader rows).
-        :param reader: a :class:`~connectd.runtime.kafka_io.RangeReader`.
+        :param reader: a :class:`~connectd.runtime.kafka.io.RangeReader`.
         :param chunk: the most records one ``put`` gets (the consumer's ``max.poll.records``).
         """
         try:

@@ -47,7 +47,7 @@ restart or a move is a new run)::
 
 Every instance is thus stopped within ``IDLE_STOP_S`` of its last batch at
 the latest, and within a second of its task stopping where the executor
-shares the driver's file system; :meth:`connectd.runtime.queries.TaskQuery.stop`
+shares the driver's file system; :meth:`connectd.runtime.spark.queries.TaskQuery.stop`
 waits for those (each instance registers itself in the run directory while
 it is open). Spark stops Python workers idle for a minute with SIGKILL,
 which nothing can catch: ``IDLE_STOP_S`` is shorter, so an idle instance has
@@ -56,7 +56,7 @@ been stopped by then.
 A plugin whose task must be one instance for its whole life (it holds
 records past ``pre_commit``, or state that must not be split) sets
 :attr:`connectd.SinkTask.pinned`; it then runs in the worker process
-(:class:`connectd.runtime.sink_task.SinkTaskRunner` fed by a local range
+(:class:`connectd.runtime.sink.task.SinkTaskRunner` fed by a local range
 reader), as in Kafka Connect.
 """
 
@@ -76,7 +76,7 @@ from pyspark.sql.datasource import DataSource
 from connectd.connector import TopicPartition
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.fencing import lease_expired
-from connectd.runtime.kafka_io import KafkaStreamReader, batch_ends, decode_tp, encode_tp
+from connectd.runtime.kafka.io import KafkaStreamReader, batch_ends, decode_tp, encode_tp
 
 __all__ = ["FORMAT", "IDLE_STOP_S", "SPEC_OPTION", "SinkSpec", "SinkTaskDataSource", "instances_dir", "run"]
 
@@ -88,7 +88,7 @@ SPEC_OPTION = "task.secret.spec"
 #: first record not put of a partition paused during the batch; else null), and whether the task
 #: has it paused (``context.pause``); and how many records the batch read of it (the range's length).
 #: The first row's ``stats`` (JSON, null on the others) is what the task did for its metrics:
-#: :meth:`connectd.runtime.sink_task.SinkTaskRunner.take_counts` and ``lag``, records past each
+#: :meth:`connectd.runtime.sink.task.SinkTaskRunner.take_counts` and ``lag``, records past each
 #: range's end when the batch was planned (``{"topic:partition": n}``).
 RESULT_SCHEMA = ("topic string, partition int, end long, committed long, seek long, paused boolean, records long, "
                  "stats string")
@@ -385,12 +385,12 @@ def _open(spec: SinkSpec) -> _Instance:
     from connectd.runtime.converters import configure_converters
     from connectd.runtime.dead_letters import DeadLetterQueue
     from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
-    from connectd.runtime.kafka_io import (
+    from connectd.runtime.kafka.io import (
         RangeReader,
         client_settings,
         consumer_settings,
     )
-    from connectd.runtime.sink_task import SinkTaskRunner
+    from connectd.runtime.sink.task import SinkTaskRunner
     from connectd.transforms.chain import TransformationChain
 
     worker = WorkerConfig(spec.worker_config, "standalone", source="worker")

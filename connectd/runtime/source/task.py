@@ -26,7 +26,7 @@ Batches adapt to the rate by themselves: a batch is whatever was polled
 while the last one was written, up to ``max.records``; the slower the
 writes, the larger the batches. The records cross from the planner process
 to the executor as Arrow IPC, and are produced there column by column
-(:func:`~connectd.runtime.kafka_io.produce_batches`); nothing converts them
+(:func:`~connectd.runtime.kafka.io.produce_batches`); nothing converts them
 row by row in between. With executors on the planner's host (``spark.master``
 ``local[…]``) the IPC stream is a file in the run directory, which the
 executor maps (the batch's plan holds only its path; the planner removes the
@@ -54,7 +54,7 @@ it short, and one that ends the process before it began (Spark closes the
 socket right after the signal, so the loop may be on its way to the stop)
 leaves the stop to the process's exit. While its task runs, the process
 registers itself among the run's instances
-(:func:`connectd.runtime.executor_sink.instances_dir`), so stopping the
+(:func:`connectd.runtime.sink.executor.instances_dir`), so stopping the
 query waits for ``task.stop()`` to return.
 
 An empty ``poll()`` is followed by a pause of a few milliseconds before the
@@ -138,7 +138,7 @@ from connectd.errors import ConnectorError
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.error_handling import TaskCounts, apply_stages
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
-from connectd.runtime.kafka_io import (
+from connectd.runtime.kafka.io import (
     executor_producer,
     produce_batches,
     write_arrow_batch,
@@ -317,7 +317,7 @@ class _ProduceFailures:
 def _dead_letter_queue(spec: dict[str, Any], topic: str) -> Any:
     """The task's dead-letter queue, with the data producer's client settings."""
     from connectd.runtime.dead_letters import DeadLetterQueue
-    from connectd.runtime.kafka_io import client_settings
+    from connectd.runtime.kafka.io import client_settings
 
     return DeadLetterQueue(client_settings(spec["producer"]), topic)
 
@@ -575,7 +575,7 @@ class SourceTaskReader(DataSourceStreamReader):
             return {"seq": self._seq}
         batches, offsets, topics, polled = taken
         if self._admin is not None:
-            from connectd.runtime.topic_creation import ensure_topics
+            from connectd.runtime.source.topic_creation import ensure_topics
 
             ensure_topics(self._admin, topics, self._topic_rules, self._known_topics)
         if self.topics_file is not None:
@@ -661,7 +661,7 @@ class SourceTaskReader(DataSourceStreamReader):
     def _registration(self) -> str | None:
         if not self.stop_file:
             return None
-        from connectd.runtime.executor_sink import instances_dir
+        from connectd.runtime.sink.executor import instances_dir
 
         return os.path.join(instances_dir(os.path.dirname(self.stop_file)), f"planner-{os.getpid()}")
 
@@ -782,7 +782,7 @@ class SourceTaskReader(DataSourceStreamReader):
         from connectd.connector import OffsetStorageReader, SourceTaskContext
         from connectd.plugins import get_registry
         from connectd.runtime.converters import configure_converters
-        from connectd.runtime.offsets import open_offset_store
+        from connectd.runtime.offsets.store import open_offset_store
         from connectd.transforms.chain import TransformationChain
 
         spec = self.spec
@@ -798,14 +798,14 @@ class SourceTaskReader(DataSourceStreamReader):
         )
         self._chain = TransformationChain(connector_config, registry.find_class)
         self._errors = self._error_handler(connector_config)
-        from connectd.runtime.topic_creation import TopicCreationRules
+        from connectd.runtime.source.topic_creation import TopicCreationRules
 
         worker_allows = str(spec["worker_config"].get("topic.creation.enable", "true")).strip().lower() == "true"
         self._topic_rules = TopicCreationRules.from_config(connector_config, worker_allows)
         if self._topic_rules.enabled:
             from confluent_kafka.admin import AdminClient
 
-            from connectd.runtime.kafka_io import client_settings
+            from connectd.runtime.kafka.io import client_settings
 
             self._admin = AdminClient(client_settings(self.spec.get("producer", "{}")))
         store = open_offset_store(spec["offsets"])
@@ -859,7 +859,7 @@ class SourceTaskReader(DataSourceStreamReader):
         :returns: the records as an Arrow batch (``None`` if every one was dropped), the
             last offset of each source partition (canonical JSON text), and their topics.
         """
-        from connectd.runtime.offsets import canonical
+        from connectd.runtime.offsets.store import canonical
 
         began = time.monotonic()
         records = self._task.poll()
@@ -896,7 +896,7 @@ class SourceTaskReader(DataSourceStreamReader):
     def _poll_tracked(self, records: list[Any]) -> tuple[Any, dict[str, str], set[str], list[Any]]:
         """As :meth:`_poll_once`, one record at a time, knowing which record each row is
         (and which a transform dropped or the error handling skipped), for ``commit_record``."""
-        from connectd.runtime.offsets import canonical
+        from connectd.runtime.offsets.store import canonical
 
         offsets: dict[str, str] = {}
         rows, polled = [], []
@@ -924,7 +924,7 @@ class SourceTaskReader(DataSourceStreamReader):
         """
         import pyarrow as pa
 
-        from connectd.runtime.kafka_io import arrow_write_schema
+        from connectd.runtime.kafka.io import arrow_write_schema
 
         if not records:
             return None, set()
@@ -1044,7 +1044,7 @@ def _check_destinations(records: Any) -> None:
 def _original(record: Any) -> Any:
     """A source record as a dead-letter record can carry it: its value as text, where it came from."""
     from connectd.runtime.error_handling import Original
-    from connectd.runtime.offsets import canonical
+    from connectd.runtime.offsets.store import canonical
 
     value = record.value
     return Original(

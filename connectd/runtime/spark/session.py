@@ -16,7 +16,7 @@ in the environment before the JVM starts, not only in the Spark conf:
 Starting a session takes seconds (a JVM); call :func:`start_session` from a
 thread, never on the event loop. The driver JVM maps a class-data archive of
 Spark's classes when there is one; the first worker without one writes it as
-it stops (:mod:`connectd.runtime.class_archive`), in :func:`stop_session`,
+it stops (:mod:`connectd.runtime.spark.class_archive`), in :func:`stop_session`,
 which stops the session.
 
 Spark's JVM writes its log lines to the worker's stdout in the worker's own
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from connectd.config.worker import WorkerConfig
-    from connectd.runtime.class_archive import ClassArchive
+    from connectd.runtime.spark.class_archive import ClassArchive
 
 __all__ = ["QUIET_LOGGERS", "end_jvm", "is_hiccup", "log4j_file", "start_session", "stop_session"]
 
@@ -235,11 +235,11 @@ def _release_java_objects(gateway: Any, timeout_s: float = 5.0) -> None:
 
 
 def _class_archive(config: WorkerConfig, conf: dict[str, str]) -> ClassArchive | None:
-    """The driver JVM's :class:`~connectd.runtime.class_archive.ClassArchive`, or ``None``: off
+    """The driver JVM's :class:`~connectd.runtime.spark.class_archive.ClassArchive`, or ``None``: off
     (``class.archive.dir`` empty), the user's Java options handle class sharing, or no java found."""
     from pathlib import Path
 
-    from connectd.runtime import class_archive
+    from connectd.runtime.spark import class_archive
 
     setting = config.get("class.archive.dir")
     if setting == "":

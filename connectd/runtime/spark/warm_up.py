@@ -75,7 +75,7 @@ def warm_up(spark: SparkSession, timeout_s: float) -> bool:
     saves time, and a Spark that cannot run it fails the tasks themselves,
     saying why, when they start.
     """
-    from connectd.runtime.queries import register_data_sources
+    from connectd.runtime.spark.queries import register_data_sources
 
     began = time.monotonic()
     checkpoint = tempfile.mkdtemp(prefix="connectd-warm-up-")

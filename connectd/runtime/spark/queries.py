@@ -15,7 +15,7 @@ Stopping, within ``task.shutdown.graceful.timeout.ms``::
     then                a sink task's plugin instances in executors on this host see the
                         stop file and stop, a source task's planner process stops its task;
                         stop() waits for them (bounded), then removes the run directory
-                        (see :mod:`connectd.runtime.executor_sink`, :mod:`~connectd.runtime.source_task`)
+                        (see :mod:`connectd.runtime.sink.executor`, :mod:`~connectd.runtime.source.task`)
 
 All calls block (py4j): run them in a thread, never on the event loop.
 """
@@ -37,9 +37,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connectd.metrics import timed_commit
-from connectd.runtime import executor_sink, kafka_io, source_task
+from connectd.runtime.sink import executor as executor_sink
+from connectd.runtime.kafka import io as kafka_io
+from connectd.runtime.source import task as source_task
 from connectd.runtime.fencing import LEASE_OPTION, fenced, lease_expired
-from connectd.runtime.offsets import store_offsets_hook
+from connectd.runtime.offsets.store import store_offsets_hook
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -254,10 +256,10 @@ def start_source_query(
     """Start a source task's query: plugin → transforms → converters → Kafka → offset store.
 
     :param task_class: dotted path of the plugin's :class:`~connectd.SourceTask`.
-    :param producer_config: the data producer's :data:`~connectd.runtime.kafka_io.CLIENT_OPTION`
-        value (:func:`~connectd.runtime.kafka_io.client_option`), or confluent-kafka settings.
+    :param producer_config: the data producer's :data:`~connectd.runtime.kafka.io.CLIENT_OPTION`
+        value (:func:`~connectd.runtime.kafka.io.client_option`), or confluent-kafka settings.
     :param offsets: where the task's offsets are read and stored: an
-        :func:`~connectd.runtime.offsets.open_offset_store` spec (JSON-serialisable; a topic's
+        :func:`~connectd.runtime.offsets.store.open_offset_store` spec (JSON-serialisable; a topic's
         client as written, resolved in Spark's process).
     :param offsets_path: the offsets file, for ``{"kind": "file", "path": offsets_path}``.
     :param metrics: the task's :class:`connectd.metrics.TaskMetrics`, told of each batch and offset commit.
@@ -354,25 +356,25 @@ def start_sink_query(
 
     A micro-batch is the offset ranges of the task's partitions (at most
     *max_records* records). With a *spec* they are read and put in an
-    executor (:mod:`connectd.runtime.executor_sink`) and this process only
+    executor (:mod:`connectd.runtime.sink.executor`) and this process only
     commits what the executor's ``pre_commit`` allowed, once the whole batch
     succeeded. With a *runner* and *reader* instead (a plugin that declares
     :attr:`~connectd.SinkTask.pinned`), this process reads and puts them.
 
-    :param consumer_config: the data consumer's :data:`~connectd.runtime.kafka_io.CLIENT_OPTION`
+    :param consumer_config: the data consumer's :data:`~connectd.runtime.kafka.io.CLIENT_OPTION`
         value, or confluent-kafka settings.
     :param start: ``{"topic:partition": offset}`` to read from (the group's committed offsets).
     :param commit: ``commit({TopicPartition: next offset})`` stores offsets in the group.
     :param on_topics: told the topics each batch consumed (KIP-558).
     :param spec: the task for executors; its ``run`` and ``workdir`` are filled in here.
-    :param runner: a pinned task's :class:`~connectd.runtime.sink_task.SinkTaskRunner` (started).
-    :param reader: its :class:`~connectd.runtime.kafka_io.RangeReader`.
+    :param runner: a pinned task's :class:`~connectd.runtime.sink.task.SinkTaskRunner` (started).
+    :param reader: its :class:`~connectd.runtime.kafka.io.RangeReader`.
     :param put_records: the most records of one ``put``.
     :param tick_ms: after this long without records, a batch without any (a tick): the task's
         ``put([])`` and ``pre_commit``, so it can flush on time (the worker's
         ``offset.flush.interval.ms``); 0 for none.
     :param linger_ms: with a *spec*: a batch with records goes on putting the records that arrive
-        until this long after it began (:func:`connectd.runtime.executor_sink.run`); 0 for never.
+        until this long after it began (:func:`connectd.runtime.sink.executor.run`); 0 for never.
         :meth:`TaskQuery.linger` changes it for the next batches.
     :param lease_file: the worker's lease (:mod:`connectd.runtime.fencing`): once it ended, no batch
         is planned (*commit* is the one to refuse offsets then).

@@ -1,6 +1,7 @@
-"""Connector offsets: source offsets in a local file (standalone mode's
-``offset.storage.file.filename``), and both kinds as the offsets API
-(KIP-875, ``/connectors/{c}/offsets``) reads and writes them.
+"""Source offsets where a worker keeps them: a local file (standalone mode's
+``offset.storage.file.filename``) or an offsets topic (distributed mode).
+A sink connector's offsets are its consumer group's (:mod:`connectd.runtime.offsets.groups`);
+the offsets API's form (KIP-875) is read by :mod:`connectd.herder.offsets_admin`.
 
 Keys are Kafka Connect's: ``["<connector>", {<source partition>}]``; values
 the source offset, ``None`` deleting it — the same records the offsets topic
@@ -12,13 +13,6 @@ directory fsynced, so a crash leaves either the old or the new offsets,
 never a torn file. Each task's query commits from its own process, so
 writers take an exclusive ``flock`` on a lock file beside it.
 
-In the offsets API a source partition and offset are JSON objects of
-primitive values; a sink connector's are Kafka Connect's
-``{"kafka_topic", "kafka_partition"}`` and ``{"kafka_offset"}``, kept as the
-committed offsets of its consumer group. :func:`parse_source_offsets` and
-:func:`parse_sink_offsets` check a request's entries with Kafka Connect's
-messages; the ``*_group_*`` functions read and change a group's offsets.
-
 Offsets topics (distributed mode)
 ---------------------------------
 :class:`TopicOffsetStore` keeps them in an offsets topic, record for record
@@ -27,7 +21,7 @@ offset, both as Kafka's JsonConverter writes them (:func:`jackson_json`), a
 tombstone deleting it; keyed records go to
 the partition Java's producer picks (murmur2), so a topic is shared with, or
 taken over from, Kafka Connect. Reads go from the beginning of every
-partition to its end (:mod:`connectd.runtime.topic_reader`), the last
+partition to its end (:mod:`connectd.runtime.kafka.topic_reader`), the last
 record of a key winning. Kafka Connect does not sort a partition's keys and
 connectd does, so one source partition may be stored under several keys,
 possibly in different topic partitions: entries are matched by the
@@ -53,7 +47,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import tempfile
 import threading
 import time
@@ -63,33 +56,21 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from connectd.data._text import json_double, json_quote
-from connectd.errors import BadRequestError, ConfigError, ConnectorError
+from connectd.errors import ConfigError, ConnectorError
 from connectd.logging import get_logger
 
 log = get_logger(__name__)
 
 __all__ = [
-    "KAFKA_OFFSET",
-    "KAFKA_PARTITION",
-    "KAFKA_TOPIC",
     "FileOffsetStore",
     "TopicOffsetStore",
-    "alter_group_offsets",
     "canonical",
     "close_producers",
-    "delete_group",
-    "group_offsets",
     "jackson_json",
     "open_offset_store",
-    "orphan_offset_topics",
-    "parse_sink_offsets",
-    "parse_source_offsets",
+    "parse_key",
     "store_offsets_hook",
 ]
-
-KAFKA_TOPIC = "kafka_topic"
-KAFKA_PARTITION = "kafka_partition"
-KAFKA_OFFSET = "kafka_offset"
 
 _FORMAT_VERSION = 1
 
@@ -233,7 +214,7 @@ def jackson_json(value: Any) -> str:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _parse_key(key: bytes) -> tuple[str, dict[str, Any] | None] | None:
+def parse_key(key: bytes) -> tuple[str, dict[str, Any] | None] | None:
     """``(connector, partition)`` of an offsets-topic key (a null partition is one: Kafka Connect stores
     a record's offset under it); ``None`` for any other key."""
     try:
@@ -300,12 +281,12 @@ class _OffsetsTopic:
 
     def read(self) -> dict[str, tuple[dict[str, Any], Any]]:
         """canonical ``[connector, partition]`` text → (partition as stored, offset or ``None`` if deleted)."""
-        from connectd.runtime.topic_reader import read_topic_records
+        from connectd.runtime.kafka.topic_reader import read_topic_records
 
         newest: dict[str, tuple[int, dict[str, Any], Any]] = {}
         forms: dict[str, set[bytes]] = {}
         for key, (value, timestamp) in read_topic_records(self.settings, self.topic, self.timeout).items():
-            parsed = _parse_key(key)
+            parsed = parse_key(key)
             if parsed is None:
                 continue
             try:
@@ -454,7 +435,7 @@ def _client_settings(value: Any) -> dict[str, Any]:
     """confluent-kafka settings from a spec's client: a ``client_option`` value (resolved here) or settings."""
     if isinstance(value, Mapping):
         return dict(value)
-    from connectd.runtime.kafka_io import client_settings
+    from connectd.runtime.kafka.io import client_settings
 
     return client_settings(value or "{}")
 
@@ -465,7 +446,7 @@ def open_offset_store(spec: Mapping[str, Any]) -> FileOffsetStore | TopicOffsetS
     - ``{"kind": "file", "path": ...}`` (``kind`` may be left out): :class:`FileOffsetStore`.
     - ``{"kind": "topic", "topic": ..., "client": ..., "fallback": ..., "fallback_client": ...,
       "timeout": seconds}``: :class:`TopicOffsetStore`. ``client`` is the value of
-      :func:`~connectd.runtime.kafka_io.client_option` (a worker config as written, resolved in
+      :func:`~connectd.runtime.kafka.io.client_option` (a worker config as written, resolved in
       this process by its config providers) or confluent-kafka settings; ``fallback`` (the worker's
       topic) and ``fallback_client`` (default ``client``) are optional.
 
@@ -494,251 +475,3 @@ def store_offsets_hook(arg: str, batch_id: int, offsets: dict[str, str], records
     """
     spec = json.loads(arg)
     open_offset_store(spec).put(spec["connector"], {p: json.loads(o) for p, o in offsets.items()})
-
-
-# --- the offsets API (KIP-875) ---------------------------------------------------
-
-_PRIMITIVES = (str, int, float, bool)
-
-
-def _json_kind(value: Any) -> str:
-    return "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
-
-
-def _check_primitive_map(value: Any, where: str) -> None:
-    if not isinstance(value, dict):
-        raise BadRequestError(f"{where} must be a JSON object, not {_json_kind(value) if value is not None else 'null'}")
-    for key, item in value.items():
-        if item is not None and not isinstance(item, _PRIMITIVES):
-            raise BadRequestError(f"Offsets may only contain primitive types as values, but field {key} "
-                                  f"contains {_json_kind(item)} ({where})")
-
-
-def parse_source_offsets(entries: Iterable[tuple[Any, Any]]) -> dict[str, Mapping[str, Any] | None]:
-    """A request's ``(partition, offset)`` entries as source offsets: partition's canonical JSON → offset.
-
-    :raises BadRequestError: naming the entry that is not a source partition or offset.
-    """
-    offsets: dict[str, Mapping[str, Any] | None] = {}
-    for index, (partition, offset) in enumerate(entries):
-        if partition is not None:  # a null partition is a partition, as for Kafka Connect (OffsetUtils.validateFormat)
-            _check_primitive_map(partition, f"offsets[{index}].partition")
-        if offset is not None:
-            _check_primitive_map(offset, f"offsets[{index}].offset")
-        offsets[canonical(partition)] = offset  # a later entry for one partition wins, as in Kafka
-    return offsets
-
-
-def _shown(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def _parse_int(value: Any) -> int | None:
-    """10 and "10" alike, as Kafka Connect takes them; ``None`` for anything else."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
-        return int(value)
-    return None
-
-
-def parse_sink_offsets(entries: Iterable[tuple[Any, Any]]) -> dict[Any, int | None]:
-    """A request's ``(partition, offset)`` entries as sink offsets: TopicPartition → next offset (None: remove).
-
-    :raises BadRequestError: with Kafka Connect's message for the first malformed entry.
-    """
-    from connectd.connector import TopicPartition
-
-    offsets: dict[Any, int | None] = {}
-    for partition, offset in entries:
-        if partition is None:
-            raise BadRequestError("The partition for a sink connector offset cannot be null or missing")
-        if not isinstance(partition, dict) or KAFKA_TOPIC not in partition or KAFKA_PARTITION not in partition:
-            raise BadRequestError(f"The partition for a sink connector offset must contain the keys "
-                                  f"'{KAFKA_TOPIC}' and '{KAFKA_PARTITION}'")
-        topic = partition[KAFKA_TOPIC]
-        if not isinstance(topic, str) or not topic:
-            raise BadRequestError("Kafka topic names must be valid strings and may not be null")
-        if partition[KAFKA_PARTITION] is None:
-            raise BadRequestError("Kafka partitions must be valid numbers and may not be null")
-        number = _parse_int(partition[KAFKA_PARTITION])
-        if number is None:
-            raise BadRequestError(f"Failed to parse the following Kafka partition value in the provided offsets: "
-                                  f"'{_shown(partition[KAFKA_PARTITION])}'. Partition values for sink connectors need "
-                                  "to be integers.")
-        if number < 0:
-            raise BadRequestError(f"Kafka partitions may not be negative: {number}")
-        tp = TopicPartition(topic, number)
-        if offset is None:
-            offsets[tp] = None
-            continue
-        if not isinstance(offset, dict) or KAFKA_OFFSET not in offset:
-            raise BadRequestError(f"The offset for a sink connector should either be null or contain "
-                                  f"the key '{KAFKA_OFFSET}'")
-        value = _parse_int(offset[KAFKA_OFFSET])
-        if value is None:
-            raise BadRequestError(f"Failed to parse the following Kafka offset value in the provided offsets: "
-                                  f"'{_shown(offset[KAFKA_OFFSET])}'. Offset values for sink connectors need "
-                                  "to be integers.")
-        if value < 0:
-            raise BadRequestError(f"Kafka offsets may not be negative: {value} for {topic}[{number}]")
-        offsets[tp] = value
-    return offsets
-
-
-def _commit(consumer_config: Mapping[str, Any], group: str, offsets: Mapping[Any, int]) -> None:
-    from confluent_kafka import Consumer, KafkaException
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-    if not offsets:
-        return
-    consumer = Consumer({**consumer_config, "group.id": group, "enable.auto.commit": False})
-    try:
-        committed = consumer.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o)
-                                             for tp, o in sorted(offsets.items())], asynchronous=False)
-        failed = [tp for tp in committed or [] if tp.error is not None]
-        if failed:
-            raise KafkaException(failed[0].error)
-    finally:
-        consumer.close()
-
-
-# Errors a group's offsets cannot be changed with because it has members: the
-# connector's tasks have not stopped yet, or it was resumed meanwhile.
-_GROUP_BUSY = frozenset({"NON_EMPTY_GROUP", "UNKNOWN_MEMBER_ID", "GROUP_SUBSCRIBED_TO_TOPIC",
-                         "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"})
-
-
-def _error_name(exc: BaseException) -> str:
-    error = exc.args[0] if exc.args else None
-    return error.name() if hasattr(error, "name") else ""
-
-
-def group_offsets(admin: Any, group: str, timeout: float = 30.0) -> dict[Any, int]:
-    """The committed offsets of *group*: TopicPartition → next offset to read.
-
-    :param admin: a confluent-kafka AdminClient, referenced by the caller until this returns.
-    """
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    from connectd.connector import TopicPartition
-
-    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout)[group]
-    result = future.result(timeout=timeout)
-    return {TopicPartition(tp.topic, tp.partition): tp.offset
-            for tp in result.topic_partitions or [] if tp.error is None and tp.offset >= 0}
-
-
-def delete_group(admin: Any, group: str, connector: str, timeout: float = 30.0) -> None:
-    """Delete *group* with its offsets; a group that does not exist is already deleted.
-
-    :raises ConnectorError: with Kafka Connect's message when the group still has members.
-    """
-    from confluent_kafka import KafkaException
-
-    try:
-        admin.delete_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout)
-    except KafkaException as exc:
-        name = _error_name(exc)
-        if name == "GROUP_ID_NOT_FOUND":
-            return
-        if name in _GROUP_BUSY:
-            raise ConnectorError(
-                f"Failed to reset consumer group offsets for connector {connector} either because its tasks haven't "
-                "stopped completely yet or the connector was resumed before the request to reset its offsets could "
-                "be successfully completed. If the connector is in a stopped state, this operation can be safely "
-                "retried.", retriable=True) from exc
-        raise ConnectorError(f"Failed to reset consumer group offsets for sink connector {connector}: {exc}") from exc
-
-
-def alter_group_offsets(admin: Any, consumer_config: Mapping[str, Any], group: str, connector: str,
-                        offsets: Mapping[Any, int | None], timeout: float = 30.0) -> None:
-    """Commit *offsets* for *group*; ``None`` removes a partition's committed offset.
-
-    The offsets are committed by a consumer of the group that joins nothing,
-    as the sink's tasks commit theirs; a group without members (the
-    connector is STOPPED) takes such commits. (Brokers differ on the admin
-    API's commit to a group deleted a moment before; tansu fails it.)
-    confluent-kafka cannot send OffsetDelete, so removing an offset is
-    deleting the group and committing again the offsets it keeps: the same
-    result while the group has no members. Should the second step fail, the
-    error names the offsets that were to be kept.
-
-    :param admin: a confluent-kafka AdminClient, referenced by the caller until this returns.
-    :param consumer_config: confluent-kafka settings of the connector's consumers.
-    :raises ConnectorError: with Kafka Connect's message when the broker refuses.
-    """
-    from confluent_kafka import KafkaException
-
-    commit = {tp: o for tp, o in offsets.items() if o is not None}
-    try:
-        if any(o is None for o in offsets.values()):
-            kept = {tp: o for tp, o in group_offsets(admin, group, timeout).items() if tp not in offsets}
-            delete_group(admin, group, connector, timeout)
-            try:
-                _commit(consumer_config, group, {**kept, **commit})
-            except KafkaException as exc:
-                shown = ", ".join(f"{tp.topic}[{tp.partition}]={o}" for tp, o in sorted(kept.items()))
-                raise ConnectorError(f"Failed to alter consumer group offsets for connector {connector}: {exc}; "
-                                     f"the offsets kept were removed too and must be set again: {shown}") from exc
-        else:
-            _commit(consumer_config, group, commit)
-    except ConnectorError:
-        raise
-    except KafkaException as exc:
-        if _error_name(exc) in _GROUP_BUSY:
-            raise ConnectorError(
-                f"Failed to alter consumer group offsets for connector {connector} either because its tasks haven't "
-                "stopped completely yet or the connector was resumed before the request to alter its offsets could "
-                "be successfully completed. If the connector is in a stopped state, this operation can be safely "
-                "retried.", retriable=True) from exc
-        raise ConnectorError(f"Failed to alter consumer group offsets for connector {connector}: {exc}") from exc
-
-
-# --- offsets topics no connector uses ---------------------------------------------
-
-
-def offset_topics_in_use(config_records: Mapping[bytes, bytes | None], worker_topic: str) -> set[str]:
-    """The offsets topics of a cluster: the worker's, and every live connector's ``offsets.storage.topic``.
-
-    :param config_records: the config topic as :func:`~connectd.runtime.topic_reader.read_topic` reads it
-        (``connector-<name>`` → ``{"properties": {...}}``, ``None`` for a deleted connector).
-    """
-    used = {worker_topic}
-    for key, value in config_records.items():
-        if value is None or not key.startswith(b"connector-"):
-            continue
-        try:
-            properties = json.loads(value).get("properties") or {}
-        except (ValueError, AttributeError):
-            continue
-        topic = properties.get("offsets.storage.topic") if isinstance(properties, dict) else None
-        if isinstance(topic, str) and topic.strip():
-            used.add(topic.strip())
-    return used
-
-
-def orphan_offset_topics(settings: Mapping[str, Any], topics: Iterable[str], worker_topic: str, config_topic: str,
-                         timeout: float = 60.0) -> dict[str, list[str]]:
-    """Offsets topics no connector of the cluster uses: topic → the connectors that have offsets in it.
-
-    A candidate is a topic whose name ends in ``offsets`` (not an internal ``__`` one, not the
-    worker's); it is an offsets topic when it holds records and every keyed record's key is an
-    offset key (``["<connector>",{...}]``), and an orphan when no connector in the config topic
-    names it as its ``offsets.storage.topic``. An empty topic proves nothing and is not listed.
-
-    :param settings: confluent-kafka consumer settings of the cluster.
-    :param topics: the cluster's topic names.
-    """
-    from connectd.runtime.topic_reader import read_topic
-
-    used = offset_topics_in_use(read_topic(settings, config_topic, timeout), worker_topic) | {config_topic}
-    orphans: dict[str, list[str]] = {}
-    for topic in sorted(topics):
-        if topic in used or topic.startswith("__") or not topic.endswith("offsets"):
-            continue
-        records = read_topic(settings, topic, timeout)
-        keys = [_parse_key(key) for key in records]
-        if keys and all(k is not None for k in keys):
-            orphans[topic] = sorted({k[0] for k in keys if k is not None})
-    return orphans

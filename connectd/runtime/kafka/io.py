@@ -32,7 +32,7 @@ handled (an executor), never on the driver.
   rows are the ranges themselves, ``topic, partition, start, end``
   (:data:`RANGE_SCHEMA`): one Spark task handles a whole batch, which is how
   a record-level sink task's one instance gets it
-  (:mod:`connectd.runtime.executor_sink`). Otherwise one input partition per
+  (:mod:`connectd.runtime.sink.executor`). Otherwise one input partition per
   Kafka partition, whose records ``read`` fetches in the executor with a
   consumer kept per Python worker (:func:`executor_range_reader`).
 - Graceful stop: once the ``stop.file`` exists, ``latestOffset`` offers
@@ -971,7 +971,7 @@ class KafkaDataSource(DataSource):
 def append_commits_to_file(path: str, batch_id: int, offsets: dict[str, str], records: int) -> None:
     """A ``commit.hook`` that appends each committed batch as a JSON line to *path*.
 
-    For diagnostics and tests: ``option("commit.hook", "connectd.runtime.kafka_io:append_commits_to_file")``
+    For diagnostics and tests: ``option("commit.hook", "connectd.runtime.kafka.io:append_commits_to_file")``
     with ``option("commit.hook.arg", "/path/to/log")``.
     """
     with open(path, "a", encoding="utf-8") as log:

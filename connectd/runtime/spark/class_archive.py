@@ -21,9 +21,9 @@ one else can write it: the JVM trusts the classes in it.
 A JVM that writes an archive as it exits starts ≈3 s slower, so the worker's
 own JVM never does: the worker that finds no archive writes one as it stops,
 with a JVM of its own (:func:`_write`, ``python -m
-connectd.runtime.class_archive``): a local session with the worker's
+connectd.runtime.spark.class_archive``): a local session with the worker's
 :data:`ARCHIVE_CONF` that runs the warm-up query
-(:mod:`connectd.runtime.warm_up`, a Python data source streamed through
+(:mod:`connectd.runtime.spark.warm_up`, a Python data source streamed through
 ``foreachBatch``), stops and exits. States of one key's archive, in the
 directory::
 
@@ -286,8 +286,8 @@ def _write(conf: Mapping[str, str], archive: str) -> int:
     from pyspark.sql import SparkSession
 
     from connectd.logging import configure_spark_process, lines_are_json, spark_process_worker
-    from connectd.runtime.spark import end_jvm, log4j_file
-    from connectd.runtime.warm_up import warm_up
+    from connectd.runtime.spark.session import end_jvm, log4j_file
+    from connectd.runtime.spark.warm_up import warm_up
 
     configure_spark_process()
     log4j = log4j_file(lines_are_json(), "WARN", spark_process_worker())
