@@ -31,17 +31,25 @@ import contextlib
 import signal
 import socket
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
+
+from connectd import __version__
+from connectd.cluster.herder import DistributedHerder
+from connectd.config.properties import Origin
 from connectd.config.worker import WorkerConfig
 from connectd.errors import ConnectdError
 from connectd.herder import Herder, StandaloneHerder
-from connectd.config.properties import Origin
 from connectd.logging import bind_context, get_logger
 from connectd.notify import STATUS_INTERVAL_S, SystemdNotifier
-
-if TYPE_CHECKING:
-    from connectd.plugins import Registry
+from connectd.plugins import Registry, get_registry
+from connectd.rest.app import RestServer, create_admin_app, create_app
+from connectd.rest.security import admin_listeners, rest_listeners, rest_middlewares
+from connectd.runtime.spark.executors import check_executors, executor_modules
+from connectd.runtime.spark.session import start_session, stop_session
+from connectd.runtime.spark.warm_up import warm_up
 
 __all__ = ["Worker"]
 
@@ -97,18 +105,10 @@ class Worker:
             try:
                 registry = self.registry
                 if registry is None:
-                    from connectd.plugins import get_registry
-
                     registry = self.registry = await asyncio.to_thread(get_registry)
                 self.config.check(registry)
                 # TLS files and credentials are read now, so that a mistake
                 # stops the worker before it touches Kafka or starts Spark.
-                from connectd.rest.security import (
-                    admin_listeners,
-                    rest_listeners,
-                    rest_middlewares,
-                )
-
                 self._rest_listeners = await asyncio.to_thread(rest_listeners, self.config)
                 self._admin_listeners = await asyncio.to_thread(admin_listeners, self.config)
                 self._rest_middlewares = await asyncio.to_thread(rest_middlewares, self.config)
@@ -132,9 +132,6 @@ class Worker:
             )
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Any:
-        from aiokafka.admin import AIOKafkaAdminClient
-        from aiokafka.errors import KafkaError
-
         settings = self.config.client_config("admin", "aiokafka")
         settings.setdefault("client_id", f"connectd-{self.worker_id}-admin")
         admin = AIOKafkaAdminClient(**settings)
@@ -169,8 +166,6 @@ class Worker:
             # The REST API listens first: /health says "starting" and writes wait while Spark starts
             # (seconds), and the other workers of a cluster reach this one at its advertised URL.
             if self.config.mode == "distributed":
-                from connectd.cluster.herder import DistributedHerder
-
                 cluster_herder = DistributedHerder(self.config, self.worker_id, None, rest_url="",
                                                    registry=self.registry)
                 await self._start_rest(cluster_herder)
@@ -207,25 +202,17 @@ class Worker:
         if spark is not None:
             self.spark = spark
             return
-        from connectd.runtime.spark.session import start_session
-
         log.info("spark_starting", master=self.config.spark_conf()["spark.master"])
         self.spark = await asyncio.to_thread(start_session, self.config, self.worker_id)
         self._own_spark = True
         if not self.config.spark_conf()["spark.master"].startswith("local"):
-            from connectd.runtime.spark.executors import check_executors, executor_modules
-
             await asyncio.to_thread(check_executors, self.spark, executor_modules(self.registry),
                                     self.config.get("executor.check.timeout.ms") / 1000)
         if warm:
-            from connectd.runtime.spark.warm_up import warm_up
-
             await asyncio.to_thread(warm_up, self.spark, _WARM_UP_TIMEOUT_S)
 
     async def _stop_spark(self) -> None:
         if self._own_spark and self.spark is not None:
-            from connectd.runtime.spark.session import stop_session
-
             await asyncio.to_thread(stop_session, self.spark)
 
     def advertised_url(self) -> str:
@@ -245,9 +232,6 @@ class Worker:
         When ``admin.listeners`` is set, the /admin endpoints are served on its
         listeners alone (:attr:`admin_urls`), or nowhere if it is empty.
         """
-        from connectd import __version__
-        from connectd.rest.app import RestServer, create_admin_app, create_app
-
         app = create_app(herder, worker_id=self.worker_id, kafka_cluster_id=self.cluster_id, version=__version__,
                          middlewares=self._rest_middlewares, admin_routes=self._admin_listeners is None,
                          registry=self.registry)

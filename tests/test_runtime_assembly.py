@@ -10,8 +10,7 @@ from recording_sink import PinnedRecordingSinkTask, RecordingSinkTask
 
 from connectd.errors import ConnectorError, RetriableException
 from connectd.plugins import get_registry
-from connectd.runtime.spark import queries
-from connectd.runtime.sink import task as sink_task
+from connectd.runtime import assembly
 from connectd.runtime.assembly import TaskAssembler
 from connectd.runtime.error_handling import Original
 
@@ -20,8 +19,8 @@ def test_a_pinned_tasks_record_being_retried_gives_up_once_the_task_is_stopping(
                                                                                  worker_config):
     metadata = SimpleNamespace(topics={"t": SimpleNamespace(partitions={0: None})})
     admin = SimpleNamespace(list_topics=lambda timeout: metadata)
-    monkeypatch.setattr(sink_task, "start_offsets", lambda consumer, partitions, reset: {})
-    monkeypatch.setattr(queries, "start_sink_query", lambda spark, **options: SimpleNamespace())
+    monkeypatch.setattr(assembly, "start_offsets", lambda consumer, partitions, reset: {})
+    monkeypatch.setattr(assembly, "start_sink_query", lambda spark, **options: SimpleNamespace())
     assembler = TaskAssembler(worker_config(), None, get_registry(), lambda: admin, lambda config: {},
                               lambda connector, topics: None)
     task_config = {"file": str(tmp_path / "out.txt"), "events.file": str(tmp_path / "events.txt"), "topics": "t"}
@@ -55,8 +54,8 @@ def test_sink_tasks_linger_as_many_as_spark_has_cores_less_one_first_started_fir
         def linger(self, ms):
             self.lingers.append(ms)
 
-    monkeypatch.setattr(sink_task, "start_offsets", lambda consumer, partitions, reset: {})
-    monkeypatch.setattr(queries, "start_sink_query", lambda spark, **options: Query(**options))
+    monkeypatch.setattr(assembly, "start_offsets", lambda consumer, partitions, reset: {})
+    monkeypatch.setattr(assembly, "start_sink_query", lambda spark, **options: Query(**options))
     worker = worker_config(**{"sink.batch.linger.ms": "750", "sink.batch.max.records": "1234"})
     spark = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=3))
     assembler = TaskAssembler(worker, spark, get_registry(), lambda: admin, lambda config: {},

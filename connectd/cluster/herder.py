@@ -45,6 +45,10 @@ from dataclasses import replace
 from typing import Any
 
 from connectd.cluster.assignor import AssignorState, assign
+from connectd.cluster.config_store import KafkaConfigStore
+from connectd.cluster.forwarding import send_task_configs
+from connectd.cluster.kafka_log import ensure_internal_topics, ensure_topic, internal_topic_settings
+from connectd.cluster.membership import WorkerGroupMember
 from connectd.cluster.protocol import (
     COMPATIBLE,
     CONFIG_MISMATCH,
@@ -55,6 +59,7 @@ from connectd.cluster.protocol import (
     WorkerMetadata,
 )
 from connectd.cluster.signing import SessionKey, new_session_key
+from connectd.cluster.status_store import KafkaStatusStore
 from connectd.config.properties import Origin
 from connectd.config.worker import WorkerConfig
 from connectd.errors import (
@@ -68,9 +73,11 @@ from connectd.errors import (
 )
 from connectd.herder import HerderBase, RestartPlan, too_many_tasks
 from connectd.herder.runs import ConnectorRun, TaskRun, restarting, trace_of
-from connectd.logging import bind_context, get_logger
+from connectd.logging import bind_context, get_logger, set_level
 from connectd.loops import Loops
 from connectd.runtime.fencing import write_lease
+from connectd.runtime.kafka.io import client_option
+from connectd.runtime.offsets.store import close_producers, open_offset_store
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED, UNASSIGNED, Status
 
 __all__ = ["DistributedHerder"]
@@ -93,15 +100,10 @@ class DistributedHerder(HerderBase):
     """
 
     def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, rest_url: str, registry: Any = None) -> None:
-        from connectd.cluster.status_store import KafkaStatusStore
-
         loops = Loops()
         status = KafkaStatusStore.from_worker_config(worker, f"connectd-{worker_id}", loops=loops)
         super().__init__(worker, worker_id, spark, status=status, active_topics=status, registry=registry,
                          loops=loops)
-        from connectd.cluster.config_store import KafkaConfigStore
-        from connectd.cluster.membership import WorkerGroupMember
-
         self.rest_url = rest_url
         self.config_store = KafkaConfigStore.from_worker_config(worker, f"connectd-{worker_id}", listener=self,
                                                                 loops=loops)
@@ -145,8 +147,6 @@ class DistributedHerder(HerderBase):
     # --- lifecycle ---
 
     async def start(self) -> None:
-        from connectd.cluster.kafka_log import ensure_internal_topics
-
         await ensure_internal_topics(self.worker)
         # The lease every task's query honours (connectd.runtime.fencing): written on each proof of
         # membership, expired until the first assignment and once the membership may be lost.
@@ -178,8 +178,6 @@ class DistributedHerder(HerderBase):
         await self.member.stop()
         await self.config_store.stop()
         await self.status.stop()
-        from connectd.runtime.offsets.store import close_producers
-
         await asyncio.to_thread(close_producers)  # those the offsets API used in this process
         if self._lease_dir is not None:
             shutil.rmtree(self._lease_dir, ignore_errors=True)
@@ -391,8 +389,6 @@ class DistributedHerder(HerderBase):
     def _source_offsets_spec(self, connector_config: Mapping[str, str]) -> dict[str, Any]:
         """The offsets topic: the connector's own ``offsets.storage.topic`` (the worker's as fallback),
         else the worker's ``offset.storage.topic``; client settings as written."""
-        from connectd.runtime.kafka.io import client_option
-
         own = (connector_config.get("offsets.storage.topic") or "").strip()
         worker_topic = str(self.worker.get("offset.storage.topic"))
         spec: dict[str, Any] = {"kind": "topic", "topic": own or worker_topic,
@@ -405,8 +401,6 @@ class DistributedHerder(HerderBase):
         # A connector's own offsets topic is created (compacted) as Kafka Connect creates it.
         own = (run.config.get("offsets.storage.topic") or "").strip()
         if run.kind == "source" and own and own != self.worker.get("offset.storage.topic"):
-            from connectd.cluster.kafka_log import ensure_topic, internal_topic_settings
-
             await ensure_topic(self.worker.client_config("admin", "aiokafka"), own,
                                partitions=self.worker.get("offset.storage.partitions"),
                                replication_factor=self.worker.get("offset.storage.replication.factor"),
@@ -414,8 +408,6 @@ class DistributedHerder(HerderBase):
                                topic_key="offsets.storage.topic")
 
     def _source_offsets(self, run: ConnectorRun) -> Any:
-        from connectd.runtime.offsets.store import open_offset_store
-
         return open_offset_store(self._source_offsets_spec(run.config))
 
     # --- the group ---
@@ -697,8 +689,6 @@ class DistributedHerder(HerderBase):
             if self.is_leader:
                 await self.config_store.put_task_configs(run.name, written)
             else:
-                from connectd.cluster.forwarding import send_task_configs
-
                 await send_task_configs(self, run.name, written)
         except ConnectdError as exc:  # the leader moved, is rebalancing, or has not read the connector yet
             delay_s = min(_REPUBLISH_FIRST_S * 2**attempt, _REPUBLISH_MAX_S)
@@ -741,8 +731,6 @@ class DistributedHerder(HerderBase):
         self._session_key = key
 
     def on_logger_level(self, namespace: str, level: str) -> None:
-        from connectd.logging import set_level
-
         try:
             changed = set_level(namespace, level)
         except ConfigError as exc:

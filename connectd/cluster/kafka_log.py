@@ -36,17 +36,18 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.errors import KafkaError
+from aiokafka.structs import ConsumerRecord, RecordMetadata, TopicPartition
+
+from connectd.config.worker import WorkerConfig
 from connectd.errors import ConfigError, ConnectdError
 from connectd.logging import get_logger
 from connectd.loops import Loops
-
-if TYPE_CHECKING:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-    from aiokafka.structs import ConsumerRecord, RecordMetadata, TopicPartition
-
-    from connectd.config.worker import WorkerConfig
 
 __all__ = ["INTERNAL_TOPICS", "KafkaLog", "ensure_internal_topics", "ensure_topic"]
 
@@ -171,10 +172,6 @@ class KafkaLog:
             if self._state == _STOPPED:
                 raise ConnectdError(f"the log of topic {self.topic} was stopped; make a new one")
             return
-        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-        from aiokafka.errors import KafkaError
-        from aiokafka.structs import TopicPartition
-
         self._loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
         self._drained = asyncio.Event()
@@ -248,8 +245,6 @@ class KafkaLog:
 
     async def _read_step(self) -> None:
         """One fetch, its records handed over; the cluster away is a warning and a pause, not a failure."""
-        from aiokafka.errors import KafkaError
-
         assert self._consumer is not None
         try:
             batches = await self._consumer.getmany(timeout_ms=1000)
@@ -314,8 +309,6 @@ class KafkaLog:
         """
         self._check_running()
         assert self._consumer is not None and self._loop is not None
-        from aiokafka.structs import TopicPartition
-
         tp = TopicPartition(self.topic, partition)
         deadline = self._loop.time() + timeout_s
         while True:
@@ -526,9 +519,6 @@ async def ensure_topic(
     :raises ConfigError: if the topic cannot hold the data safely or the replication factor is impossible.
     :raises ConnectdError: if the cluster cannot be reached or refuses.
     """
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-    from aiokafka.errors import KafkaError
-
     topic_key = topic_key or ("config.storage.topic" if single_partition else "topic")
     factor_key = topic_key.removesuffix(".topic") + ".replication.factor" if topic_key.endswith(".storage.topic") else "replication.factor"
     servers = _servers(admin_settings)
@@ -580,8 +570,6 @@ async def ensure_topic(
 
 
 async def _check_existing(admin: Any, name: str, servers: str, *, compact: bool, single_partition: bool, topic_key: str) -> None:
-    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-
     if single_partition:
         described = await admin.describe_topics([name])
         count = len(described[0].get("partitions", [])) if described else 0

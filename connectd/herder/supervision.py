@@ -62,6 +62,9 @@ from typing import TYPE_CHECKING, Any
 
 from connectd.herder.runs import ConnectorRun, TaskRun, trace_of
 from connectd.logging import bind_context, get_logger
+from connectd.runtime.sink.task import assign_partitions
+from connectd.runtime.source.task import read_active_topics, remove_active_topics
+from connectd.runtime.spark.session import is_hiccup
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING
 
 if TYPE_CHECKING:
@@ -198,8 +201,6 @@ class Supervisor:
         """A sink connector's partitions are now *partitions*: each of its tasks here whose share
         changed (a topic that appeared or grew, a new topic matching ``topics.regex``) is stopped and
         started again on its new share; the others go on undisturbed."""
-        from connectd.runtime.sink.task import assign_partitions
-
         before, count = run.partitions, self._herder._task_count(run)
         moved = [task for task in run.tasks if task.state in _LIVE
                  and assign_partitions(before, task.id, count) != assign_partitions(partitions, task.id, count)]
@@ -280,8 +281,6 @@ class Supervisor:
         def fold_active_topics() -> None:
             workdir = getattr(handle.query, "workdir", None)
             if workdir is not None:  # a source task's topics, now final, go to the store
-                from connectd.runtime.source.task import read_active_topics, remove_active_topics
-
                 if herder.topic_tracking:
                     herder.active_topics.add(run.name, read_active_topics(workdir))
                 remove_active_topics(workdir)
@@ -353,8 +352,6 @@ class Supervisor:
 
     def _hiccup(self, task: TaskRun, error: BaseException | str) -> bool:
         """Whether *error* is one of Spark's own failures, within the budget (counted if so)."""
-        from connectd.runtime.spark.session import is_hiccup
-
         if not is_hiccup(error) or not self._within_budget(task):
             return False
         self._herder.metrics.spark_hiccups.labels(self._herder.metrics.worker_id).inc()

@@ -27,10 +27,48 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
 from connectd.config.worker import WorkerConfig
-from connectd.connector import SparkSinkTask, SparkSourceTask, TopicPartition
+from connectd.connector import (
+    OffsetStorageReader,
+    SinkTaskContext,
+    SourceTaskContext,
+    SparkSinkTask,
+    SparkSourceTask,
+    TopicPartition,
+)
 from connectd.errors import ConfigError, ConnectorError
 from connectd.logging import get_logger
+from connectd.metrics import timed_commit
+from connectd.runtime.converters import configure_converters
+from connectd.runtime.dead_letters import DeadLetterQueue, ensure_dlq_topic
+from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
+from connectd.runtime.fencing import fenced
+from connectd.runtime.kafka.io import (
+    RangeReader,
+    client_option,
+    consumer_settings,
+    decode_tp,
+    encode_tp,
+)
+from connectd.runtime.sink.executor import SinkSpec
+from connectd.runtime.sink.task import (
+    SinkTaskRunner,
+    assign_partitions,
+    group_id,
+    matching_topics,
+    start_offsets,
+)
+from connectd.runtime.spark.queries import (
+    file_name_part,
+    start_sink_query,
+    start_source_query,
+    start_spark_sink_query,
+    start_spark_source_query,
+)
+from connectd.transforms.chain import TransformationChain
 
 __all__ = ["TaskAssembler", "TaskHandle", "max_put_records", "task_class_name"]
 
@@ -119,14 +157,10 @@ class TaskAssembler:
 
     def client_option(self, client: str, connector_config: Mapping[str, str]) -> str:
         """Client settings for Spark's processes, as written: they resolve placeholders themselves."""
-        from connectd.runtime.kafka.io import client_option
-
         return client_option(self.worker.originals(), client, _overrides(client, connector_config))
 
     def sink_partitions(self, connector_config: Mapping[str, str], metadata: Any = None) -> frozenset[TopicPartition]:
         """Every partition of the topics a sink connector consumes (``topics`` or ``topics.regex``)."""
-        from connectd.runtime.sink.task import matching_topics
-
         metadata = metadata if metadata is not None else self._admin().list_topics(timeout=30)
         topics = matching_topics(metadata.topics,
                                  [t.strip() for t in connector_config.get("topics", "").split(",") if t.strip()],
@@ -218,9 +252,6 @@ class TaskAssembler:
 
     def _start_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                       task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:
-        from connectd.runtime.error_handling import ErrorPolicy
-        from connectd.runtime.spark.queries import start_source_query
-
         resolved = self._resolved(connector_config)
         policy = ErrorPolicy.from_config(resolved)
         if policy.dlq_topic:  # the reader's process sends to it; it must exist first
@@ -243,9 +274,6 @@ class TaskAssembler:
 
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                             task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:
-        from connectd.connector import OffsetStorageReader, SourceTaskContext
-        from connectd.runtime.spark.queries import file_name_part, start_spark_source_query
-
         if self.checkpoints is None:
             raise ConnectorError(
                 f"{task_class_name(task_class)} is a Spark-level source task: its progress is a Spark checkpoint "
@@ -267,28 +295,6 @@ class TaskAssembler:
     def _start_sink(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                     task_class: type, task_id: int, task_config: Mapping[str, str], tasks: int,
                     paused: bool) -> None:
-        from confluent_kafka import Consumer
-        from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-        from connectd.metrics import timed_commit
-        from connectd.runtime.converters import configure_converters
-        from connectd.runtime.fencing import fenced
-        from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
-        from connectd.runtime.sink.executor import SinkSpec
-        from connectd.runtime.kafka.io import (
-            RangeReader,
-            consumer_settings,
-            decode_tp,
-            encode_tp,
-        )
-        from connectd.runtime.spark.queries import start_sink_query, start_spark_sink_query
-        from connectd.runtime.sink.task import (
-            SinkTaskRunner,
-            assign_partitions,
-            group_id,
-            start_offsets,
-        )
-        from connectd.transforms.chain import TransformationChain
 
         config = self._resolved(task_config)
         consumer_config = self.client("consumer", connector_config)
@@ -315,8 +321,6 @@ class TaskAssembler:
         if metrics is not None:  # what it reads from there on is active until committed
             metrics.sink_committed({decode_tp(key): offset for key, offset in start.items()})
         if issubclass(task_class, SparkSinkTask):
-            from connectd.connector import SinkTaskContext
-
             instance = task_class()
             instance.context = SinkTaskContext(config, assigned)
             instance.initialize(instance.context)
@@ -366,8 +370,6 @@ class TaskAssembler:
             return
         send = None
         if policy.dlq_topic:
-            from connectd.runtime.dead_letters import DeadLetterQueue
-
             handle.dead_letters = DeadLetterQueue(self.client("producer", connector_config), policy.dlq_topic)
             send = handle.dead_letters.send
         registry = self.registry
@@ -392,8 +394,6 @@ class TaskAssembler:
         return {k: resolve(v) for k, v in config.items()}
 
     def _ensure_dlq(self, topic: str, resolved: Mapping[str, str], metadata: Any = None) -> None:
-        from connectd.runtime.dead_letters import ensure_dlq_topic
-
         factor = int(resolved.get("errors.deadletterqueue.topic.replication.factor", "3"))
         ensure_dlq_topic(self._admin(), topic, factor, metadata)
 
