@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 from recording_sink import PinnedRecordingSinkTask, RecordingSinkTask
 
+from connectd.config.connector import ConnectorConfig
 from connectd.errors import ConnectorError, RetriableException
 from connectd.plugins import get_registry
 from connectd.runtime import assembly
@@ -25,9 +26,11 @@ def test_a_pinned_tasks_record_being_retried_gives_up_once_the_task_is_stopping(
                               lambda connector, topics: None)
     task_config = {"file": str(tmp_path / "out.txt"), "events.file": str(tmp_path / "events.txt"), "topics": "t"}
     # a bounded timeout, so that waiting it out (not giving up) ends too
-    handle = assembler.start(connector="c", connector_config={"topics": "t", "errors.retry.timeout": "1000"},
-                             kind="sink", task_class=PinnedRecordingSinkTask, task_id=0, task_config=task_config,
-                             tasks=1, paused=False)
+    connector_config = {"name": "c", "connector.class": "FileStreamSink", "topics": "t", "errors.retry.timeout": "1000"}
+    handle = assembler.start(connector="c", connector_config=connector_config,
+                             settings=ConnectorConfig.parse(connector_config, "sink"),
+                             task_class=PinnedRecordingSinkTask, task_id=0, task_config=task_config, tasks=1,
+                             paused=False)
     try:
         handle.runner.stopping = lambda: True  # TaskQuery.stop(), as the query sets it
 
@@ -61,7 +64,9 @@ def test_sink_tasks_linger_as_many_as_spark_has_cores_less_one_first_started_fir
     assembler = TaskAssembler(worker, spark, get_registry(), lambda: admin, lambda config: {},
                               lambda connector, topics: None)
     task_config = {"file": str(tmp_path / "out.txt"), "events.file": str(tmp_path / "events.txt"), "topics": "t"}
-    handles = [assembler.start(connector="c", connector_config={"topics": "t"}, kind="sink",
+    connector_config = {"name": "c", "connector.class": "FileStreamSink", "topics": "t"}
+    settings = ConnectorConfig.parse(connector_config, "sink")
+    handles = [assembler.start(connector="c", connector_config=connector_config, settings=settings,
                                task_class=RecordingSinkTask, task_id=task, task_config=task_config, tasks=3,
                                paused=False) for task in range(3)]
     assert [q.options["max_records"] for q in started] == [1234] * 3

@@ -139,7 +139,7 @@ def test_errors_log_enable_logs_with_or_without_the_record(caplog):
 
 def test_policy_from_connector_config():
     policy = ErrorPolicy.from_config({
-        "errors.tolerance": "ALL", "errors.retry.timeout": "-1", "errors.log.enable": "true",
+        "errors.tolerance": "all", "errors.retry.timeout": "-1", "errors.log.enable": "true",
         "errors.deadletterqueue.topic.name": " dlq ", "errors.deadletterqueue.context.headers.enable": "true",
     })
     assert policy == ErrorPolicy(tolerate_all=True, retry_timeout_ms=-1, log_enable=True, dlq_topic="dlq",

@@ -60,6 +60,7 @@ from connectd.cluster.protocol import (
 )
 from connectd.cluster.signing import SessionKey, new_session_key
 from connectd.cluster.status_store import KafkaStatusStore
+from connectd.config.connector import ConnectorConfig
 from connectd.config.properties import Origin
 from connectd.config.worker import WorkerConfig
 from connectd.errors import (
@@ -386,10 +387,10 @@ class DistributedHerder(HerderBase):
     def _spark_checkpoints(self) -> None:
         return None  # a task may move to another worker: no local progress
 
-    def _source_offsets_spec(self, connector_config: Mapping[str, str]) -> dict[str, Any]:
+    def _source_offsets_spec(self, settings: ConnectorConfig) -> dict[str, Any]:
         """The offsets topic: the connector's own ``offsets.storage.topic`` (the worker's as fallback),
         else the worker's ``offset.storage.topic``; client settings as written."""
-        own = (connector_config.get("offsets.storage.topic") or "").strip()
+        own = settings.offsets_storage_topic
         worker_topic = str(self.worker.get("offset.storage.topic"))
         spec: dict[str, Any] = {"kind": "topic", "topic": own or worker_topic,
                                 "client": client_option(self.worker.originals(), "producer", {})}
@@ -399,7 +400,7 @@ class DistributedHerder(HerderBase):
 
     async def _prepare_task(self, run: ConnectorRun) -> None:
         # A connector's own offsets topic is created (compacted) as Kafka Connect creates it.
-        own = (run.config.get("offsets.storage.topic") or "").strip()
+        own = run.settings(self.worker.providers.resolve).offsets_storage_topic
         if run.kind == "source" and own and own != self.worker.get("offset.storage.topic"):
             await ensure_topic(self.worker.client_config("admin", "aiokafka"), own,
                                partitions=self.worker.get("offset.storage.partitions"),
@@ -408,7 +409,7 @@ class DistributedHerder(HerderBase):
                                topic_key="offsets.storage.topic")
 
     def _source_offsets(self, run: ConnectorRun) -> Any:
-        return open_offset_store(self._source_offsets_spec(run.config))
+        return open_offset_store(self._source_offsets_spec(run.settings(self.worker.providers.resolve)))
 
     # --- the group ---
 
@@ -652,9 +653,7 @@ class DistributedHerder(HerderBase):
         """Kafka's check at task start (KIP-1004): more committed tasks than the connector's
         ``tasks.max`` (lowered since they were written) fails the task, unless ``tasks.max.enforce``
         is false."""
-        resolved = {k: self.worker.providers.resolve(v) for k, v in run.config.items()
-                    if k in ("tasks.max", "tasks.max.enforce")}
-        return too_many_tasks(run.name, self._task_count(run), resolved)
+        return too_many_tasks(run.name, self._task_count(run), run.settings(self.worker.providers.resolve))
 
     def _clean_deleted_statuses(self) -> None:
         """The leader, once a round is assigned: tombstones for the statuses of connectors no longer

@@ -5,12 +5,17 @@
 merged with the plugin's own ``config_def``. :func:`connector_problems` adds
 the rules that span keys (topics vs topics.regex, the dead-letter topic,
 transform and predicate aliases).
+
+:class:`ConnectorConfig` is a checked config's declared keys parsed once, typed, with their
+defaults: what the herders, the supervisor and task assembly read instead of the strings
+(:class:`ErrorPolicy`: its ``errors.*`` keys, which Spark's processes parse the same way).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from connectd.config.definitions import (
@@ -29,7 +34,8 @@ from connectd.config.definitions import (
 from connectd.config.properties import Origin
 from connectd.override_policy import ConnectorClientConfigOverridePolicy, ConnectorClientConfigRequest
 
-__all__ = ["COMMON_DEF", "SINK_DEF", "SOURCE_DEF", "connector_problems"]
+__all__ = ["COMMON_DEF", "SINK_DEF", "SOURCE_DEF", "ConnectorConfig", "ErrorPolicy", "RestartPolicy",
+           "connector_problems"]
 
 H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
@@ -150,6 +156,102 @@ COMMON_DEF = ConfigDef(_COMMON_KEYS, prefixes=_PREFIXES)
 SOURCE_DEF = COMMON_DEF.merge(ConfigDef(_SOURCE_KEYS, prefixes={
     "topic.creation.": "Settings of topics the connector creates, per group: topic.creation.<group>.<key>."}))
 SINK_DEF = COMMON_DEF.merge(ConfigDef(_SINK_KEYS))
+
+
+def _declared(definition: ConfigDef, config: Mapping[str, Any], key: str) -> Any:
+    """*key* of *config* parsed as *definition* declares it; its default when absent."""
+    declared = definition[key]
+    raw = config.get(key)
+    return declared.parse(raw) if raw is not None else declared.default_value()
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    """A connector's ``errors.*`` settings (Kafka Connect's error handling)."""
+
+    tolerate_all: bool = False
+    retry_timeout_ms: int = 0
+    retry_delay_max_ms: int = 60000
+    log_enable: bool = False
+    log_include_messages: bool = False
+    dlq_topic: str = ""
+    dlq_replication_factor: int = 3
+    dlq_context_headers: bool = False
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ErrorPolicy:
+        """The ``errors.*`` keys of a checked config with resolved values."""
+
+        def value(key: str) -> Any:
+            return _declared(COMMON_DEF, config, key)
+
+        return cls(
+            tolerate_all=value("errors.tolerance").strip().lower() == "all",
+            retry_timeout_ms=value("errors.retry.timeout"),
+            retry_delay_max_ms=value("errors.retry.delay.max.ms"),
+            log_enable=value("errors.log.enable"),
+            log_include_messages=value("errors.log.include.messages"),
+            dlq_topic=(value("errors.deadletterqueue.topic.name") or "").strip(),
+            dlq_replication_factor=value("errors.deadletterqueue.topic.replication.factor"),
+            dlq_context_headers=value("errors.deadletterqueue.context.headers.enable"),
+        )
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """connectd's automatic restarts of a FAILED task (``errors.restart.*``)."""
+
+    enable: bool = False
+    max_attempts: int = 10  # -1: without limit
+    backoff_max_ms: int = 300000
+
+
+@dataclass(frozen=True)
+class ConnectorConfig:
+    """A checked connector config's declared keys, parsed once (resolved values, defaults filled).
+
+    The config as written (placeholders unresolved) stays the one that is stored and handed to
+    Spark; this is what the worker process decides with.
+    """
+
+    name: str
+    kind: str  # "source" or "sink"
+    connector_class: str
+    tasks_max: int
+    tasks_max_enforce: bool
+    errors: ErrorPolicy
+    restart: RestartPolicy
+    #: A sink's topics and topics.regex (empty for a source).
+    topics: tuple[str, ...] = ()
+    topics_regex: str = ""
+    #: A source's own offsets topic (``None``: the worker's).
+    offsets_storage_topic: str | None = None
+
+    @classmethod
+    def parse(cls, config: Mapping[str, Any], kind: str) -> ConnectorConfig:
+        """*config* (checked, placeholders resolved) of a *kind* connector, parsed.
+
+        :raises ValueError: for a value its declaration refuses (a config that was never checked).
+        """
+        definition = SINK_DEF if kind == "sink" else SOURCE_DEF
+
+        def value(key: str) -> Any:
+            return _declared(definition, config, key)
+
+        own_topic = (value("offsets.storage.topic") or "").strip() if kind == "source" else ""
+        return cls(
+            name=str(value("name")).strip(),
+            kind=kind,
+            connector_class=str(config.get("connector.class", "")).strip(),
+            tasks_max=value("tasks.max"),
+            tasks_max_enforce=value("tasks.max.enforce"),
+            errors=ErrorPolicy.from_config(config),
+            restart=RestartPolicy(value("errors.restart.enable"), value("errors.restart.max.attempts"),
+                                  value("errors.restart.backoff.max.ms")),
+            topics=tuple(t.strip() for t in value("topics") if t.strip()) if kind == "sink" else (),
+            topics_regex=(value("topics.regex") or "").strip() if kind == "sink" else "",
+            offsets_storage_topic=own_topic or None,
+        )
 
 
 def connector_problems(

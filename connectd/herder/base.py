@@ -49,6 +49,7 @@ from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
 
+from connectd.config.connector import ConnectorConfig
 from connectd.config.properties import Origin
 from connectd.config.worker import WorkerConfig
 from connectd.connector import ConnectorContext
@@ -482,9 +483,9 @@ class HerderBase:
     async def _generate_task_configs(self, run: ConnectorRun, instance: Any,
                                      resolved: Mapping[str, str]) -> list[dict[str, str]]:
         """The connector's task configs as written (placeholders back), ``tasks.max`` enforced."""
-        max_tasks = int(resolved.get("tasks.max", "1"))
-        task_configs = await asyncio.to_thread(instance.task_configs, max_tasks)
-        too_many = too_many_tasks(run.name, len(task_configs), resolved)
+        settings = run.settings(self.worker.providers.resolve)
+        task_configs = await asyncio.to_thread(instance.task_configs, settings.tasks_max)
+        too_many = too_many_tasks(run.name, len(task_configs), settings)
         if too_many is not None:
             raise ConnectorError(too_many)
         return self._written_task_configs(run, resolved, task_configs)
@@ -520,7 +521,7 @@ class HerderBase:
         """Spark-level source tasks' progress: their Spark checkpoints, kept beside the offsets file."""
         return Path(f"{self.offsets_path}.checkpoints")
 
-    def _source_offsets_spec(self, connector_config: Mapping[str, str]) -> dict[str, Any]:
+    def _source_offsets_spec(self, settings: ConnectorConfig) -> dict[str, Any]:
         """Where a source connector's tasks keep their offsets: the offsets file in standalone mode."""
         return {"kind": "file", "path": self.offsets_path}
 
@@ -582,7 +583,8 @@ class HerderBase:
                  if run.kind == "sink" and any(task.handle is not None for task in run.tasks)]
         for run in sinks:
             try:
-                partitions = await asyncio.to_thread(self.assembler.sink_partitions, run.config)
+                partitions = await asyncio.to_thread(self.assembler.sink_partitions,
+                                                     run.settings(self.worker.providers.resolve))
             except Exception as exc:  # noqa: BLE001 - the cluster briefly unreachable: looked at again next pass
                 log.warning("topic_discovery_failed", connector=run.name, error=f"{type(exc).__name__}: {exc}")
                 continue

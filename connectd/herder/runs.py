@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import importlib
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectd.config.connector import ConnectorConfig
 from connectd.connector import SinkConnector, TopicPartition
 from connectd.runtime.assembly import TaskHandle
 from connectd.status import RESTARTING, Status
@@ -61,10 +62,19 @@ class ConnectorRun:
     #: Every partition of a sink connector's topics when its tasks last started (for rediscovery).
     partitions: frozenset[TopicPartition] = frozenset()
     target: str = "STARTED"  # Kafka Connect's target state: STARTED, PAUSED or STOPPED
+    #: :meth:`settings`' answer and the config it was parsed from.
+    _settings: tuple[dict[str, str], ConnectorConfig] | None = field(default=None, repr=False)
 
     @property
     def kind(self) -> str:
         return "sink" if issubclass(self.cls, SinkConnector) else "source"
+
+    def settings(self, resolve: Callable[[str], str]) -> ConnectorConfig:
+        """The config's declared keys, parsed once per config (placeholders resolved with *resolve*)."""
+        if self._settings is None or self._settings[0] is not self.config:
+            resolved = {key: resolve(value) for key, value in self.config.items()}
+            self._settings = (self.config, ConnectorConfig.parse(resolved, self.kind))
+        return self._settings[1]
 
     def task_class(self, task_config: Mapping[str, str]) -> type:
         """The class of a task: ``task.class`` of its config (as Kafka Connect writes it), else the

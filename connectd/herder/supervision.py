@@ -238,7 +238,8 @@ class Supervisor:
                     await herder._prepare_task(run)
                     task_class = run.task_class(task.config)
                     handle = await asyncio.to_thread(
-                        herder.assembler.start, connector=run.name, connector_config=run.config, kind=run.kind,
+                        herder.assembler.start, connector=run.name, connector_config=run.config,
+                        settings=run.settings(herder.worker.providers.resolve),
                         task_class=task_class, task_id=task.id, task_config=task.config,
                         tasks=herder._task_count(run), paused=run.target == "PAUSED", metrics=metrics)
                     break
@@ -298,14 +299,13 @@ class Supervisor:
     def _fail(self, run: ConnectorRun, task: TaskRun, trace: str) -> None:
         """FAILED with *trace*; with ``errors.restart.enable``, RESTARTING after a back-off."""
         self._report(run, task, FAILED_, FAILED, trace)
-        config = run.config
-        if config.get("errors.restart.enable", "false").strip().lower() != "true":
+        policy = run.settings(self._herder.worker.providers.resolve).restart
+        if not policy.enable:
             return
-        attempts = int(config.get("errors.restart.max.attempts", "10"))
-        if 0 <= attempts <= task.restarts:
+        if 0 <= policy.max_attempts <= task.restarts:
             log.error("task_restarts_exhausted", connector=run.name, task=task.id, attempts=task.restarts)
             return
-        cap = int(config.get("errors.restart.backoff.max.ms", "300000")) / 1000
+        cap = policy.backoff_max_ms / 1000
         delay = min(_FIRST_RESTART_DELAY_S * 2**task.restarts, cap)
         task.restarts += 1
         task.restart_at = asyncio.get_running_loop().time() + delay

@@ -20,6 +20,7 @@ from typing import Any
 from connectd.config.connector import (
     SINK_DEF,
     SOURCE_DEF,
+    ConnectorConfig,
     connector_problems,
     exactly_once_problems,
     override_problems,
@@ -150,17 +151,14 @@ def _override_problems(config: dict[str, str], registry: Any, policy_name: str, 
     return override_problems(config, policy, kind, origin)
 
 
-def too_many_tasks(connector: str, count: int, resolved: Mapping[str, str]) -> str | None:
+def too_many_tasks(connector: str, count: int, settings: ConnectorConfig) -> str | None:
     """Why *count* tasks are too many for *connector* (KIP-1004), in Kafka's words, or ``None``.
 
     More tasks than ``tasks.max`` fail the connector (or a task started from an older, larger
-    task set) unless ``tasks.max.enforce`` is false; a bad ``tasks.max`` is reported elsewhere.
+    task set) unless ``tasks.max.enforce`` is false.
     """
-    try:
-        max_tasks = int(str(resolved.get("tasks.max", "1")).strip())
-    except ValueError:
-        return None
-    if count <= max_tasks or str(resolved.get("tasks.max.enforce", "true")).strip().lower() == "false":
+    max_tasks = settings.tasks_max
+    if count <= max_tasks or not settings.tasks_max_enforce:
         return None
     return (f"The connector {connector} has generated {count} tasks, which is greater than {max_tasks}, "
             "the maximum number of tasks it is configured to create. This behaviour should be considered "

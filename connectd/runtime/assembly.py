@@ -30,6 +30,7 @@ from typing import Any
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from connectd.config.connector import ConnectorConfig, ErrorPolicy
 from connectd.config.worker import WorkerConfig
 from connectd.connector import (
     OffsetStorageReader,
@@ -44,7 +45,7 @@ from connectd.logging import get_logger
 from connectd.metrics import timed_commit
 from connectd.runtime.converters import configure_converters
 from connectd.runtime.dead_letters import DeadLetterQueue, ensure_dlq_topic
-from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
+from connectd.runtime.error_handling import ErrorHandler
 from connectd.runtime.fencing import fenced
 from connectd.runtime.kafka.io import (
     RangeReader,
@@ -124,7 +125,7 @@ class TaskAssembler:
     :param spark: the worker's SparkSession.
     :param registry: the plugin registry.
     :param admin: the herder's confluent-kafka ``AdminClient`` (made on first use).
-    :param source_offsets: the offsets spec of a source connector's tasks, given its config
+    :param source_offsets: the offsets spec of a source connector's tasks, given its parsed config
         (``{"kind": "file", "path": …}`` or ``{"kind": "topic", …}``).
     :param on_topics: ``on_topics(connector, topics)``: a sink task's batch used *topics*.
     :param checkpoints: where Spark-level source tasks keep their Spark checkpoints between runs;
@@ -134,7 +135,7 @@ class TaskAssembler:
     """
 
     def __init__(self, worker: WorkerConfig, spark: Any, registry: Any, admin: Callable[[], Any],
-                 source_offsets: Callable[[Mapping[str, str]], dict[str, Any]],
+                 source_offsets: Callable[[ConnectorConfig], dict[str, Any]],
                  on_topics: Callable[[str, Iterable[str]], None], checkpoints: Path | None = None,
                  lease_file: str | None = None) -> None:
         self.worker = worker
@@ -159,23 +160,21 @@ class TaskAssembler:
         """Client settings for Spark's processes, as written: they resolve placeholders themselves."""
         return client_option(self.worker.originals(), client, _overrides(client, connector_config))
 
-    def sink_partitions(self, connector_config: Mapping[str, str], metadata: Any = None) -> frozenset[TopicPartition]:
+    def sink_partitions(self, settings: ConnectorConfig, metadata: Any = None) -> frozenset[TopicPartition]:
         """Every partition of the topics a sink connector consumes (``topics`` or ``topics.regex``)."""
         metadata = metadata if metadata is not None else self._admin().list_topics(timeout=30)
-        topics = matching_topics(metadata.topics,
-                                 [t.strip() for t in connector_config.get("topics", "").split(",") if t.strip()],
-                                 connector_config.get("topics.regex", ""))
+        topics = matching_topics(metadata.topics, list(settings.topics), settings.topics_regex)
         return frozenset(TopicPartition(t, p) for t in topics for p in metadata.topics[t].partitions)
 
     # --- start / stop ---
 
-    def start(self, *, connector: str, connector_config: Mapping[str, str], kind: str, task_class: type,
-              task_id: int, task_config: Mapping[str, str], tasks: int, paused: bool,
+    def start(self, *, connector: str, connector_config: Mapping[str, str], settings: ConnectorConfig,
+              task_class: type, task_id: int, task_config: Mapping[str, str], tasks: int, paused: bool,
               metrics: Any = None) -> TaskHandle:
         """Start one task's query (blocking: call it from a thread).
 
-        :param connector_config: the connector's config as written.
-        :param kind: ``source`` or ``sink``.
+        :param connector_config: the connector's config as written (what Spark's processes get).
+        :param settings: its declared keys, parsed (kind, topics, error handling).
         :param tasks: how many tasks the connector has (a sink task's share of partitions).
         :param metrics: the task's :class:`connectd.metrics.TaskMetrics`: its micro-batches and offset
             commits are counted there (record-level tasks).
@@ -185,11 +184,12 @@ class TaskAssembler:
             if issubclass(task_class, SparkSourceTask):
                 self._start_spark_source(handle, connector, connector_config, task_class, task_id, task_config,
                                          paused)
-            elif kind == "source":
-                self._start_source(handle, connector, connector_config, task_class, task_id, task_config, paused)
+            elif settings.kind == "source":
+                self._start_source(handle, connector, connector_config, settings, task_class, task_id, task_config,
+                                   paused)
             else:
-                self._start_sink(handle, connector, connector_config, task_class, task_id, task_config, tasks,
-                                 paused)
+                self._start_sink(handle, connector, connector_config, settings, task_class, task_id, task_config,
+                                 tasks, paused)
         except BaseException:
             self.release(handle)
             raise
@@ -251,11 +251,10 @@ class TaskAssembler:
     # --- the four kinds ---
 
     def _start_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
-                      task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:
-        resolved = self._resolved(connector_config)
-        policy = ErrorPolicy.from_config(resolved)
-        if policy.dlq_topic:  # the reader's process sends to it; it must exist first
-            self._ensure_dlq(policy.dlq_topic, resolved)
+                      settings: ConnectorConfig, task_class: type, task_id: int, task_config: Mapping[str, str],
+                      paused: bool) -> None:
+        if settings.errors.dlq_topic:  # the reader's process sends to it; it must exist first
+            self._ensure_dlq(settings.errors)
         handle.query = start_source_query(
             self.spark,
             connector=connector,
@@ -265,7 +264,7 @@ class TaskAssembler:
             connector_config=dict(connector_config),
             worker_config=self.worker.originals(),
             producer_config=self.client_option("producer", connector_config),
-            offsets=self.source_offsets(connector_config),
+            offsets=self.source_offsets(settings),
             max_records=self.worker.get("source.batch.max.records"),
             paused=paused,
             metrics=handle.metrics,
@@ -293,13 +292,13 @@ class TaskAssembler:
         )
 
     def _start_sink(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
-                    task_class: type, task_id: int, task_config: Mapping[str, str], tasks: int,
-                    paused: bool) -> None:
+                    settings: ConnectorConfig, task_class: type, task_id: int, task_config: Mapping[str, str],
+                    tasks: int, paused: bool) -> None:
 
         config = self._resolved(task_config)
         consumer_config = self.client("consumer", connector_config)
         metadata = self._admin().list_topics(timeout=30)
-        handle.partitions = self.sink_partitions(connector_config, metadata)
+        handle.partitions = self.sink_partitions(settings, metadata)
         assigned = assign_partitions(handle.partitions, task_id, tasks)
         handle.task_partitions = len(assigned)
         group = Consumer({**consumer_settings(consumer_config), "group.id": group_id(connector),
@@ -342,9 +341,9 @@ class TaskAssembler:
                 max_records=self.worker.get("sink.batch.max.records"), paused=paused, lease_file=self.lease_file)
             return
         resolved = self._resolved(connector_config)
-        policy = ErrorPolicy.from_config(resolved)
+        policy = settings.errors
         if policy.dlq_topic:
-            self._ensure_dlq(policy.dlq_topic, resolved, metadata)
+            self._ensure_dlq(policy, metadata)
         put_records = max_put_records(self.worker, resolved)
         batch_records = self.worker.get("sink.batch.max.records")
         # An idle task still gets put([]) and pre_commit this often, to flush on time.
@@ -393,9 +392,8 @@ class TaskAssembler:
         resolve = self.worker.providers.resolve
         return {k: resolve(v) for k, v in config.items()}
 
-    def _ensure_dlq(self, topic: str, resolved: Mapping[str, str], metadata: Any = None) -> None:
-        factor = int(resolved.get("errors.deadletterqueue.topic.replication.factor", "3"))
-        ensure_dlq_topic(self._admin(), topic, factor, metadata)
+    def _ensure_dlq(self, policy: ErrorPolicy, metadata: Any = None) -> None:
+        ensure_dlq_topic(self._admin(), policy.dlq_topic, policy.dlq_replication_factor, metadata)
 
 
 def _overrides(client: str, connector_config: Mapping[str, str]) -> dict[str, str]:

@@ -31,12 +31,13 @@ from __future__ import annotations
 import random
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from connectd.config.connector import ErrorPolicy  # the errors.* keys, parsed; re-exported for the runtime
 from connectd.errors import ConnectorError
 from connectd.logging import get_logger
 from connectd.secrets import redact
@@ -105,34 +106,6 @@ class Original:
             return text + "}"
         return (f"source record is = {{topic='{self.topic}', kafkaPartition={self.partition}, "
                 f"sourcePartition={self.source_partition}, sourceOffset={self.source_offset}}}")
-
-
-@dataclass(frozen=True)
-class ErrorPolicy:
-    """A connector's ``errors.*`` settings (resolved values)."""
-
-    tolerate_all: bool = False
-    retry_timeout_ms: int = 0
-    retry_delay_max_ms: int = 60000
-    log_enable: bool = False
-    log_include_messages: bool = False
-    dlq_topic: str = ""
-    dlq_context_headers: bool = False
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, str]) -> ErrorPolicy:
-        def flag(key: str) -> bool:
-            return str(config.get(key, "false")).strip().lower() == "true"
-
-        return cls(
-            tolerate_all=str(config.get("errors.tolerance", "none")).strip().lower() == "all",
-            retry_timeout_ms=int(config.get("errors.retry.timeout", "0")),
-            retry_delay_max_ms=int(config.get("errors.retry.delay.max.ms", "60000")),
-            log_enable=flag("errors.log.enable"),
-            log_include_messages=flag("errors.log.include.messages"),
-            dlq_topic=str(config.get("errors.deadletterqueue.topic.name", "") or "").strip(),
-            dlq_context_headers=flag("errors.deadletterqueue.context.headers.enable"),
-        )
 
 
 class ErrorHandler:
