@@ -62,19 +62,14 @@ def load_connector_file(path: str | Path) -> tuple[dict[str, str], Callable[[str
     return dict(properties), properties.origin
 
 
-def check_connector(
-    config: Mapping[str, str],
-    registry: Any,
-    origin: Callable[[str], Origin | None] = lambda key: None,
-    resolve: Callable[[str], str] | None = None,
-    override_policy: str = "All",
-    topic_creation: bool = True,
-) -> type:
-    """The class of a connector config fit to run: :func:`validate_connector` and its name.
+def check_connector(config: Mapping[str, str], registry: Any, origin: Callable[[str], Origin | None] = lambda key: None,
+                    *checks: Any) -> type:
+    """The class of a connector config fit to run: :func:`validate_connector` (*checks* are its
+    ``resolve``, ``override_policy`` and ``topic_creation``), and its name.
 
     :raises ConfigError: listing every error of the config.
     """
-    problems, cls = validate_connector(config, registry, origin, resolve, override_policy, topic_creation)
+    problems, cls = validate_connector(config, registry, origin, *checks)
     name = (config.get("name") or "").strip()
     if not name:
         problems.insert(0, ConfigProblem(origin("name"), "name", "is required"))
