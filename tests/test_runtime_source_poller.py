@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from connectd.runtime.kafka.io import write_arrow_batch
-from connectd.runtime.source.task import _Poller
+from connectd.runtime.source.poller import Poller
 from stage_transforms import Suffixed, two_stages
 
 
@@ -39,7 +39,7 @@ def values(batches) -> list[bytes]:
 
 def test_it_polls_ahead_until_the_buffer_is_full_then_waits_for_a_batch_to_take_it(wait_until):
     polls = Polls(size=10)
-    poller = _Poller(polls, max_records=30, idle=lambda: False, name="t")
+    poller = Poller(polls, max_records=30, idle=lambda: False, name="t")
     try:
         # A poll counts itself before its records reach the buffer: wait for the records.
         wait_until(lambda: poller._buffered, "30 records buffered", until=lambda n: n >= 30)
@@ -59,7 +59,7 @@ def test_nothing_buffered_offers_no_batch_and_an_idle_task_is_not_polled(wait_un
     idle = threading.Event()
     idle.set()
     polls = Polls()
-    poller = _Poller(polls, max_records=100, idle=idle.is_set, name="t")
+    poller = Poller(polls, max_records=100, idle=idle.is_set, name="t")
     try:
         assert poller.take() is None
         assert polls.calls == 0  # IDLE: paused or stopping
@@ -73,7 +73,7 @@ def test_nothing_buffered_offers_no_batch_and_an_idle_task_is_not_polled(wait_un
 def test_an_error_from_poll_is_raised_by_the_next_take(wait_until):
     polls = Polls()
     polls.error = RuntimeError("the source is gone")
-    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    poller = Poller(polls, max_records=100, idle=lambda: False, name="t")
     try:
         def raised() -> bool:
             try:
@@ -92,7 +92,7 @@ def test_a_retriable_error_from_poll_is_polled_again(wait_until):
 
     polls = Polls()
     polls.error = RetriableException("not now")
-    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    poller = Poller(polls, max_records=100, idle=lambda: False, name="t")
     try:
         wait_until(lambda: polls.attempts, "poll() called again after it failed", until=lambda n: n >= 3)
         assert poller.take() is None  # nothing to raise: POLLING still
@@ -106,7 +106,7 @@ def test_a_retriable_error_from_poll_is_polled_again(wait_until):
 def test_first_poll_waits_for_the_first_poll_to_end_or_its_timeout(wait_until):
     polls = Polls(size=10)
     polls.release.clear()  # the first poll() does not return yet
-    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    poller = Poller(polls, max_records=100, idle=lambda: False, name="t")
     try:
         poller.first_poll(0.05)  # returns at its timeout, nothing polled
         assert polls.calls == 0 and poller.take() is None
@@ -123,7 +123,7 @@ def test_first_poll_waits_for_the_first_poll_to_end_or_its_timeout(wait_until):
 def test_the_querys_first_batch_carries_the_first_polls_records(tmp_path):
     """A fresh Spark's first batch costs seconds: taken at once it would be empty, and the first records
     would wait for a second batch."""
-    from connectd.runtime.source.task import _Batch
+    from connectd.runtime.source.handoff import Batch
 
     polls = Polls(size=10)
     polls.release.clear()
@@ -131,13 +131,13 @@ def test_the_querys_first_batch_carries_the_first_polls_records(tmp_path):
 
     def start() -> None:  # as _ensure_started, without a plugin
         reader._task = Acknowledged()
-        reader._poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+        reader._poller = Poller(polls, max_records=100, idle=lambda: False, name="t")
         threading.Timer(0.2, polls.release.set).start()  # the first poll() takes 0.2 s
 
     reader._ensure_started = start
     try:
         assert reader.latestOffset() == {"seq": 1}
-        assert values(_Batch([reader._kept[1]]).record_batches())[:10] == [f"1-{i}".encode() for i in range(10)]
+        assert values(Batch([reader._kept[1]]).record_batches())[:10] == [f"1-{i}".encode() for i in range(10)]
     finally:
         polls.release.set()
         reader._poller.stop(5)
@@ -146,7 +146,7 @@ def test_the_querys_first_batch_carries_the_first_polls_records(tmp_path):
 def test_stop_ends_the_thread_after_the_poll_in_progress():
     polls = Polls()
     polls.release.clear()  # the next poll() blocks
-    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    poller = Poller(polls, max_records=100, idle=lambda: False, name="t")
     stopper = threading.Thread(target=poller.stop, args=(30,))
     stopper.start()
     polls.release.set()
@@ -157,7 +157,7 @@ def test_stop_ends_the_thread_after_the_poll_in_progress():
 def test_stop_gives_up_on_a_poll_that_does_not_return():
     polls = Polls()
     polls.release.clear()
-    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    poller = Poller(polls, max_records=100, idle=lambda: False, name="t")
     poller.stop(0.2)  # returns: task.stop() is then called anyway, as Kafka Connect does
     assert poller._thread.is_alive()
     polls.release.set()
@@ -168,7 +168,7 @@ def test_a_poll_whose_records_were_all_dropped_still_moves_the_offset(wait_until
     def dropped():
         return None, {'{"p":1}': '{"n":7}'}, set(), None
 
-    poller = _Poller(dropped, max_records=100, idle=lambda: False, name="t")
+    poller = Poller(dropped, max_records=100, idle=lambda: False, name="t")
     try:
         batches, offsets, _, _ = wait_until(poller.take, "the offset of dropped records")
         assert batches == [] and offsets == {'{"p":1}': '{"n":7}'}
@@ -177,22 +177,23 @@ def test_a_poll_whose_records_were_all_dropped_still_moves_the_offset(wait_until
 
 
 def test_a_batch_reaches_the_executor_as_bytes_or_as_a_file_in_the_same_order(tmp_path):
-    from connectd.runtime.source.task import _Batch, _ipc, _ipc_file
+    from connectd.runtime.source.handoff import Batch, ipc, ipc_file
 
     first = write_arrow_batch([("t", None, None, b"a", None, None, None, None)])
     second = write_arrow_batch([("t", None, None, b"b", None, None, '{"p":1}', '{"n":2}')])
-    as_file = _ipc_file([second], str(tmp_path / "handoff" / "2.arrow"))
-    assert values(_Batch([_ipc([first])], [as_file]).record_batches()) == [b"a", b"b"]
+    as_file = ipc_file([second], str(tmp_path / "handoff" / "2.arrow"))
+    assert values(Batch([ipc([first])], [as_file]).record_batches()) == [b"a", b"b"]
 
 
 def test_a_handoff_file_goes_once_spark_committed_its_batch(tmp_path):
     import json
 
-    from connectd.runtime.source.task import SPEC_OPTION, SourceTaskReader, _ipc_file
+    from connectd.runtime.source.handoff import ipc_file
+    from connectd.runtime.source.task import SPEC_OPTION, SourceTaskReader
 
     reader = SourceTaskReader({SPEC_OPTION: json.dumps({"worker_config": {}}), "handoff.dir": str(tmp_path)})
     batch = write_arrow_batch([("t", None, None, b"a", None, None, None, None)])
-    reader._kept = {1: _ipc_file([batch], str(tmp_path / "1.arrow")), 2: _ipc_file([batch], str(tmp_path / "2.arrow"))}
+    reader._kept = {1: ipc_file([batch], str(tmp_path / "1.arrow")), 2: ipc_file([batch], str(tmp_path / "2.arrow"))}
     # take_counts() per batch, and the records not yet written as each was taken
     reader._stats = {1: {"polls": 1, "polled": 3, "active": 3}, 2: {"polls": 2, "failures": 1, "active": 5}}
     reader._unwritten = {1: 3, 2: 2}
@@ -251,7 +252,7 @@ def test_an_error_with_a_retriable_method_fails_the_task(wait_until):
 
     polls = Polls()
     polls.error = LibraryError("the source is gone")
-    poller = _Poller(polls, max_records=100, idle=lambda: False, name="t")
+    poller = Poller(polls, max_records=100, idle=lambda: False, name="t")
     try:
         def raised() -> bool:
             try:
@@ -297,7 +298,7 @@ def test_a_record_being_retried_gives_up_once_the_task_stops(wait_until):
         attempts.append(1)
         raise RetriableException("the schema registry is not there yet")
 
-    reader._poller = poller = _Poller(lambda: reader._errors.run("VALUE_CONVERTER", "X", converting, Original("t")),
+    reader._poller = poller = Poller(lambda: reader._errors.run("VALUE_CONVERTER", "X", converting, Original("t")),
                                       max_records=100, idle=lambda: False, name="t")
     wait_until(lambda: attempts, "the record to fail once")
     reader.stop()  # waits for the poll in progress up to 5 s, then goes on
@@ -406,14 +407,14 @@ def stopping_reader(tmp_path, polls):
     reader.stop_file, reader.pause_file = str(tmp_path / "stop"), str(tmp_path / "pause")
     reader._task = Acknowledged()
     reader._last_commit = time.monotonic()
-    reader._poller = _Poller(polls, max_records=100, idle=reader._held, name="t")
+    reader._poller = Poller(polls, max_records=100, idle=reader._held, name="t")
     return reader
 
 
 def test_at_stop_what_poll_returned_is_one_last_batch_the_poll_under_way_included(tmp_path, wait_until):
     """AbstractWorkerSourceTask.execute sends the records of the poll() under way when it is told to
     stop, then commits their offsets (finalOffsetCommit): nothing polled is dropped."""
-    from connectd.runtime.source.task import _Batch
+    from connectd.runtime.source.handoff import Batch
 
     polls = Polls(size=10)
     polls.release.clear()  # the first poll() is under way when the task is told to stop
@@ -428,7 +429,7 @@ def test_at_stop_what_poll_returned_is_one_last_batch_the_poll_under_way_include
         polls.release.set()
         planner.join(30)
         assert latest == [{"seq": 1}] and polls.calls == 1  # no poll() after the stop
-        written = values(_Batch([reader._kept[1]]).record_batches())
+        written = values(Batch([reader._kept[1]]).record_batches())
         assert written == [f"1-{i}".encode() for i in range(10)] + [None]  # the records, then the offsets row
         assert reader.latestOffset() == {"seq": 1}  # nothing more
     finally:

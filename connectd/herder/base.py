@@ -64,7 +64,7 @@ from connectd.metrics import WorkerMetrics
 from connectd.plugins import get_registry
 from connectd.runtime.assembly import TaskAssembler
 from connectd.runtime.offsets.store import FileOffsetStore
-from connectd.runtime.source.task import read_active_topics, reset_active_topics
+from connectd.runtime.source.active_topics import read_active_topics, reset_active_topics
 from connectd.secrets import redact
 from connectd.status import (
     FAILED,

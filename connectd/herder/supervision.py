@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 from connectd.herder.runs import ConnectorRun, TaskRun, trace_of
 from connectd.logging import bind_context, get_logger
 from connectd.runtime.sink.task import assign_partitions
-from connectd.runtime.source.task import read_active_topics, remove_active_topics
+from connectd.runtime.source.active_topics import read_active_topics, remove_active_topics
 from connectd.runtime.spark.session import is_hiccup
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING
 

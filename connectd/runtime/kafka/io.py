@@ -748,7 +748,8 @@ class _Producer:
         from confluent_kafka import Producer
 
         self.refusal: str | None = None
-        self.client = Producer({**config, "error_cb": self._error, "logger": RepeatFilter.on(logging.getLogger("connectd.kafka.client"))})
+        client_log = RepeatFilter.on(logging.getLogger("connectd.kafka.client"))  # librdkafka's lines, rate-limited
+        self.client = Producer({**config, "error_cb": self._error, "logger": client_log})
 
     def _error(self, error: Any) -> None:
         if error.fatal() or error.name() in _REFUSALS:

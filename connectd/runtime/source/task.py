@@ -132,27 +132,18 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 
 from connectd.errors import ConnectorError
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.error_handling import TaskCounts, apply_stages
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
-from connectd.runtime.kafka.io import (
-    executor_producer,
-    produce_batches,
-    write_arrow_batch,
-)
+from connectd.runtime.kafka.io import executor_producer, produce_batches, write_arrow_batch
+from connectd.runtime.source.active_topics import active_topics_file, reset_marker
+from connectd.runtime.source.handoff import Batch, ipc, ipc_file
+from connectd.runtime.source.poller import Poller
 
-__all__ = [
-    "FORMAT",
-    "SPEC_OPTION",
-    "SourceTaskDataSource",
-    "active_topics_file",
-    "read_active_topics",
-    "remove_active_topics",
-    "reset_active_topics",
-]
+__all__ = ["FORMAT", "SPEC_OPTION", "SourceTaskDataSource", "SourceTaskReader"]
 
 FORMAT = "connectd-source-task"
 # Spark redacts option values whose key matches spark.redaction.regex.
@@ -166,109 +157,11 @@ _STOP_WAIT_S = 5.0
 _EXIT_BOUND_S = 60.0
 
 
-def _write_ipc(sink: Any, batches: list[Any]) -> None:
-    """Arrow record batches to *sink* as one IPC stream, in one call: that releases the GIL for all of
-    it, where a call per batch waits for the GIL at each, which the poller thread holds for up to the
-    switch interval (5 ms) each time."""
-    import pyarrow as pa
-
-    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
-        writer.write_table(pa.Table.from_batches(batches))
-
-
-def _ipc(batches: list[Any]) -> bytes:
-    """Arrow record batches as one IPC stream."""
-    import pyarrow as pa
-
-    sink = pa.BufferOutputStream()
-    _write_ipc(sink, batches)
-    return sink.getvalue().to_pybytes()
-
-
-def _ipc_file(batches: list[Any], path: str) -> str:
-    """Arrow record batches as one IPC stream in the file *path* (its directory made if need be)."""
-    import pyarrow as pa
-
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with pa.OSFile(path, "wb") as sink:
-        _write_ipc(sink, batches)
-    return path
-
-
-def active_topics_file(run_dir: str | os.PathLike[str]) -> str:
-    """Where the query running in *run_dir* lists the topics it has written to, one per line."""
-    return f"{os.fspath(run_dir)}.topics"
-
-
-def _reset_marker(topics_file: str) -> str:
-    return f"{topics_file}.reset"
-
-
-def read_active_topics(run_dir: str | os.PathLike[str]) -> set[str]:
-    """The topics listed for the query of *run_dir*: none while a reset is waiting for its next batch."""
-    path = active_topics_file(run_dir)
-    if os.path.exists(_reset_marker(path)):
-        return set()
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        return set()
-    # A line still being appended has no newline yet: it is read next time.
-    return {line for line in text.split("\n")[:-1] if line}
-
-
-def reset_active_topics(run_dir: str | os.PathLike[str]) -> None:
-    """Ask the query of *run_dir* to start its list again (the marker the reader removes)."""
-    path = active_topics_file(run_dir)
-    with open(_reset_marker(path), "a", encoding="utf-8"):
-        pass
-
-
-def remove_active_topics(run_dir: str | os.PathLike[str]) -> None:
-    """Remove the files of a query that has stopped."""
-    path = active_topics_file(run_dir)
-    for name in (path, _reset_marker(path)):
-        try:
-            os.unlink(name)
-        except FileNotFoundError:
-            pass
-
-
-class _Batch(InputPartition):
-    """One or more polled batches, in order: Arrow IPC streams of :data:`WRITE_SCHEMA` rows,
-    carried in the plan (*streams*) or, for executors on the planner's host, in files there
-    (*files*, see ``handoff.dir``); *seqs* are their sequence numbers, and *acks* says whether
-    the task wants each record's metadata (``commit_record``)."""
-
-    def __init__(self, streams: list[bytes], files: list[str] | None = None, seqs: list[int] | None = None,
-                 acks: bool = False, stats: dict[str, float] | None = None, tolerate: Any = None) -> None:
-        self.streams = streams
-        self.files = files or []
-        self.seqs = seqs or []
-        self.acks = acks
-        #: what the task did while these batches were polled, for its metrics (see take_counts)
-        self.stats = stats or {}
-        #: the connector's ErrorPolicy when it tolerates errors: records Kafka does not take are then
-        #: reported and passed over (KIP-779), else they fail the batch
-        self.tolerate = tolerate
-
-    def record_batches(self) -> Iterator[Any]:
-        import pyarrow as pa
-
-        for stream in self.streams:
-            yield from pa.ipc.open_stream(stream)
-        for path in self.files:
-            yield from pa.ipc.open_stream(pa.memory_map(path))
-
-
 #: What reading a batch yields: each source partition's last offset, then the record count with
 #: what says the batch was written (``stored``: JSON, ``{"seqs": […], "acks": […] or null, "stats":
 #: {…}}``, the last what the task did while the batch was polled, for its metrics).
 RESULT_SCHEMA = "source_partition string, source_offset string, records long, stored string"
 
-_EMPTY_POLL_PAUSE_S = 0.005
-_IDLE_CHECK_S = 0.1
 #: How long the query's first ``latestOffset`` waits for the task's first ``poll()`` to return.
 _FIRST_POLL_WAIT_S = 1.0
 
@@ -322,143 +215,6 @@ def _dead_letter_queue(spec: dict[str, Any], topic: str) -> Any:
     return DeadLetterQueue(client_settings(spec["producer"]), topic)
 
 
-class _Poller:
-    """Polls the task on its own thread into a bounded buffer (states in the module docstring)."""
-
-    def __init__(self, poll: Any, max_records: int, idle: Any, name: str) -> None:
-        # () -> (Arrow batch or None, {partition: offset}, topics, polled records or None) or None
-        self._poll = poll
-        self._name = name
-        self._idle = idle
-        self.max_records = max_records
-        self._cond = threading.Condition()
-        self._batches: list[Any] = []
-        self._offsets: dict[str, str] = {}
-        self._topics: set[str] = set()
-        self._polled: list[Any] = []  # (record, its topic once transformed, or None), for commit_record
-        self._buffered = 0
-        self._error: BaseException | None = None
-        self._stopping = False
-        self._polling = False  # a poll() (or the look whether to make one) is under way
-        self._looks = 0  # how many of those have ended
-        self._thread = threading.Thread(target=self._run, name=f"connectd-poll-{name}", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._stopping and self._buffered >= self.max_records:
-                    self._cond.wait()
-                if self._stopping:
-                    return
-                self._polling = True
-            try:
-                pause = self._poll_into_buffer()
-            finally:
-                with self._cond:
-                    self._polling = False
-                    self._looks += 1
-                    self._cond.notify_all()
-            if pause is None:
-                return
-            if pause:
-                time.sleep(pause)
-
-    def _poll_into_buffer(self) -> float | None:
-        """One ``poll()`` (unless idle), its records buffered.
-
-        :returns: how long to pause before the next, or ``None`` when ``poll()`` failed the task.
-        """
-        if self._idle():
-            return _IDLE_CHECK_S
-        try:
-            polled = self._poll()
-        except BaseException as error:  # noqa: BLE001 - the task fails with it at the next batch
-            # RetriableException: poll() again, as Kafka Connect does. Not anything with a "retriable"
-            # attribute: confluent-kafka's KafkaError has a retriable() method.
-            if isinstance(error, ConnectorError) and error.retriable:
-                log.warning("source_task_poll_retriable_error", error=str(error))
-                return _EMPTY_POLL_PAUSE_S
-            with self._cond:
-                self._error = error
-            return None
-        if polled is None:
-            return _EMPTY_POLL_PAUSE_S
-        batch, offsets, topics, records = polled
-        with self._cond:
-            if batch is not None and batch.num_rows:
-                self._batches.append(batch)
-                self._buffered += batch.num_rows
-            self._offsets.update(offsets)
-            self._topics |= topics
-            if records:
-                self._polled.extend(records)
-        return 0.0
-
-    def take(self) -> tuple[list[Any], dict[str, str], set[str], list[Any]] | None:
-        """Everything buffered (Arrow batches, last offsets, topics, polled records for
-        ``commit_record``), or ``None`` if nothing is.
-
-        :raises: what ``poll()`` (or converting its records) raised.
-        """
-        with self._cond:
-            if self._error is not None:
-                raise self._error
-            if not self._batches and not self._offsets and not self._polled:
-                return None
-            taken = (self._batches, self._offsets, self._topics, self._polled)
-            self._batches, self._offsets, self._topics, self._polled, self._buffered = [], {}, set(), [], 0
-            self._cond.notify_all()
-            return taken
-
-    def first_poll(self, timeout: float) -> None:
-        """Wait up to *timeout* seconds for the first ``poll()`` (or look whether to make one) to end."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._looks == 0 and not self._stopping:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._cond.wait(left)
-
-    def finish_poll(self, timeout: float) -> bool:
-        """Wait up to *timeout* seconds for a ``poll()`` under way to return and its records to be
-        buffered (once the task is idle, no other starts).
-
-        :returns: whether none is under way any more.
-        """
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._polling:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
-
-    def wait(self, seconds: float) -> None:
-        """Sleep *seconds* (on the poller's thread), unless :meth:`stop` comes first.
-
-        :raises ConnectorError: the poller is being stopped.
-        """
-        deadline = time.monotonic() + seconds
-        with self._cond:
-            while not self._stopping:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._cond.wait(left)
-        raise ConnectorError("the task is stopping: a failed record is not retried again; it is polled again "
-                             "when the task next runs")
-
-    def stop(self, timeout: float) -> None:
-        """End the thread, waiting up to *timeout* seconds for a ``poll()`` in progress."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-        self._thread.join(timeout)
-
-
 class SourceTaskReader(DataSourceStreamReader):
     """Polls the task for each micro-batch; :meth:`read` produces the batch in an executor.
 
@@ -485,7 +241,7 @@ class SourceTaskReader(DataSourceStreamReader):
         self.topics_file = active_topics_file(os.path.dirname(self.stop_file)) if tracking and self.stop_file else None
         self._topics_written: set[str] = set()
         self._task: Any = None
-        self._poller: _Poller | None = None
+        self._poller: Poller | None = None
         self._chain: Any = None
         self._converters: dict[str, Any] = {}
         self._errors: Any = None
@@ -590,12 +346,12 @@ class SourceTaskReader(DataSourceStreamReader):
         # is taken: those of the batches not yet committed, this one's included.
         self._stats[self._seq] = {**self.take_counts(), "active": sum(self._unwritten.values())}
         if self.handoff_dir is None:
-            self._kept[self._seq] = _ipc(batches)
+            self._kept[self._seq] = ipc(batches)
         else:
-            self._kept[self._seq] = _ipc_file(batches, os.path.join(self.handoff_dir, f"{self._seq}.arrow"))
+            self._kept[self._seq] = ipc_file(batches, os.path.join(self.handoff_dir, f"{self._seq}.arrow"))
         return {"seq": self._seq}
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Batch]:
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Batch]:
         kept: list[bytes | str] = []
         seqs = list(range(int(start["seq"]) + 1, int(end["seq"]) + 1))
         for seq in seqs:
@@ -609,10 +365,10 @@ class SourceTaskReader(DataSourceStreamReader):
             for key, value in self._stats.pop(seq, {}).items():
                 stats[key] = value if key == "active" else stats.get(key, 0) + value  # a level, not a count
         policy = self._errors.policy if self._errors is not None else None
-        return [_Batch([k for k in kept if isinstance(k, bytes)], [k for k in kept if isinstance(k, str)], seqs,
+        return [Batch([k for k in kept if isinstance(k, bytes)], [k for k in kept if isinstance(k, str)], seqs,
                        self._acks, stats, policy if policy is not None and policy.tolerate_all else None)]
 
-    def read(self, partition: _Batch) -> Iterator[tuple[str | None, str | None, int | None, str | None]]:
+    def read(self, partition: Batch) -> Iterator[tuple[str | None, str | None, int | None, str | None]]:
         producer = executor_producer(self.spec.get("producer", "{}"), every_delivery=partition.acks)
         acks: list[Any] | None = [] if partition.acks else None
         stats = dict(getattr(partition, "stats", {}))
@@ -750,7 +506,7 @@ class SourceTaskReader(DataSourceStreamReader):
         """
         path = self.topics_file
         assert path is not None
-        marker = _reset_marker(path)
+        marker = reset_marker(path)
         try:
             if os.path.exists(marker):
                 tmp = f"{path}.tmp"
@@ -825,7 +581,7 @@ class SourceTaskReader(DataSourceStreamReader):
         from connectd.connector import SourceTask
 
         self._acks = type(task).commit_record is not SourceTask.commit_record
-        self._poller = _Poller(self._poll_once, self.max_records, self._held, self._name())
+        self._poller = Poller(self._poll_once, self.max_records, self._held, self._name())
 
     def take_counts(self) -> dict[str, float]:
         """What the task did since the last call, for its metrics (only what changed): ``polls``

@@ -1,0 +1,156 @@
+"""A source task's poller: ``poll()`` on a thread of its own, into a bounded buffer, so the next
+batch is polled while the last one is produced (the states are in
+:mod:`connectd.runtime.source.task`'s docstring)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from connectd.errors import ConnectorError
+from connectd.logging import get_logger
+
+__all__ = ["Poller"]
+
+log = get_logger(__name__)
+
+_EMPTY_POLL_PAUSE_S = 0.005
+_IDLE_CHECK_S = 0.1
+
+
+class Poller:
+    """Polls the task on its own thread into a bounded buffer (states in the module docstring)."""
+
+    def __init__(self, poll: Any, max_records: int, idle: Any, name: str) -> None:
+        # () -> (Arrow batch or None, {partition: offset}, topics, polled records or None) or None
+        self._poll = poll
+        self._name = name
+        self._idle = idle
+        self.max_records = max_records
+        self._cond = threading.Condition()
+        self._batches: list[Any] = []
+        self._offsets: dict[str, str] = {}
+        self._topics: set[str] = set()
+        self._polled: list[Any] = []  # (record, its topic once transformed, or None), for commit_record
+        self._buffered = 0
+        self._error: BaseException | None = None
+        self._stopping = False
+        self._polling = False  # a poll() (or the look whether to make one) is under way
+        self._looks = 0  # how many of those have ended
+        self._thread = threading.Thread(target=self._run, name=f"connectd-poll-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopping and self._buffered >= self.max_records:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                self._polling = True
+            try:
+                pause = self._poll_into_buffer()
+            finally:
+                with self._cond:
+                    self._polling = False
+                    self._looks += 1
+                    self._cond.notify_all()
+            if pause is None:
+                return
+            if pause:
+                time.sleep(pause)
+
+    def _poll_into_buffer(self) -> float | None:
+        """One ``poll()`` (unless idle), its records buffered.
+
+        :returns: how long to pause before the next, or ``None`` when ``poll()`` failed the task.
+        """
+        if self._idle():
+            return _IDLE_CHECK_S
+        try:
+            polled = self._poll()
+        except BaseException as error:  # noqa: BLE001 - the task fails with it at the next batch
+            # RetriableException: poll() again, as Kafka Connect does. Not anything with a "retriable"
+            # attribute: confluent-kafka's KafkaError has a retriable() method.
+            if isinstance(error, ConnectorError) and error.retriable:
+                log.warning("source_task_poll_retriable_error", error=str(error))
+                return _EMPTY_POLL_PAUSE_S
+            with self._cond:
+                self._error = error
+            return None
+        if polled is None:
+            return _EMPTY_POLL_PAUSE_S
+        batch, offsets, topics, records = polled
+        with self._cond:
+            if batch is not None and batch.num_rows:
+                self._batches.append(batch)
+                self._buffered += batch.num_rows
+            self._offsets.update(offsets)
+            self._topics |= topics
+            if records:
+                self._polled.extend(records)
+        return 0.0
+
+    def take(self) -> tuple[list[Any], dict[str, str], set[str], list[Any]] | None:
+        """Everything buffered (Arrow batches, last offsets, topics, polled records for
+        ``commit_record``), or ``None`` if nothing is.
+
+        :raises: what ``poll()`` (or converting its records) raised.
+        """
+        with self._cond:
+            if self._error is not None:
+                raise self._error
+            if not self._batches and not self._offsets and not self._polled:
+                return None
+            taken = (self._batches, self._offsets, self._topics, self._polled)
+            self._batches, self._offsets, self._topics, self._polled, self._buffered = [], {}, set(), [], 0
+            self._cond.notify_all()
+            return taken
+
+    def first_poll(self, timeout: float) -> None:
+        """Wait up to *timeout* seconds for the first ``poll()`` (or look whether to make one) to end."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._looks == 0 and not self._stopping:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
+
+    def finish_poll(self, timeout: float) -> bool:
+        """Wait up to *timeout* seconds for a ``poll()`` under way to return and its records to be
+        buffered (once the task is idle, no other starts).
+
+        :returns: whether none is under way any more.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._polling:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def wait(self, seconds: float) -> None:
+        """Sleep *seconds* (on the poller's thread), unless :meth:`stop` comes first.
+
+        :raises ConnectorError: the poller is being stopped.
+        """
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            while not self._stopping:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
+        raise ConnectorError("the task is stopping: a failed record is not retried again; it is polled again "
+                             "when the task next runs")
+
+    def stop(self, timeout: float) -> None:
+        """End the thread, waiting up to *timeout* seconds for a ``poll()`` in progress."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
