@@ -6,8 +6,9 @@
   query's readers honour);
 - ``spark/``: the session (``session``), its class archive and warm-up, the executors'
   view, and each task's query (``queries``: start, stop, pause, progress);
-- ``source/``: a record-level source task as a Spark streaming source (``task``) and the
-  topics it creates (``topic_creation``);
+- ``source/``: a record-level source task as a Spark streaming source (``task``), its poller
+  thread (``poller``), its batches' hand-off to executors (``handoff``), the topics it writes
+  to (``active_topics``) and creates (``topic_creation``);
 - ``sink/``: a sink task run over offset ranges (``task``) and its long-lived instances in
   executors' Python workers (``executor``);
 - ``kafka/``: Kafka as a Spark data source and sink (``io``: offset ranges read, batches
