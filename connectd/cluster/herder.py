@@ -400,7 +400,7 @@ class DistributedHerder(HerderBase):
 
     async def _prepare_task(self, run: ConnectorRun) -> None:
         # A connector's own offsets topic is created (compacted) as Kafka Connect creates it.
-        own = run.settings(self.worker.providers.resolve).offsets_storage_topic
+        own = self.settings(run).offsets_storage_topic
         if run.kind == "source" and own and own != self.worker.get("offset.storage.topic"):
             await ensure_topic(self.worker.client_config("admin", "aiokafka"), own,
                                partitions=self.worker.get("offset.storage.partitions"),
@@ -409,7 +409,7 @@ class DistributedHerder(HerderBase):
                                topic_key="offsets.storage.topic")
 
     def _source_offsets(self, run: ConnectorRun) -> Any:
-        return open_offset_store(self._source_offsets_spec(run.settings(self.worker.providers.resolve)))
+        return open_offset_store(self._source_offsets_spec(self.settings(run)))
 
     # --- the group ---
 
@@ -653,7 +653,7 @@ class DistributedHerder(HerderBase):
         """Kafka's check at task start (KIP-1004): more committed tasks than the connector's
         ``tasks.max`` (lowered since they were written) fails the task, unless ``tasks.max.enforce``
         is false."""
-        return too_many_tasks(run.name, self._task_count(run), run.settings(self.worker.providers.resolve))
+        return too_many_tasks(run.name, self._task_count(run), self.settings(run))
 
     def _clean_deleted_statuses(self) -> None:
         """The leader, once a round is assigned: tombstones for the statuses of connectors no longer

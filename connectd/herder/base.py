@@ -325,6 +325,10 @@ class HerderBase:
     def task_queries(self, name: str) -> list[Any]:
         return [task.query for task in self._connectors[name].tasks]
 
+    def settings(self, run: ConnectorRun) -> ConnectorConfig:
+        """*run*'s config parsed (:meth:`ConnectorRun.settings`), placeholders resolved by this worker."""
+        return run.settings(self.worker.providers.resolve)
+
     def _run(self, name: str) -> ConnectorRun:
         run = self._connectors.get(name)
         if run is None:
@@ -483,7 +487,7 @@ class HerderBase:
     async def _generate_task_configs(self, run: ConnectorRun, instance: Any,
                                      resolved: Mapping[str, str]) -> list[dict[str, str]]:
         """The connector's task configs as written (placeholders back), ``tasks.max`` enforced."""
-        settings = run.settings(self.worker.providers.resolve)
+        settings = self.settings(run)
         task_configs = await asyncio.to_thread(instance.task_configs, settings.tasks_max)
         too_many = too_many_tasks(run.name, len(task_configs), settings)
         if too_many is not None:
@@ -583,8 +587,7 @@ class HerderBase:
                  if run.kind == "sink" and any(task.handle is not None for task in run.tasks)]
         for run in sinks:
             try:
-                partitions = await asyncio.to_thread(self.assembler.sink_partitions,
-                                                     run.settings(self.worker.providers.resolve))
+                partitions = await asyncio.to_thread(lambda run=run: self.assembler.sink_partitions(self.settings(run)))
             except Exception as exc:  # noqa: BLE001 - the cluster briefly unreachable: looked at again next pass
                 log.warning("topic_discovery_failed", connector=run.name, error=f"{type(exc).__name__}: {exc}")
                 continue

@@ -237,11 +237,12 @@ class Supervisor:
                 try:
                     await herder._prepare_task(run)
                     task_class = run.task_class(task.config)
-                    handle = await asyncio.to_thread(
-                        herder.assembler.start, connector=run.name, connector_config=run.config,
-                        settings=run.settings(herder.worker.providers.resolve),
-                        task_class=task_class, task_id=task.id, task_config=task.config,
-                        tasks=herder._task_count(run), paused=run.target == "PAUSED", metrics=metrics)
+                    tasks, paused = herder._task_count(run), run.target == "PAUSED"
+                    handle = await asyncio.to_thread(  # the config's placeholders resolved in the thread too
+                        lambda: herder.assembler.start(
+                            connector=run.name, connector_config=run.config, settings=herder.settings(run),
+                            task_class=task_class, task_id=task.id, task_config=task.config, tasks=tasks,
+                            paused=paused, metrics=metrics))
                     break
                 except Exception as exc:
                     metrics.remove()  # a task that did not start leaves no series
@@ -299,7 +300,7 @@ class Supervisor:
     def _fail(self, run: ConnectorRun, task: TaskRun, trace: str) -> None:
         """FAILED with *trace*; with ``errors.restart.enable``, RESTARTING after a back-off."""
         self._report(run, task, FAILED_, FAILED, trace)
-        policy = run.settings(self._herder.worker.providers.resolve).restart
+        policy = self._herder.settings(run).restart
         if not policy.enable:
             return
         if 0 <= policy.max_attempts <= task.restarts:
