@@ -24,6 +24,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigProblem
+from connectd.errors import ConnectException, ConnectorError
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -215,7 +216,12 @@ class OffsetStorageReader:
         """Stored offsets of *partitions*, keyed by the partition as canonical JSON text; ``None`` for a
         partition with no stored offset (as Kafka Connect maps it to ``null``)."""
         partitions = list(partitions)
-        found = self._lookup(partitions)
+        try:
+            found = self._lookup(partitions)
+        except Exception as error:
+            # As Kafka Connect's OffsetStorageReaderImpl: the task fails, with the reason, at once; a
+            # source whose position is unknown must not poll on, nor retry unseen while it says RUNNING.
+            raise ConnectorError(f"failed to fetch offsets: {error}") from error
         return {text: found.get(text) for text in map(_partition_text, partitions)}
 
 
@@ -362,8 +368,6 @@ class SinkTaskContext:
     def _check_assigned(self, partitions: Collection[TopicPartition], verb: str) -> None:
         unknown = set(partitions) - self._assignment
         if unknown:
-            from connectd.errors import ConnectException
-
             names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(unknown))
             raise ConnectException(f"sink tasks may not {verb} partitions that are not assigned to them: {names}")
 

@@ -108,6 +108,47 @@ def broker() -> Iterator[EmbeddedBroker]:
 
 
 @pytest.fixture
+def lasting_broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                   wait_until: Callable[..., Any]) -> Iterator[EmbeddedBroker]:
+    """A broker of the test's own whose records and committed offsets survive its restart: tansu's
+    S3 storage, on an S3 server of the test's own (moto's, on loopback). Both stopped by PID.
+    Slower than the in-memory broker, and it answers a fetch empty when the fetch's wait runs out
+    before its storage has read the records."""
+    import boto3
+
+    port = free_port()
+    with open(tmp_path / "s3.log", "ab") as log:
+        s3 = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        credentials = {"AWS_ACCESS_KEY_ID": "connectd-test", "AWS_SECRET_ACCESS_KEY": "connectd-test",
+                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
+        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+                              aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1")
+
+        def bucket_made() -> bool:
+            try:
+                client.create_bucket(Bucket="tansu")
+            except Exception:  # noqa: BLE001 - not listening yet
+                return False
+            return True
+
+        wait_until(bucket_made, "the S3 server to take a bucket", timeout=60)
+        for key, value in {**credentials, "AWS_ENDPOINT": endpoint, "AWS_ALLOW_HTTP": "true"}.items():
+            monkeypatch.setenv(key, value)  # the broker's environment, at each of its starts
+        broker = EmbeddedBroker(port=0, storage="s3://tansu/", log_file=tmp_path / "broker.log")
+        broker.start()
+        try:
+            yield broker
+        finally:
+            broker.stop()
+    finally:
+        os.killpg(s3.pid, signal.SIGKILL)
+        s3.wait(30)
+
+
+@pytest.fixture
 def topic_name(request: pytest.FixtureRequest) -> str:
     """A topic name no other test uses, starting with the test's name for logs."""
     stem = "".join(c if c.isalnum() else "-" for c in request.node.name)[:40].strip("-")

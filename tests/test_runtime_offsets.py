@@ -43,6 +43,19 @@ def test_a_tasks_offset_reader_maps_every_partition_asked_for_none_where_nothing
     assert reader.offset(a) == {"position": 10} and reader.offset(b) is None
 
 
+def test_offsets_that_cannot_be_read_fail_the_task_with_the_reason():
+    from connectd import OffsetStorageReader
+    from connectd.errors import ConnectorError
+
+    def unreadable(partitions):
+        raise ConnectorError("topic connect-offsets not read to its end in time (4: 12 / 40)", retriable=True)
+
+    # As Kafka Connect's reader (ConnectException): not retriable, so poll() is not tried again unseen.
+    with pytest.raises(ConnectorError, match=r"failed to fetch offsets: topic connect-offsets .*4: 12 / 40") as failed:
+        OffsetStorageReader(unreadable).offset({"filename": "/a"})
+    assert not failed.value.retriable
+
+
 def test_a_null_partitions_offset_is_kept_under_a_null_key_and_not_listed(tmp_path):
     store = FileOffsetStore(tmp_path / "offsets.json")
     store.put("src", {canonical(None): {"position": 4}, canonical({"f": 1}): {"position": 5}})

@@ -20,10 +20,6 @@ docs/cluster.md ("Faults").
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +28,6 @@ from pathlib import Path
 import pytest
 from ledger_sink import read_ledger, writer_changes
 
-from connectd.broker import EmbeddedBroker, free_port
 from connectd.connector import TopicPartition
 from connectd.runtime.sink.task import assign_partitions
 
@@ -235,44 +230,6 @@ def test_a_sink_before_its_topic_the_source_worker_killed_a_worker_joining_the_l
 
 #: How long the broker stays away in the broker test (issue 11's figure).
 BROKER_AWAY_S = 20.0
-
-
-@pytest.fixture
-def lasting_broker(tmp_path, monkeypatch, wait_until) -> Iterator[EmbeddedBroker]:
-    """A broker of the test's own whose records and committed offsets survive its restart: tansu's
-    S3 storage, on an S3 server of the test's own (moto's, on loopback). Both stopped by PID."""
-    import boto3
-
-    port = free_port()
-    with open(tmp_path / "s3.log", "ab") as log:
-        s3 = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        credentials = {"AWS_ACCESS_KEY_ID": "connectd-test", "AWS_SECRET_ACCESS_KEY": "connectd-test",
-                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
-        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
-                              aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1")
-
-        def bucket_made() -> bool:
-            try:
-                client.create_bucket(Bucket="tansu")
-            except Exception:  # noqa: BLE001 - not listening yet
-                return False
-            return True
-
-        wait_until(bucket_made, "the S3 server to take a bucket", timeout=60)
-        for key, value in {**credentials, "AWS_ENDPOINT": endpoint, "AWS_ALLOW_HTTP": "true"}.items():
-            monkeypatch.setenv(key, value)  # the broker's environment, at each of its starts
-        broker = EmbeddedBroker(port=0, storage="s3://tansu/", log_file=tmp_path / "broker.log")
-        broker.start()
-        try:
-            yield broker
-        finally:
-            broker.stop()
-    finally:
-        os.killpg(s3.pid, signal.SIGKILL)
-        s3.wait(30)
 
 
 def test_the_broker_away_for_20_seconds(lasting_broker, cluster, pipeline, consume_records):

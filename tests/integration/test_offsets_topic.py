@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -258,6 +259,49 @@ def test_hook_stores_a_batch_with_the_client_resolved_here(broker, topic, monkey
 def test_a_missing_topic_reads_empty(settings, topic_name):
     assert read_topic(settings, f"{topic_name}-missing") == {}
     assert TopicOffsetStore(f"{topic_name}-missing", settings).get("src", [{"a": 1}]) == {}
+
+
+def test_a_topic_written_to_all_the_time_is_read_to_where_it_was(settings, topic):
+    """The end is fixed when the read begins (as Kafka's readToEnd): a writer that never stops, as a
+    source committing offsets while its task reads them, does not keep the read going."""
+    producer = Producer({**settings, "linger.ms": 1})
+    for i in range(PARTITIONS * 20):
+        producer.produce(topic, key=f"before-{i}".encode(), value=b"1", partition=i % PARTITIONS)
+    producer.flush(30)
+    stop = threading.Event()
+
+    def write_on() -> None:
+        i = 0
+        while not stop.is_set():
+            try:
+                producer.produce(topic, key=f"during-{i % 50}".encode(), value=b"2", partition=i % PARTITIONS)
+            except BufferError:  # as fast as the broker takes them
+                producer.poll(0.01)
+            producer.poll(0)
+            i += 1
+
+    writer = threading.Thread(target=write_on, daemon=True)
+    writer.start()
+    try:
+        for _ in range(3):
+            read = read_topic(settings, topic, timeout=20)
+            assert {f"before-{i}".encode() for i in range(PARTITIONS * 20)} <= set(read)
+    finally:
+        stop.set()
+        writer.join(10)
+        producer.flush(30)
+
+
+def test_a_broker_that_answers_short_fetches_empty_is_read_with_longer_waits(lasting_broker):
+    """tansu on S3 storage answers a fetch empty when its 10 ms wait runs out before the storage
+    has read a partition's records: the read goes on, from where it was, with longer waits."""
+    settings = {"bootstrap.servers": lasting_broker.bootstrap_servers}
+    create(lasting_broker.bootstrap_servers, "offsets", partitions=3)
+    producer = Producer({**settings, "linger.ms": 0})
+    for i in range(150):  # each its own batch, as offset commits are
+        producer.produce("offsets", key=b"k", value=str(i).encode(), partition=1)
+        producer.flush(10)
+    assert read_topic_records(settings, "offsets", timeout=60)[b"k"][0] == b"149"
 
 
 # --- connectd topics orphans -------------------------------------------------------
