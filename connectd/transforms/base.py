@@ -15,6 +15,7 @@ classes, ``…Key`` and ``…Value`` (Kafka's ``InsertField$Key`` and
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
@@ -172,6 +173,23 @@ class Transformation(_Configurable):
     Records are never changed in place: a changed record is a copy made with
     ``record.new_record(...)``.
     """
+
+    @functools.cached_property
+    def schema_cache(self) -> SchemaUpdateCache:
+        """Schemas this transform derived from input schemas, reused for the next record of the same
+        schema (as Kafka's SMTs keep one). Made at first use, new at each :meth:`configure`, emptied
+        at :meth:`close`."""
+        return SchemaUpdateCache()
+
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        self.__dict__.pop("schema_cache", None)  # schemas derived under the old settings
+        super().configure(configs)
+
+    def close(self) -> None:
+        """Release what :meth:`setup` acquired; a subclass that overrides it calls this one too."""
+        cache = self.__dict__.get("schema_cache")
+        if cache is not None:
+            cache.clear()
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         """The transformed record, or ``None`` to drop it.

@@ -26,7 +26,6 @@ from connectd.data.logical import Date, Time, Timestamp
 from connectd.transforms.base import (
     KeyOrValue,
     KeySide,
-    SchemaUpdateCache,
     ValueSide,
     build_with_default,
     copy_schema_basics,
@@ -121,10 +120,6 @@ class Cast(KeyOrValue):
         self.casts = parse_spec(config["spec"])
         self.whole_value_type = self.casts.get(WHOLE_VALUE)
         self.replace_null_with_default: bool = config["replace.null.with.default"]
-        self._schemas = SchemaUpdateCache()
-
-    def close(self) -> None:
-        self._schemas.clear()
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = self.operating_value(record)
@@ -146,10 +141,10 @@ class Cast(KeyOrValue):
 
     def _apply_with_schema(self, record: ConnectRecord, schema: Schema, value: Any) -> ConnectRecord:
         if self.whole_value_type is not None:
-            updated_schema = self._schemas.get(schema, self._build_schema)
+            updated_schema = self.schema_cache.get(schema, self._build_schema)
             return self.new_record(record, updated_schema, cast_value(schema, value, self.whole_value_type))
         struct = require_struct(value, PURPOSE)
-        updated_schema = self._schemas.get(struct.schema, self._build_schema)
+        updated_schema = self.schema_cache.get(struct.schema, self._build_schema)
         return self.new_record(record, updated_schema, self._cast_struct(struct, updated_schema))
 
     def _cast_struct(self, struct: Struct, updated_schema: Schema) -> Struct:

@@ -17,7 +17,6 @@ from connectd.data import DataError, Schema, SchemaBuilder, SchemaType, Struct
 from connectd.transforms.base import (
     KeyOrValue,
     KeySide,
-    SchemaUpdateCache,
     ValueSide,
     copy_schema_basics,
     require_map,
@@ -53,10 +52,6 @@ class Flatten(KeyOrValue):
 
     def setup(self, config: dict[str, Any]) -> None:
         self.delimiter: str = config["delimiter"]
-        self._schemas = SchemaUpdateCache()
-
-    def close(self) -> None:
-        self._schemas.clear()
 
     def _name(self, prefix: str, name: Any) -> Any:
         return f"{prefix}{self.delimiter}{name}" if prefix else name
@@ -71,7 +66,7 @@ class Flatten(KeyOrValue):
             self._flatten_map(require_map(value, PURPOSE), "", flat)
             return self.new_record(record, None, flat)
         struct = require_struct(value, PURPOSE)
-        flat_schema = self._schemas.get(schema, self._flat_schema)
+        flat_schema = self.schema_cache.get(schema, self._flat_schema)
         flat_struct = Struct(flat_schema)
         self._flatten_struct(struct, "", flat_struct)
         return self.new_record(record, flat_schema, flat_struct)

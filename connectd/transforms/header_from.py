@@ -10,7 +10,6 @@ from connectd.transforms.base import (
     KeyOrValue,
     KeySide,
     NonEmptyList,
-    SchemaUpdateCache,
     ValueSide,
     copy_schema_basics,
     replace_null_key,
@@ -63,10 +62,6 @@ class HeaderFrom(KeyOrValue):
         self.replace_null_with_default: bool = config["replace.null.with.default"]
         self._purpose = f"header {self.operation}"
         self._moved = frozenset(self.fields)
-        self._schemas = SchemaUpdateCache()
-
-    def close(self) -> None:
-        self._schemas.clear()
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = self.operating_schema(record)
@@ -90,7 +85,7 @@ class HeaderFrom(KeyOrValue):
             headers.add(header, get(found), found.schema)
         if self.operation == COPY:
             return self.new_record(record, schema, struct, headers)
-        moved_schema = self._schemas.get(schema, self._without_fields)
+        moved_schema = self.schema_cache.get(schema, self._without_fields)
         moved = Struct(moved_schema)
         for field in moved_schema.fields:
             moved.put(field.name, get(field.name))

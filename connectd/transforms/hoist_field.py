@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, Importance, Type
 from connectd.data import Schema, SchemaBuilder, Struct
-from connectd.transforms.base import KeyOrValue, KeySide, SchemaUpdateCache, ValueSide
+from connectd.transforms.base import KeyOrValue, KeySide, ValueSide
 
 if TYPE_CHECKING:
     from connectd.data import ConnectRecord
@@ -31,17 +31,13 @@ class HoistField(KeyOrValue):
 
     def setup(self, config: dict[str, Any]) -> None:
         self.field: str = config["field"]
-        self._schemas = SchemaUpdateCache()
-
-    def close(self) -> None:
-        self._schemas.clear()
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = self.operating_schema(record)
         value = self.operating_value(record)
         if schema is None:
             return self.new_record(record, None, {self.field: value})
-        hoisted = self._schemas.get(schema, self._wrapping)
+        hoisted = self.schema_cache.get(schema, self._wrapping)
         return self.new_record(record, hoisted, Struct(hoisted).put(self.field, value))
 
     def _wrapping(self, schema: Schema) -> Schema:

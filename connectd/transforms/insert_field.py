@@ -10,7 +10,6 @@ from connectd.data.logical import Timestamp
 from connectd.transforms.base import (
     KeyOrValue,
     KeySide,
-    SchemaUpdateCache,
     ValueSide,
     copy_schema_basics,
     replace_null_key,
@@ -97,10 +96,6 @@ class InsertField(KeyOrValue):
         self.static_field = _Spec.parse(config["static.field"])
         self.static_value: str | None = config["static.value"]
         self.replace_null_with_default: bool = config["replace.null.with.default"]
-        self._schemas = SchemaUpdateCache()
-
-    def close(self) -> None:
-        self._schemas.clear()
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = self.operating_value(record)
@@ -109,7 +104,7 @@ class InsertField(KeyOrValue):
         if value.__class__ is Struct and self.operating_schema(record) is not None:
             # What _apply_step_by_step builds, from one list of values checked at once.
             try:
-                updated_schema = self._schemas.get(value.schema, self._with_fields)
+                updated_schema = self.schema_cache.get(value.schema, self._with_fields)
                 values = value.field_values(defaults=self.replace_null_with_default)
                 # Inserted fields follow in _with_fields' order; a missing value stays None, as when not put.
                 if self.topic_field is not None:
@@ -142,7 +137,7 @@ class InsertField(KeyOrValue):
                 updated[name] = inserted
             return self.new_record(record, None, updated)
         struct = require_struct(value, PURPOSE)
-        updated_schema = self._schemas.get(struct.schema, self._with_fields)
+        updated_schema = self.schema_cache.get(struct.schema, self._with_fields)
         updated = Struct(updated_schema)
         get = struct.get if self.replace_null_with_default else struct.get_without_default
         for field in struct.schema.fields:

@@ -94,13 +94,12 @@ class ReplaceField(KeyOrValue):
         self.renames = parse_renames(config["renames"])
         self.reverse_renames = {new: old for old, new in self.renames.items()}
         self.replace_null_with_default: bool = config["replace.null.with.default"]
-        self._schemas = SchemaUpdateCache()
         # Input schema → (updated schema, the input field index of each updated field), or None
         # when a field cannot be found (the step-by-step path then raises as Kafka does).
         self._plans: SchemaUpdateCache = SchemaUpdateCache()
 
     def close(self) -> None:
-        self._schemas.clear()
+        super().close()
         self._plans.clear()
 
     def keeps(self, name: str) -> bool:
@@ -129,7 +128,7 @@ class ReplaceField(KeyOrValue):
         return self._apply_step_by_step(record)
 
     def _plan(self, schema: Schema) -> tuple[Schema, Callable[[list[Any]], tuple[Any, ...]]] | None:
-        updated_schema = self._schemas.get(schema, self._replaced)
+        updated_schema = self.schema_cache.get(schema, self._replaced)
         sources = []
         for field in updated_schema.fields:
             source = schema.field(self.reverse_renames.get(field.name, field.name))
@@ -152,7 +151,7 @@ class ReplaceField(KeyOrValue):
             updated = {self.renamed(name): item for name, item in original.items() if self.keeps(name)}
             return self.new_record(record, None, updated)
         struct = require_struct(value, PURPOSE)
-        updated_schema = self._schemas.get(struct.schema, self._replaced)
+        updated_schema = self.schema_cache.get(struct.schema, self._replaced)
         updated_struct = Struct(updated_schema)
         get = struct.get if self.replace_null_with_default else struct.get_without_default
         for field in updated_schema.fields:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigDef, ConfigKey, ConfigProblem, Importance, Type
 from connectd.data import Schema, SchemaBuilder, SchemaType, Struct
-from connectd.transforms.base import KeyOrValue, KeySide, SchemaUpdateCache, ValueSide, replace_null_key, require_schema
+from connectd.transforms.base import KeyOrValue, KeySide, ValueSide, replace_null_key, require_schema
 
 if TYPE_CHECKING:
     from connectd.data import ConnectRecord
@@ -43,10 +43,6 @@ class SetSchemaMetadata(KeyOrValue):
         self.schema_name: str | None = config["schema.name"]
         self.schema_version: int | None = config["schema.version"]
         self.replace_null_with_default: bool = config["replace.null.with.default"]
-        self._schemas = SchemaUpdateCache()
-
-    def close(self) -> None:
-        self._schemas.clear()
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = self.operating_value(record)
@@ -54,7 +50,7 @@ class SetSchemaMetadata(KeyOrValue):
         if value is None and schema is None:
             return record
         require_schema(schema, "updating schema metadata")
-        updated = self._schemas.get(schema, self._renamed)
+        updated = self.schema_cache.get(schema, self._renamed)
         return self.new_record(record, updated, self._moved(value, updated))
 
     def _renamed(self, schema: Schema) -> Schema:

@@ -28,7 +28,6 @@ from connectd.transforms._dateformat import JavaDateFormat
 from connectd.transforms.base import (
     KeyOrValue,
     KeySide,
-    SchemaUpdateCache,
     ValueSide,
     build_with_default,
     copy_schema_basics,
@@ -113,10 +112,6 @@ class TimestampConverter(KeyOrValue):
         self.format = JavaDateFormat(pattern) if pattern.strip() else None
         self.unix_precision: str = config["unix.precision"]
         self.replace_null_with_default: bool = config["replace.null.with.default"]
-        self._schemas = SchemaUpdateCache()
-
-    def close(self) -> None:
-        self._schemas.clear()
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         schema = self.operating_schema(record)
@@ -131,7 +126,7 @@ class TimestampConverter(KeyOrValue):
             target = _SCHEMAS[self.target_type][schema.optional]
             return self.new_record(record, target, self.convert(value, _type_of_schema(schema)))
         struct = require_struct_or_null(value, PURPOSE)
-        updated_schema = self._schemas.get(schema, self._updated_schema)
+        updated_schema = self.schema_cache.get(schema, self._updated_schema)
         return self.new_record(record, updated_schema, self._convert_struct(struct, updated_schema))
 
     def _updated_schema(self, schema: Schema) -> Schema:

@@ -8,7 +8,6 @@ from connectd.config.definitions import ConfigDef, ConfigKey, Importance, Type
 from connectd.data import DataError, Schema, SchemaBuilder, Struct
 from connectd.transforms.base import (
     NonEmptyList,
-    SchemaUpdateCache,
     Transformation,
     replace_null_key,
     require_map,
@@ -35,17 +34,13 @@ class ValueToKey(Transformation):
     def setup(self, config: dict[str, Any]) -> None:
         self.fields: list[str] = config["fields"]
         self.replace_null_with_default: bool = config["replace.null.with.default"]
-        self._schemas = SchemaUpdateCache()
-
-    def close(self) -> None:
-        self._schemas.clear()
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         if record.value_schema is None:
             value = require_map(record.value, PURPOSE)
             return record.new_record(key_schema=None, key={field: value.get(field) for field in self.fields})
         struct = require_struct(record.value, PURPOSE)
-        key_schema = self._schemas.get(struct.schema, self._key_schema)
+        key_schema = self.schema_cache.get(struct.schema, self._key_schema)
         key = Struct(key_schema)
         get = struct.get if self.replace_null_with_default else struct.get_without_default
         for field in self.fields:

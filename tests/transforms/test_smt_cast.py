@@ -208,7 +208,19 @@ def test_the_updated_schema_is_cached():
     first = transform.apply(value_record(schema, Struct(schema, {"f": 1})))
     second = transform.apply(value_record(schema, Struct(schema, {"f": 2})))
     assert first.value_schema is second.value_schema
-    assert len(transform._schemas) == 1
+    assert len(transform.schema_cache) == 1
+
+
+def test_new_settings_derive_new_schemas_and_close_empties_the_cache():
+    schema = SchemaBuilder.struct().field("f", Schema.INT32).build()
+    transform = cast(CastValue, spec="f:int64")
+    assert transform.apply(value_record(schema, Struct(schema, {"f": 1}))).value_schema.field("f").schema.type \
+        is SchemaType.INT64
+    transform.configure({"spec": "f:string"})  # not the int64 schema derived before
+    assert transform.apply(value_record(schema, Struct(schema, {"f": 1}))).value_schema.field("f").schema.type \
+        is SchemaType.STRING
+    transform.close()
+    assert len(transform.schema_cache) == 0
 
 
 def test_with_schema_requires_a_struct_for_field_casts():

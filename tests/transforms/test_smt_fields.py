@@ -574,4 +574,4 @@ def test_a_new_schema_after_close_is_derived_again():
     transform.close()
     second = transform.apply(on_value(PERSON, person()))
     assert first == second and first.value_schema == second.value_schema
-    assert len(transform._schemas) == 1
+    assert len(transform.schema_cache) == 1
