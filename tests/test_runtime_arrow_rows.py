@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from connectd.runtime.kafka.io import write_arrow_batch
+from connectd.runtime.kafka.producing import write_arrow_batch
 
 
 def test_rows_round_trip_through_an_arrow_batch_in_write_schema_order():

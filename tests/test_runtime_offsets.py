@@ -128,7 +128,7 @@ def test_commit_hook_takes_a_file_spec_with_its_kind(tmp_path):
 
 
 def test_open_offset_store_picks_the_store_a_spec_names(tmp_path, monkeypatch):
-    from connectd.runtime.kafka.io import client_option
+    from connectd.runtime.kafka.clients import client_option
 
     file_store = open_offset_store({"path": str(tmp_path / "o.json"), "connector": "ignored"})
     assert isinstance(file_store, FileOffsetStore) and file_store.path == tmp_path / "o.json"

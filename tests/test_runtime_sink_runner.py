@@ -15,7 +15,7 @@ from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.data.schema import Schema, SchemaAndValue
 from connectd.errors import ConnectException, RetriableException
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
-from connectd.runtime.kafka.io import batch_ends
+from connectd.runtime.kafka.reading import batch_ends
 from connectd.runtime.sink.task import SinkTaskRunner
 from connectd.transforms.chain import TransformationChain
 from stage_transforms import Suffixed, two_stages

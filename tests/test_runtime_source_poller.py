@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectd.runtime.kafka.io import write_arrow_batch
+from connectd.runtime.kafka.producing import write_arrow_batch
 from connectd.runtime.source.poller import Poller
 from stage_transforms import Suffixed, two_stages
 

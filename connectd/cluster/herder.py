@@ -77,7 +77,7 @@ from connectd.herder.runs import ConnectorRun, TaskRun, restarting, trace_of
 from connectd.logging import bind_context, get_logger, set_level
 from connectd.loops import Loops
 from connectd.runtime.fencing import write_lease
-from connectd.runtime.kafka.io import client_option
+from connectd.runtime.kafka.clients import client_option
 from connectd.runtime.offsets.store import close_producers, open_offset_store
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED, UNASSIGNED, Status
 

@@ -256,7 +256,7 @@ def sink_records(
     one a :class:`DataError`, as from the constructor).
 
     :param rows: ``(topic, partition, offset, timestamp, librdkafka timestamp type, …)``, as
-        :data:`connectd.runtime.kafka.io.ROW_SCHEMA` orders them; only the first five are read.
+        :data:`connectd.runtime.kafka.clients.ROW_SCHEMA` orders them; only the first five are read.
     :param keys: ``(schema, value)`` of each row's key (e.g. :class:`SchemaAndValue`).
     :param values: ``(schema, value)`` of each row's value.
     :param headers: each row's :class:`Headers`; new empty ones when ``None``.

@@ -11,8 +11,10 @@
   to (``active_topics``) and creates (``topic_creation``);
 - ``sink/``: a sink task run over offset ranges (``task``) and its long-lived instances in
   executors' Python workers (``executor``);
-- ``kafka/``: Kafka as a Spark data source and sink (``io``: offset ranges read, batches
-  produced) and a whole topic read to its end (``topic_reader``);
+- ``kafka/``: Kafka as a Spark data source and sink (``io``: the data source; ``clients``:
+  the options and schemas reader and writer share; ``reading``: a micro-batch's offset ranges,
+  the sink tasks' side; ``consumers``: where a batch ends and its ranges read; ``producing``:
+  batches produced, the source tasks' side) and a whole topic read to its end (``topic_reader``);
 - ``offsets/``: where source offsets are kept (``store``: a file or an offsets topic), a sink's
   consumer group (``groups``), offsets topics no connector uses (``orphans``).
 

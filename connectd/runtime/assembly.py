@@ -47,7 +47,8 @@ from connectd.runtime.converters import configure_converters
 from connectd.runtime.dead_letters import DeadLetterQueue, ensure_dlq_topic
 from connectd.runtime.error_handling import ErrorHandler
 from connectd.runtime.fencing import fenced
-from connectd.runtime.kafka.io import RangeReader, client_option, consumer_settings, decode_tp, encode_tp
+from connectd.runtime.kafka.clients import client_option, decode_tp, encode_tp
+from connectd.runtime.kafka.consumers import RangeReader, consumer_settings
 from connectd.runtime.sink.executor import SinkSpec
 from connectd.runtime.sink.task import SinkTaskRunner, assign_partitions, group_id, matching_topics, start_offsets
 from connectd.runtime.spark.queries import (

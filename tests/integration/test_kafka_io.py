@@ -8,16 +8,14 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectd.runtime.kafka.io import (
-    CLIENT_OPTION,
-    FORMAT,
-    KafkaDataSource,
-    KafkaStreamReader,
-    encode_tp,
+from connectd.runtime.kafka.clients import CLIENT_OPTION, FORMAT, encode_tp
+from connectd.runtime.kafka.io import KafkaDataSource
+from connectd.runtime.kafka.producing import (
     executor_producer,
     produce_batches,
     write_arrow_batch,
 )
+from connectd.runtime.kafka.reading import KafkaStreamReader
 
 pytestmark = pytest.mark.integration
 
@@ -126,7 +124,7 @@ def test_kafka_to_kafka_through_spark_keeps_order_and_commits_offsets(spark, bro
     query = (
         stream.writeStream.format(FORMAT)
         .option(CLIENT_OPTION, client)
-        .option("commit.hook", "connectd.runtime.kafka.io:append_commits_to_file")
+        .option("commit.hook", "connectd.runtime.kafka.producing:append_commits_to_file")
         .option("commit.hook.arg", str(commits))
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .trigger(processingTime="100 milliseconds")

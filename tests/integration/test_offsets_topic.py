@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectd.cli import EXIT_CONFIG, EXIT_OK, main
-from connectd.runtime.kafka.io import client_option
+from connectd.runtime.kafka.clients import client_option
 from connectd.runtime.offsets.store import (
     TopicOffsetStore,
     canonical,

@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectd.runtime.kafka.io import RangeReader, consumer_settings
+from connectd.runtime.kafka.consumers import RangeReader, consumer_settings
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from connectd import TopicPartition
 from connectd.plugins import get_registry
 from connectd.runtime.converters import configure_converters
 from connectd.runtime.sink.executor import SinkSpec
-from connectd.runtime.kafka.io import HighWatermarks, RangeReader, consumer_settings
+from connectd.runtime.kafka.consumers import HighWatermarks, RangeReader, consumer_settings
 from connectd.runtime.spark.queries import start_sink_query
 from connectd.runtime.sink.task import (
     SinkTaskRunner,
@@ -449,11 +449,11 @@ def test_while_records_arrive_each_batch_ends_at_the_high_watermark_of_its_time(
     """The fetcher stops once a record is queued, and a broker may hold a Fetch at the end until its
     wait expires: the last answer's watermark could be a batch old, and a record a batch late. A
     partition receiving records is fetched again before its end is given."""
-    from connectd.runtime.kafka import io as kafka_io
+    from connectd.runtime.kafka import consumers as kafka_consumers
 
     # The answers' round trip, not how long a loaded machine takes for it, is what is tested here.
-    monkeypatch.setattr(kafka_io, "FRESH_FETCH_S", 30.0)
-    monkeypatch.setattr(kafka_io, "FRESH_FETCH_GRACE_S", 30.0)
+    monkeypatch.setattr(kafka_consumers, "FRESH_FETCH_S", 30.0)
+    monkeypatch.setattr(kafka_consumers, "FRESH_FETCH_GRACE_S", 30.0)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
     produce_lines(broker, topic_name, 0, 10, 2)

@@ -11,7 +11,7 @@ from recording_sink import events
 
 from connectd.metrics import WorkerMetrics
 from connectd.runtime.error_handling import ErrorPolicy
-from connectd.runtime.kafka.io import client_option
+from connectd.runtime.kafka.clients import client_option
 from connectd.runtime.offsets.store import FileOffsetStore, TopicOffsetStore, close_producers
 from connectd.runtime.spark.queries import start_source_query
 from connectd.runtime.source.task import _ProduceFailures

@@ -247,6 +247,7 @@ def _producer(settings: Mapping[str, Any]) -> Any:
 
     Keyed by the pid too, so a forked process never uses its parent's client.
     """
+    # lazy: a source task's planner imports this module; with a file store it needs no Kafka client
     from confluent_kafka import Producer
 
     key = (os.getpid(), _settings_key(settings))
@@ -281,6 +282,8 @@ class _OffsetsTopic:
 
     def read(self) -> dict[str, tuple[dict[str, Any], Any]]:
         """canonical ``[connector, partition]`` text → (partition as stored, offset or ``None`` if deleted)."""
+        # lazy: only an offsets-topic store reads a topic; not at the worker's start-up, nor in a
+        # source task's planner with a file store
         from connectd.runtime.kafka.topic_reader import read_topic_records
 
         newest: dict[str, tuple[int, dict[str, Any], Any]] = {}
@@ -435,7 +438,7 @@ def _client_settings(value: Any) -> dict[str, Any]:
     """confluent-kafka settings from a spec's client: a ``client_option`` value (resolved here) or settings."""
     if isinstance(value, Mapping):
         return dict(value)
-    from connectd.runtime.kafka.io import client_settings
+    from connectd.runtime.kafka.clients import client_settings
 
     return client_settings(value or "{}")
 
@@ -446,7 +449,7 @@ def open_offset_store(spec: Mapping[str, Any]) -> FileOffsetStore | TopicOffsetS
     - ``{"kind": "file", "path": ...}`` (``kind`` may be left out): :class:`FileOffsetStore`.
     - ``{"kind": "topic", "topic": ..., "client": ..., "fallback": ..., "fallback_client": ...,
       "timeout": seconds}``: :class:`TopicOffsetStore`. ``client`` is the value of
-      :func:`~connectd.runtime.kafka.io.client_option` (a worker config as written, resolved in
+      :func:`~connectd.runtime.kafka.clients.client_option` (a worker config as written, resolved in
       this process by its config providers) or confluent-kafka settings; ``fallback`` (the worker's
       topic) and ``fallback_client`` (default ``client``) are optional.
 

@@ -62,6 +62,7 @@ reader), as in Kafka Connect.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -76,7 +77,9 @@ from pyspark.sql.datasource import DataSource
 from connectd.connector import TopicPartition
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.fencing import lease_expired
-from connectd.runtime.kafka.io import KafkaStreamReader, batch_ends, decode_tp, encode_tp
+from connectd.runtime.kafka.clients import decode_tp, encode_tp
+from connectd.runtime.kafka.reading import KafkaStreamReader, batch_ends
+from connectd.transforms.chain import TransformationChain
 
 __all__ = ["FORMAT", "IDLE_STOP_S", "SPEC_OPTION", "SinkSpec", "SinkTaskDataSource", "instances_dir", "run"]
 
@@ -114,7 +117,7 @@ class SinkSpec:
     task_config: dict[str, str]
     connector_config: dict[str, str]
     worker_config: dict[str, str]
-    consumer: str  #: the data consumer's kafka_io client option
+    consumer: str  #: the data consumer's kafka.clients client option
     producer: str  #: for dead-letter records
     partitions: list[tuple[str, int]]
     put_records: int
@@ -375,23 +378,21 @@ def _locked_instance(spec: SinkSpec) -> _Instance:
 
 def _open(spec: SinkSpec) -> _Instance:
     """A new instance of the task: its plugin started and its partitions opened."""
-    import importlib
-
+    # lazy: only an executor's Python worker opening a task needs these; the sink query's planner
+    # process and a source task's planner (instances_dir) import this module without them (~35 ms)
     from confluent_kafka import Consumer
 
     from connectd.config.worker import WorkerConfig
-    from connectd.connector import TopicPartition
     from connectd.plugins import get_registry
     from connectd.runtime.converters import configure_converters
     from connectd.runtime.dead_letters import DeadLetterQueue
     from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
-    from connectd.runtime.kafka.io import (
+    from connectd.runtime.kafka.clients import client_settings
+    from connectd.runtime.kafka.consumers import (
         RangeReader,
-        client_settings,
         consumer_settings,
     )
-    from connectd.runtime.sink.task import SinkTaskRunner
-    from connectd.transforms.chain import TransformationChain
+    from connectd.runtime.sink.task import SinkTaskRunner  # lazy: as above
 
     worker = WorkerConfig(spec.worker_config, "standalone", source="worker")
     resolve = worker.providers.resolve

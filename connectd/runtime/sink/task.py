@@ -38,6 +38,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
+import structlog
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
 from connectd.connector import (
     ErrantRecordReporter,
     SinkTask,
@@ -56,7 +59,7 @@ from connectd.runtime.error_handling import (
     TaskCounts,
     apply_stages,
 )
-from connectd.runtime.kafka.io import encode_tp
+from connectd.runtime.kafka.clients import encode_tp
 
 __all__ = ["SinkTaskRunner", "assign_partitions", "group_id", "start_offsets"]
 
@@ -100,8 +103,6 @@ def start_offsets(consumer: Any, partitions: list[TopicPartition], reset: str = 
 
     :param consumer: a confluent-kafka Consumer configured with the connector's group.
     """
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
-
     committed = consumer.committed([KafkaTopicPartition(p.topic, p.partition) for p in partitions], timeout=30)
     offsets: dict[str, int] = {}
     for tp in committed:
@@ -232,7 +233,7 @@ class SinkTaskRunner:
         """Read one micro-batch's offset ranges with *reader*, put them *chunk* records at a time, commit.
 
         :param ranges: ``(topic, partition, start, end)`` (``rows=ranges`` reader rows).
-        :param reader: a :class:`~connectd.runtime.kafka.io.RangeReader`.
+        :param reader: a :class:`~connectd.runtime.kafka.consumers.RangeReader`.
         :param chunk: the most records one ``put`` gets (the consumer's ``max.poll.records``).
         """
         try:
@@ -243,7 +244,7 @@ class SinkTaskRunner:
 
     def _process_ranges(self, ranges: list[tuple[str, int, int, int]], reader: Any, chunk: int
                         ) -> dict[TopicPartition, int]:
-        # Empty ranges only: a tick of an idle task (kafka_io's reader), with where each partition stands.
+        # Empty ranges only: a tick of an idle task (kafka.reading's reader), with where each partition stands.
         positions = {(topic, partition): end for topic, partition, start, end in ranges if end <= start}
         ranges = [r for r in ranges if r[3] > r[2]]
         ends = {(topic, partition): end for topic, partition, _, end in ranges}
@@ -592,8 +593,6 @@ class SinkTaskRunner:
 
 def _bind_task(connector: str, task_id: int) -> None:
     """Every line logged on a task's own thread names its connector and task."""
-    import structlog
-
     structlog.contextvars.bind_contextvars(connector=connector, task=task_id)
 
 

@@ -26,7 +26,7 @@ Batches adapt to the rate by themselves: a batch is whatever was polled
 while the last one was written, up to ``max.records``; the slower the
 writes, the larger the batches. The records cross from the planner process
 to the executor as Arrow IPC, and are produced there column by column
-(:func:`~connectd.runtime.kafka.io.produce_batches`); nothing converts them
+(:func:`~connectd.runtime.kafka.producing.produce_batches`); nothing converts them
 row by row in between. With executors on the planner's host (``spark.master``
 ``local[…]``) the IPC stream is a file in the run directory, which the
 executor maps (the batch's plan holds only its path; the planner removes the
@@ -122,10 +122,12 @@ reset is reported again, as in Kafka Connect. With
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import json
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -134,14 +136,16 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 
-from connectd.errors import ConnectorError
+from connectd.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
+from connectd.errors import ConnectException, ConnectorError
 from connectd.logging import configure_spark_process, get_logger
-from connectd.runtime.error_handling import TaskCounts, apply_stages
+from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original, TaskCounts, apply_stages
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
-from connectd.runtime.kafka.io import executor_producer, produce_batches, write_arrow_batch
+from connectd.runtime.kafka.producing import executor_producer, produce_batches, write_arrow_batch
 from connectd.runtime.source.active_topics import active_topics_file, reset_marker
 from connectd.runtime.source.handoff import Batch, ipc, ipc_file
 from connectd.runtime.source.poller import Poller
+from connectd.transforms.chain import TransformationChain
 
 __all__ = ["FORMAT", "SPEC_OPTION", "SourceTaskDataSource", "SourceTaskReader"]
 
@@ -173,8 +177,6 @@ class _ProduceFailures:
     and offset, so the log and the context headers name its topic and partition only."""
 
     def __init__(self, spec: dict[str, Any], policy: Any) -> None:
-        from connectd.runtime.error_handling import ErrorHandler
-
         self._spec = spec
         self._dlq: Any = None  # made at the first failure: most batches have none
         send = self._dead_letter if policy.dlq_topic and spec.get("producer") else None
@@ -188,8 +190,6 @@ class _ProduceFailures:
 
     def report(self, error: Exception, topic: str, partition: int, key: bytes | None, value: bytes | None,
                headers: list[tuple[str, bytes | None]]) -> None:
-        from connectd.runtime.error_handling import Original
-
         original = Original(topic, partition if partition is not None and partition >= 0 else None, key=key,
                             value=value, headers=list(headers))
         self._errors.execute_failed("KAFKA_PRODUCE", SourceTaskReader, error, original)
@@ -209,8 +209,9 @@ class _ProduceFailures:
 
 def _dead_letter_queue(spec: dict[str, Any], topic: str) -> Any:
     """The task's dead-letter queue, with the data producer's client settings."""
+    # lazy: only a task with a dead-letter queue needs it (and confluent_kafka, which it imports)
     from connectd.runtime.dead_letters import DeadLetterQueue
-    from connectd.runtime.kafka.io import client_settings
+    from connectd.runtime.kafka.clients import client_settings
 
     return DeadLetterQueue(client_settings(spec["producer"]), topic)
 
@@ -331,6 +332,7 @@ class SourceTaskReader(DataSourceStreamReader):
             return {"seq": self._seq}
         batches, offsets, topics, polled = taken
         if self._admin is not None:
+            # lazy: the planner process only, and only a task that creates topics
             from connectd.runtime.source.topic_creation import ensure_topics
 
             ensure_topics(self._admin, topics, self._topic_rules, self._known_topics)
@@ -417,15 +419,13 @@ class SourceTaskReader(DataSourceStreamReader):
     def _registration(self) -> str | None:
         if not self.stop_file:
             return None
+        # lazy: the planner process only; executors' Python workers reading batches skip the sink side
         from connectd.runtime.sink.executor import instances_dir
 
         return os.path.join(instances_dir(os.path.dirname(self.stop_file)), f"planner-{os.getpid()}")
 
     def _register(self) -> None:
         """Be stopped as the query stops (SIGTERM), and have the query's stop wait for that."""
-        import atexit
-        import signal
-
         with contextlib.suppress(ValueError):  # not the main thread: PySpark's loop runs there
             signal.signal(signal.SIGTERM, lambda signum, frame: _exit_on_sigterm(signum, frame, self))
         atexit.register(self._stop_at_exit)
@@ -477,8 +477,6 @@ class SourceTaskReader(DataSourceStreamReader):
         return settled
 
     def _commit_records(self, polled: list[Any], acks: list[Any]) -> None:
-        from connectd.connector import RecordMetadata
-
         commit_record, position = self._task.commit_record, 0
         for record, topic in polled:
             metadata = None
@@ -534,12 +532,12 @@ class SourceTaskReader(DataSourceStreamReader):
     def _ensure_started(self) -> None:
         if self._task is not None:
             return
+        # lazy: only the planner process starts the task; executors' Python workers, which import
+        # this module to read batches, would pay ~25 ms for these and topic_creation/offsets.store below
         from connectd.config.worker import WorkerConfig
-        from connectd.connector import OffsetStorageReader, SourceTaskContext
         from connectd.plugins import get_registry
         from connectd.runtime.converters import configure_converters
         from connectd.runtime.offsets.store import open_offset_store
-        from connectd.transforms.chain import TransformationChain
 
         spec = self.spec
         # This process serves this one task's query while it runs: its lines name the task.
@@ -554,14 +552,14 @@ class SourceTaskReader(DataSourceStreamReader):
         )
         self._chain = TransformationChain(connector_config, registry.find_class)
         self._errors = self._error_handler(connector_config)
-        from connectd.runtime.source.topic_creation import TopicCreationRules
+        from connectd.runtime.source.topic_creation import TopicCreationRules  # lazy: planner only, as above
 
         worker_allows = str(spec["worker_config"].get("topic.creation.enable", "true")).strip().lower() == "true"
         self._topic_rules = TopicCreationRules.from_config(connector_config, worker_allows)
         if self._topic_rules.enabled:
-            from confluent_kafka.admin import AdminClient
+            from confluent_kafka.admin import AdminClient  # lazy: only a task that creates topics (~12 ms)
 
-            from connectd.runtime.kafka.io import client_settings
+            from connectd.runtime.kafka.clients import client_settings
 
             self._admin = AdminClient(client_settings(self.spec.get("producer", "{}")))
         store = open_offset_store(spec["offsets"])
@@ -578,8 +576,6 @@ class SourceTaskReader(DataSourceStreamReader):
         self.commit_interval = worker.get("offset.flush.interval.ms") / 1000
         self._last_commit = time.monotonic()
         self._register()
-        from connectd.connector import SourceTask
-
         self._acks = type(task).commit_record is not SourceTask.commit_record
         self._poller = Poller(self._poll_once, self.max_records, self._held, self._name())
 
@@ -592,8 +588,6 @@ class SourceTaskReader(DataSourceStreamReader):
                                   "polled": self.polled_records}, (self._errors,), self._dlq)
 
     def _error_handler(self, connector_config: dict[str, str]) -> Any:
-        from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
-
         policy = ErrorPolicy.from_config(connector_config)
         send = None
         if policy.dlq_topic and self.spec.get("producer"):
@@ -615,7 +609,7 @@ class SourceTaskReader(DataSourceStreamReader):
         :returns: the records as an Arrow batch (``None`` if every one was dropped), the
             last offset of each source partition (canonical JSON text), and their topics.
         """
-        from connectd.runtime.offsets.store import canonical
+        from connectd.runtime.offsets.store import canonical  # lazy: planner only (see _ensure_started)
 
         began = time.monotonic()
         records = self._task.poll()
@@ -652,7 +646,7 @@ class SourceTaskReader(DataSourceStreamReader):
     def _poll_tracked(self, records: list[Any]) -> tuple[Any, dict[str, str], set[str], list[Any]]:
         """As :meth:`_poll_once`, one record at a time, knowing which record each row is
         (and which a transform dropped or the error handling skipped), for ``commit_record``."""
-        from connectd.runtime.offsets.store import canonical
+        from connectd.runtime.offsets.store import canonical  # lazy: planner only (see _ensure_started)
 
         offsets: dict[str, str] = {}
         rows, polled = [], []
@@ -678,9 +672,10 @@ class SourceTaskReader(DataSourceStreamReader):
 
         Raises on any failure, which :meth:`_convert` then finds record by record.
         """
+        # lazy: pyarrow (~40 ms) is not at the worker's start-up, which imports this module (assembly)
         import pyarrow as pa
 
-        from connectd.runtime.kafka.io import arrow_write_schema
+        from connectd.runtime.kafka.producing import arrow_write_schema
 
         if not records:
             return None, set()
@@ -758,8 +753,6 @@ def _exit_on_sigterm(signum: int, frame: Any, reader: SourceTaskReader) -> None:
     its task on the way out (:meth:`SourceTaskReader._stop_at_exit`). Spark may say so more than
     once: only the first counts. A ``stop()`` that hangs is cut after ``_EXIT_BOUND_S`` all the same.
     """
-    import signal
-
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     watchdog = threading.Timer(_EXIT_BOUND_S, os._exit, (128 + signum,))
     watchdog.daemon = True
@@ -786,8 +779,6 @@ def _check_destinations(records: Any) -> None:
                 continue
         except TypeError:  # not a number: named below
             pass
-        from connectd.errors import ConnectException
-
         where = (f"source partition {getattr(record, 'source_partition', None)}, "
                  f"offset {getattr(record, 'source_offset', None)}")
         if not isinstance(topic, str):
@@ -799,8 +790,7 @@ def _check_destinations(records: Any) -> None:
 
 def _original(record: Any) -> Any:
     """A source record as a dead-letter record can carry it: its value as text, where it came from."""
-    from connectd.runtime.error_handling import Original
-    from connectd.runtime.offsets.store import canonical
+    from connectd.runtime.offsets.store import canonical  # lazy: planner only (see _ensure_started)
 
     value = record.value
     return Original(

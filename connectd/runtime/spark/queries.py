@@ -25,20 +25,27 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import hashlib
 import json
 import shutil
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F
+
+from connectd.connector import TopicPartition
 from connectd.metrics import timed_commit
 from connectd.runtime.sink import executor as executor_sink
+from connectd.runtime.kafka import clients as kafka_clients
 from connectd.runtime.kafka import io as kafka_io
+from connectd.runtime.kafka import reading as kafka_reading
 from connectd.runtime.source import task as source_task
 from connectd.runtime.fencing import LEASE_OPTION, fenced, lease_expired
 from connectd.runtime.offsets.store import store_offsets_hook
@@ -57,11 +64,11 @@ __all__ = [
     "start_spark_source_query",
 ]
 
-#: In a sink task's run directory: where partitions the task moved start next (kafka_io.add_seeks).
+#: In a sink task's run directory: where partitions the task moved start next (kafka_reading.add_seeks).
 _SEEK_FILE = "seek.json"
-#: In a sink task's run directory: the partitions the task has paused (kafka_io.set_paused).
+#: In a sink task's run directory: the partitions the task has paused (kafka_reading.set_paused).
 _PAUSED_FILE = "paused.json"
-#: In a sink task's run directory: how long its batches linger (kafka_io.set_linger).
+#: In a sink task's run directory: how long its batches linger (kafka_reading.set_linger).
 _LINGER_FILE = "linger.ms"
 _IDLE_CHECKS = 3
 _POLL_S = 0.1
@@ -74,9 +81,6 @@ def file_name_part(name: str, limit: int = 100) -> str:
     anything but letters, digits and ``_.-~`` is percent-encoded (``/`` and control
     characters among them), and a name longer than *limit* is cut, a hash of the whole
     name kept, so two names never share a directory. A plain name stays as it is."""
-    import hashlib
-    import urllib.parse
-
     encoded = urllib.parse.quote(name, safe="")
     if len(encoded) <= limit:
         return encoded
@@ -110,7 +114,7 @@ class TaskQuery:
         Nothing once the run directory is gone: the task stopped meanwhile (its run is over).
         """
         with contextlib.suppress(FileNotFoundError):
-            kafka_io.set_linger(self.workdir / _LINGER_FILE, ms)
+            kafka_reading.set_linger(self.workdir / _LINGER_FILE, ms)
 
     def is_active(self) -> bool:
         return self.query.isActive
@@ -188,14 +192,14 @@ def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuer
 
 
 def _kafka_stream(spark: SparkSession, workdir: Path, consumer_config: dict[str, Any] | str,
-                  start: dict[str, int], max_records: int, rows: str = "records", source: str = kafka_io.FORMAT,
+                  start: dict[str, int], max_records: int, rows: str = "records", source: str = kafka_clients.FORMAT,
                   options: dict[str, str] | None = None, lease_file: str | None = None) -> Any:
     """The task's partitions from *start*, honouring the run's stop and pause files and the worker's lease."""
     return (
         spark.readStream.format(source)
         .options(**(options or {}))
         .options(**({LEASE_OPTION: lease_file} if lease_file else {}))
-        .option(kafka_io.CLIENT_OPTION, _as_option(consumer_config))
+        .option(kafka_clients.CLIENT_OPTION, _as_option(consumer_config))
         .option("start", json.dumps(start))
         .option("max.records", str(max_records))
         .option("rows", rows)
@@ -256,8 +260,8 @@ def start_source_query(
     """Start a source task's query: plugin → transforms → converters → Kafka → offset store.
 
     :param task_class: dotted path of the plugin's :class:`~connectd.SourceTask`.
-    :param producer_config: the data producer's :data:`~connectd.runtime.kafka.io.CLIENT_OPTION`
-        value (:func:`~connectd.runtime.kafka.io.client_option`), or confluent-kafka settings.
+    :param producer_config: the data producer's :data:`~connectd.runtime.kafka.clients.CLIENT_OPTION`
+        value (:func:`~connectd.runtime.kafka.clients.client_option`), or confluent-kafka settings.
     :param offsets: where the task's offsets are read and stored: an
         :func:`~connectd.runtime.offsets.store.open_offset_store` spec (JSON-serialisable; a topic's
         client as written, resolved in Spark's process).
@@ -361,14 +365,14 @@ def start_sink_query(
     succeeded. With a *runner* and *reader* instead (a plugin that declares
     :attr:`~connectd.SinkTask.pinned`), this process reads and puts them.
 
-    :param consumer_config: the data consumer's :data:`~connectd.runtime.kafka.io.CLIENT_OPTION`
+    :param consumer_config: the data consumer's :data:`~connectd.runtime.kafka.clients.CLIENT_OPTION`
         value, or confluent-kafka settings.
     :param start: ``{"topic:partition": offset}`` to read from (the group's committed offsets).
     :param commit: ``commit({TopicPartition: next offset})`` stores offsets in the group.
     :param on_topics: told the topics each batch consumed (KIP-558).
     :param spec: the task for executors; its ``run`` and ``workdir`` are filled in here.
     :param runner: a pinned task's :class:`~connectd.runtime.sink.task.SinkTaskRunner` (started).
-    :param reader: its :class:`~connectd.runtime.kafka.io.RangeReader`.
+    :param reader: its :class:`~connectd.runtime.kafka.consumers.RangeReader`.
     :param put_records: the most records of one ``put``.
     :param tick_ms: after this long without records, a batch without any (a tick): the task's
         ``put([])`` and ``pre_commit``, so it can flush on time (the worker's
@@ -379,8 +383,6 @@ def start_sink_query(
     :param lease_file: the worker's lease (:mod:`connectd.runtime.fencing`): once it ended, no batch
         is planned (*commit* is the one to refuse offsets then).
     """
-    from connectd.connector import TopicPartition
-
     if (spec is None) == (runner is None):
         raise ValueError("start_sink_query needs a spec (executors) or a runner (pinned), not both")
     name = f"{connector}-{task_id}"
@@ -390,7 +392,7 @@ def start_sink_query(
             task_spec = dataclasses.replace(spec, run=uuid.uuid4().hex, workdir=str(workdir),
                                             put_records=put_records, max_records=max_records,
                                             lease_file=lease_file or "")
-            kafka_io.set_linger(workdir / _LINGER_FILE, linger_ms)
+            kafka_reading.set_linger(workdir / _LINGER_FILE, linger_ms)
 
             def each_batch(frame: Any, batch_id: int) -> None:
                 # Collecting the batch is running it: executor_sink.SinkTaskReader.read puts it.
@@ -403,12 +405,13 @@ def start_sink_query(
                         for row in results if row["committed"] is not None}
                 if safe:
                     commit(safe)
-                seeks = {kafka_io.encode_tp(row["topic"], row["partition"]): row["seek"]
+                seeks = {kafka_clients.encode_tp(row["topic"], row["partition"]): row["seek"]
                          for row in results if row["seek"] is not None}
                 if seeks:
-                    kafka_io.add_seeks(workdir / _SEEK_FILE, seeks)
-                kafka_io.set_paused(workdir / _PAUSED_FILE, {kafka_io.encode_tp(row["topic"], row["partition"])
-                                                             for row in results if row["paused"]})
+                    kafka_reading.add_seeks(workdir / _SEEK_FILE, seeks)
+                kafka_reading.set_paused(workdir / _PAUSED_FILE,
+                                         {kafka_clients.encode_tp(row["topic"], row["partition"])
+                                          for row in results if row["paused"]})
                 if metrics is not None:
                     metrics.batch(time.monotonic() - began, sum(row["records"] or 0 for row in results), "sink")
                     metrics.sink_read({(row["topic"], row["partition"]): row["end"]
@@ -417,7 +420,7 @@ def start_sink_query(
                         if row["stats"] is not None:
                             counts = json.loads(row["stats"])
                             lag = counts.pop("lag")
-                            metrics.task_counts(counts, {kafka_io.decode_tp(key): n for key, n in lag.items()})
+                            metrics.task_counts(counts, {kafka_clients.decode_tp(key): n for key, n in lag.items()})
 
             stream = _kafka_stream(spark, workdir, consumer_config, start, max_records, "ranges",
                                    executor_sink.FORMAT, {executor_sink.SPEC_OPTION: task_spec.to_json(),
@@ -435,10 +438,11 @@ def start_sink_query(
                     on_topics({topic for topic, _, _, _ in ranges})
                     runner.process_ranges(ranges, reader, put_records)
                     if runner.seeks:
-                        kafka_io.add_seeks(workdir / _SEEK_FILE, {kafka_io.encode_tp(tp.topic, tp.partition): offset
-                                                                  for tp, offset in runner.seeks.items()})
-                    kafka_io.set_paused(workdir / _PAUSED_FILE,
-                                        {kafka_io.encode_tp(tp.topic, tp.partition) for tp in runner.paused})
+                        kafka_reading.add_seeks(workdir / _SEEK_FILE,
+                                                {kafka_clients.encode_tp(tp.topic, tp.partition): offset
+                                                 for tp, offset in runner.seeks.items()})
+                    kafka_reading.set_paused(workdir / _PAUSED_FILE,
+                                             {kafka_clients.encode_tp(tp.topic, tp.partition) for tp in runner.paused})
                     if metrics is not None:
                         metrics.batch(time.monotonic() - began, sum(end - begin for _, _, begin, end in ranges), "sink")
                         metrics.sink_read({(topic, partition): end for topic, partition, _, end in ranges})
@@ -470,8 +474,6 @@ def start_spark_source_query(
     :param checkpoint: the task's own checkpoint directory, kept between runs: it is the
         source's only record of its progress.
     """
-    from pyspark.sql import functions as F
-
     name = f"{connector}-{task_id}"
 
     def build(workdir: Path) -> StreamingQuery:
@@ -497,8 +499,8 @@ def start_spark_source_query(
             F.lit(None).cast("string").alias("source_offset"),
         )
         writer = (
-            rows.writeStream.format(kafka_io.FORMAT)
-            .option(kafka_io.CLIENT_OPTION, _as_option(producer_config))
+            rows.writeStream.format(kafka_clients.FORMAT)
+            .option(kafka_clients.CLIENT_OPTION, _as_option(producer_config))
         )
         return _started(writer, checkpoint, name, trigger_interval)
 
@@ -526,10 +528,6 @@ def start_spark_sink_query(
     :param lease_file: the worker's lease (:mod:`connectd.runtime.fencing`): once it ended, no batch
         is planned.
     """
-    from pyspark.sql import functions as F
-
-    from connectd.connector import TopicPartition
-
     name = f"{connector}-{task_id}"
 
     def each_batch(frame: Any, batch_id: int) -> None:

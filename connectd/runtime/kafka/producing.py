@@ -1,0 +1,315 @@
+"""Kafka inside Spark, writing (source tasks): the ``connectd-kafka`` streaming writer.
+
+Writing (source tasks)
+----------------------
+Each executor task produces its rows — Spark's Arrow batches, taken column by
+column (:class:`DataSourceStreamArrowWriter`), no Row object per record — with
+an idempotent producer (``acks=all``) and flushes before returning, so a batch counts as written
+only when every record is acknowledged; a delivery error fails the batch
+(which Spark then retries or the task reports). Rows may carry the source
+partition and offset (JSON text) of the record; the commit message of each
+executor task holds the last offset per source partition, and the writer's
+``commit`` — in the long-lived process, after every write succeeded —
+passes them to the callback named by the ``commit.hook`` option
+(``module:function``) with the ``commit.hook.arg`` option (or
+``commit.hook.secret.arg``, which Spark redacts), which stores them. A row whose topic is null only
+moves an offset (its record was dropped by a transform) and is not
+produced. Offsets are thus stored
+only after the data is durable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+
+from connectd.logging import RepeatFilter
+from connectd.runtime.kafka.clients import CLIENT_OPTION, client_settings
+
+__all__ = [
+    "arrow_write_schema",
+    "executor_producer",
+    "produce_batches",
+]
+
+_WRITE_COLUMNS = ("topic", "partition", "key", "value", "timestamp", "headers", "source_partition", "source_offset")
+
+
+def write_arrow_batch(rows: list[tuple]) -> Any:
+    """*rows* in :data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` order as one
+    ``pyarrow.RecordBatch`` (what a reader's ``read`` may yield: Spark then converts no row in
+    Python)."""
+    import pyarrow as pa
+
+    schema = arrow_write_schema()
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)],
+                                      schema=schema)
+
+
+_ARROW_SCHEMA: Any = None
+
+
+def arrow_write_schema() -> Any:
+    """:data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` as a ``pyarrow`` schema (made once)."""
+    global _ARROW_SCHEMA
+    if _ARROW_SCHEMA is None:
+        import pyarrow as pa
+
+        header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+        _ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("key", pa.binary()),
+                                   ("value", pa.binary()), ("timestamp", pa.int64()), ("headers", pa.list_(header)),
+                                   ("source_partition", pa.string()), ("source_offset", pa.string())])
+    return _ARROW_SCHEMA
+
+
+#: ``commit.hook.arg`` under a name Spark redacts (``spark.redaction.regex``).
+COMMIT_HOOK_SECRET_ARG = "commit.hook.secret.arg"
+
+
+@dataclass
+class _Written(WriterCommitMessage):
+    records: int = 0
+    #: records Kafka did not take, passed over (``produce_batches(failed=…)``)
+    failed: int = 0
+    source_offsets: dict[str, str] = field(default_factory=dict)
+
+
+_producers: dict[str, Any] = {}
+_producers_lock = threading.Lock()
+#: Client errors that retrying cannot cure: a batch fails at once with them, not after its flush timeout.
+_REFUSALS = frozenset({"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+                       "CLUSTER_AUTHORIZATION_FAILED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "_SSL"})
+
+
+class _Producer:
+    """A confluent-kafka producer and the refusal (``_REFUSALS``) its client last reported."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        from confluent_kafka import Producer
+
+        self.refusal: str | None = None
+        client_log = RepeatFilter.on(logging.getLogger("connectd.kafka.client"))  # librdkafka's lines, rate-limited
+        self.client = Producer({**config, "error_cb": self._error, "logger": client_log})
+
+    def _error(self, error: Any) -> None:
+        if error.fatal() or error.name() in _REFUSALS:
+            self.refusal = f"{error.name()}: {error.str()}"
+
+    def __getattr__(self, name: str) -> Any:  # produce, poll, flush, list_topics, …
+        return getattr(self.client, name)
+
+
+def executor_producer(client_json: str, every_delivery: bool = False) -> Any:
+    """One producer per executor Python process and client config, reused across batches
+    (made anew after one its cluster refused).
+
+    :param every_delivery: report every delivery, not only failed ones (for
+        ``produce_batches(acks=…)``); otherwise no Python callback runs per record.
+    """
+    key = f"{client_json}\n{every_delivery}"
+    with _producers_lock:
+        producer = _producers.get(key)
+        if producer is None or producer.refusal is not None:
+            # murmur2_random: keyed records land in the partition Java clients choose. Only failed
+            # deliveries are reported (flush() waits for every one) unless every one is wanted.
+            config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
+                      "delivery.report.only.error": not every_delivery}
+            config.update(client_settings(client_json))
+            producer = _Producer(config)
+            _producers[key] = producer
+        return producer
+
+
+#: What ``produce()`` raises for a record it refuses (Java's producer reports these through the send's
+#: callback): too large, or a topic or partition the cluster does not have. Anything else it raises
+#: (a fatal idempotence error, bad arguments) is the producer's, not the record's.
+_RECORD_REFUSALS = frozenset({"MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC"})
+
+
+def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
+                    acks: list[Any] | None = None, failed: Callable[..., None] | None = None) -> _Written:
+    """Produce Arrow batches of :data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` rows; return
+    once every record is acknowledged.
+
+    Columns are taken by name, each turned into a Python list at once (no Row
+    object per record). A row whose topic is null only moves its source
+    partition's offset. :returns: the records produced and the last source
+    offset of each source partition. :raises RuntimeError: a record was not
+    acknowledged within *flush_timeout* seconds, or failed.
+
+    :param acks: if given, filled with ``[partition, offset, timestamp]`` as Kafka
+        acknowledged each record, in the order of the rows produced (a callback per
+        record: only for tasks that want them, ``SourceTask.commit_record``).
+    :param failed: if given, ``failed(error, topic, partition, key, value, headers)`` for each
+        record Kafka did not take (refused by ``produce()`` or failed in delivery), and the batch
+        goes on without it, its offsets moving past it (Kafka Connect's ``errors.tolerance=all``
+        for sources, KIP-779); without it, such a record fails the batch. A producer the cluster
+        refused, or records not acknowledged in time, fail the batch either way.
+    """
+    from confluent_kafka import KafkaException
+
+    failures: list[str] = []
+
+    def delivered(error: Any, message: Any) -> None:
+        if error is None:
+            return
+        if failed is None:
+            failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+            return
+        written.failed += 1
+        written.records -= 1  # counted when it was produced
+        failed(KafkaException(error), message.topic(), message.partition(), message.key(), message.value(),
+               message.headers() or [])
+
+    def refused(error: KafkaException, topic: str, **kwargs: Any) -> None:
+        if failed is None or error.args[0].name() not in _RECORD_REFUSALS:
+            raise error
+        written.failed += 1
+        failed(error, topic, kwargs.get("partition", -1), kwargs.get("key"), kwargs.get("value"),
+               kwargs.get("headers") or [])
+
+    def delivered_as(index: int) -> Any:
+        def delivered_at(error: Any, message: Any) -> None:
+            if error is not None:
+                delivered(error, message)
+            else:
+                acks[index] = [message.partition(), message.offset(), message.timestamp()[1]]
+        return delivered_at
+
+    written = _Written()
+    produce, poll = producer.produce, producer.poll
+    for batch in batches:
+        names = batch.schema.names
+        columns = {name: batch.column(i).to_pylist() for i, name in enumerate(names)
+                   if batch.column(i).null_count < batch.num_rows}  # an all-null column is not read
+        empty = [None] * batch.num_rows
+        for name, last in zip(columns.get("source_partition", ()), columns.get("source_offset", ()), strict=True):
+            if name is not None:
+                written.source_offsets[name] = last
+        if acks is None and not any(name in columns for name in ("partition", "timestamp", "headers")):
+            # The common case: topic, key and value only, each produced with positional arguments.
+            rows = zip(columns.get("topic", empty), columns.get("value", empty), columns.get("key", empty), strict=True)
+            for topic, value, key in rows:
+                if topic is None:
+                    continue  # an offset-only row: a record a transform dropped still moves the offset
+                try:
+                    try:
+                        produce(topic, value, key, on_delivery=delivered)
+                    except BufferError:
+                        _produce_when_room(producer, topic, value=value, key=key, on_delivery=delivered)
+                except KafkaException as error:  # the record refused, also once there was room
+                    refused(error, topic, key=key, value=value)
+                    continue
+                written.records += 1
+                if not written.records % 1000:
+                    poll(0)
+            continue
+        rows = zip(*(columns.get(name, empty) for name in _WRITE_COLUMNS[:6]), strict=True)
+        for topic, partition, key, value, timestamp, headers in rows:
+            if topic is None:
+                continue
+            kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
+            if acks is not None:
+                kwargs["on_delivery"] = delivered_as(len(acks))
+                acks.append(None)
+            if partition is not None:
+                kwargs["partition"] = partition
+            if timestamp is not None:
+                kwargs["timestamp"] = timestamp
+            if headers:
+                kwargs["headers"] = [(h["key"], h["value"]) for h in headers]
+            try:
+                try:
+                    produce(topic, **kwargs)
+                except BufferError:
+                    _produce_when_room(producer, topic, **kwargs)
+            except KafkaException as error:
+                refused(error, topic, **kwargs)
+                continue
+            written.records += 1
+            if not written.records % 1000:
+                poll(0)
+    deadline = time.monotonic() + flush_timeout
+    remaining = producer.flush(0)
+    while remaining and time.monotonic() < deadline:
+        _raise_if_refused(producer)
+        remaining = producer.flush(min(0.5, max(deadline - time.monotonic(), 0)))
+    _raise_if_refused(producer)
+    if remaining:
+        raise RuntimeError(f"{remaining} records not acknowledged within {flush_timeout:.0f} s")
+    if failures:
+        raise RuntimeError(f"{len(failures)} records failed: " + "; ".join(failures[:5]))
+    return written
+
+
+def _raise_if_refused(producer: Any) -> None:
+    refusal = getattr(producer, "refusal", None)
+    if refusal is not None:
+        raise RuntimeError(f"the Kafka cluster refused the producer ({refusal}); retrying will not help "
+                           "until its settings change")
+
+
+def _produce_when_room(producer: Any, topic: str, **kwargs: Any) -> None:
+    """Produce once the local queue has room (deliveries drain while it waits)."""
+    while True:
+        _raise_if_refused(producer)
+        producer.poll(0.05)
+        try:
+            producer.produce(topic, **kwargs)
+            return
+        except BufferError:
+            continue
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """Produces each micro-batch to Kafka; stores source offsets only after every write is durable.
+
+    It takes Spark's Arrow batches as they come (:func:`produce_batches`).
+    """
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.client_json = options.get(CLIENT_OPTION, "{}")
+        self.commit_hook = options.get("commit.hook")
+        # The redacted spelling, for an argument that holds client settings.
+        self.commit_hook_arg = options.get(COMMIT_HOOK_SECRET_ARG, options.get("commit.hook.arg", ""))
+        self.flush_timeout = float(options.get("flush.timeout.s", "60"))
+
+    def write(self, batches: Iterator[Any]) -> _Written:
+        return produce_batches(executor_producer(self.client_json), batches, self.flush_timeout)
+
+    def commit(self, messages: list[_Written | None], batch_id: int) -> None:
+        offsets: dict[str, str] = {}
+        for message in messages:
+            if message is not None:
+                offsets.update(message.source_offsets)
+        if self.commit_hook:
+            module, _, name = self.commit_hook.partition(":")
+            hook = getattr(importlib.import_module(module), name)
+            hook(self.commit_hook_arg, batch_id, offsets, sum(m.records for m in messages if m is not None))
+
+    def abort(self, messages: list[_Written | None], batch_id: int) -> None:
+        # Nothing to undo: records already produced are at-least-once duplicates
+        # of the batch's replay, and no offset was stored.
+        return None
+
+
+def append_commits_to_file(path: str, batch_id: int, offsets: dict[str, str], records: int) -> None:
+    """A ``commit.hook`` that appends each committed batch as a JSON line to *path*.
+
+    For diagnostics and tests: ``option("commit.hook", "connectd.runtime.kafka.producing:append_commits_to_file")``
+    with ``option("commit.hook.arg", "/path/to/log")``.
+    """
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"batch": batch_id, "records": records, "offsets": offsets}) + "\n")
+        log.flush()
+        os.fsync(log.fileno())
