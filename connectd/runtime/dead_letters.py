@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
+from confluent_kafka import Producer
+
 from connectd.errors import ConnectorError
 from connectd.logging import get_logger
 
@@ -36,8 +38,6 @@ class DeadLetterQueue:
     """
 
     def __init__(self, producer_settings: Mapping[str, Any], topic: str) -> None:
-        from confluent_kafka import Producer
-
         self.topic = topic
         self._producer = Producer({**producer_settings, "enable.idempotence": True, "acks": "all"})
         self._failures: list[str] = []
@@ -105,6 +105,8 @@ def ensure_dlq_topic(admin: Any, topic: str, replication_factor: int, metadata: 
     :param replication_factor: ``errors.deadletterqueue.topic.replication.factor``; capped at the
         number of brokers (with a warning), ``-1`` the broker's default.
     """
+    # lazy: only the worker creates the topic; executors import this module for DeadLetterQueue,
+    # and confluent_kafka's admin would add ~12 ms there
     from confluent_kafka.admin import NewTopic
 
     metadata = metadata if metadata is not None else admin.list_topics(timeout=30)

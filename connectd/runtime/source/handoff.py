@@ -20,6 +20,8 @@ def write_ipc(sink: Any, batches: list[Any]) -> None:
     """Arrow record batches to *sink* as one IPC stream, in one call: that releases the GIL for all of
     it, where a call per batch waits for the GIL at each, which the poller thread holds for up to the
     switch interval (5 ms) each time."""
+    # lazy: pyarrow (~40 ms) only where batches are handed off, never at the worker's start-up,
+    # which imports this module (assembly → source.task)
     import pyarrow as pa
 
     with pa.ipc.new_stream(sink, batches[0].schema) as writer:
@@ -28,7 +30,7 @@ def write_ipc(sink: Any, batches: list[Any]) -> None:
 
 def ipc(batches: list[Any]) -> bytes:
     """Arrow record batches as one IPC stream."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: not at the worker's start-up (see write_ipc)
 
     sink = pa.BufferOutputStream()
     write_ipc(sink, batches)
@@ -37,7 +39,7 @@ def ipc(batches: list[Any]) -> bytes:
 
 def ipc_file(batches: list[Any], path: str) -> str:
     """Arrow record batches as one IPC stream in the file *path* (its directory made if need be)."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: not at the worker's start-up (see write_ipc)
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with pa.OSFile(path, "wb") as sink:
@@ -64,7 +66,7 @@ class Batch(InputPartition):
         self.tolerate = tolerate
 
     def record_batches(self) -> Iterator[Any]:
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: not at the worker's start-up (see write_ipc)
 
         for stream in self.streams:
             yield from pa.ipc.open_stream(stream)

@@ -59,7 +59,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from connectd.logging import get_logger
+from connectd.logging import configure_spark_process, get_logger, lines_are_json, spark_process_worker
 
 __all__ = ["ARCHIVE_CONF", "KEEP", "USER_SHARING", "ClassArchive", "archive_key", "default_dir", "prepare"]
 
@@ -103,7 +103,7 @@ def archive_key(conf: Mapping[str, str], environ: Mapping[str, str] | None = Non
 
     :param conf: the Spark conf the driver starts with (:data:`ARCHIVE_CONF` counts).
     """
-    import pyspark
+    import pyspark  # lazy: connectd.runtime.spark.session imports this module and keeps pyspark lazy
 
     java = _java(os.environ if environ is None else environ)
     if java is None or not os.path.exists(java):
@@ -283,11 +283,11 @@ def _remove_stale(directory: Path) -> None:
 
 def _write(conf: Mapping[str, str], archive: str) -> int:
     """The writer: a local session with *conf* whose JVM writes *archive* as it exits; 0 if it did."""
+    # lazy: pyspark, and warm_up with it, as in archive_key
     from pyspark.sql import SparkSession
 
-    from connectd.logging import configure_spark_process, lines_are_json, spark_process_worker
-    from connectd.runtime.spark.session import end_jvm, log4j_file
-    from connectd.runtime.spark.warm_up import warm_up
+    from connectd.runtime.spark.session import end_jvm, log4j_file  # here: session imports this module
+    from connectd.runtime.spark.warm_up import warm_up  # lazy: it imports pyspark (see above)
 
     configure_spark_process()
     log4j = log4j_file(lines_are_json(), "WARN", spark_process_worker())

@@ -40,13 +40,21 @@ query between its micro-batches found no job of its group to cancel.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
+import logging
 import os
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from connectd.logging import lines_are_json, spark_process_env
+from connectd.runtime.spark import class_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,8 +88,6 @@ _HICCUPS = (
 def is_hiccup(error: BaseException | str) -> bool:
     """Whether *error* (an exception or a query's failure trace) is one of Spark's own
     failures that an immediate restart of the query cures (:data:`_HICCUPS`)."""
-    import traceback
-
     text = error if isinstance(error, str) else "".join(traceback.format_exception(error))  # causes too
     return any(hiccup in text for hiccup in _HICCUPS)
 
@@ -130,9 +136,6 @@ _ALWAYS_QUIET = ("org.apache.hadoop.util.NativeCodeLoader",)
 
 def log4j_file(as_json: bool, level: str, worker: str) -> str:
     """:func:`log4j_config` written to a file the JVM reads at start (removed when this process exits)."""
-    import atexit
-    import tempfile
-
     with tempfile.NamedTemporaryFile("w", prefix="connectd-log4j2-", suffix=".properties", delete=False,
                                      encoding="utf-8") as handle:
         handle.write(log4j_config(as_json, level, worker))
@@ -145,12 +148,10 @@ def start_session(config: WorkerConfig, worker_id: str = "") -> SparkSession:
 
     :param worker_id: the ``worker`` field of the JVM's log lines.
     """
-    import logging
-
+    # lazy: pyspark (~140 ms) only once a session starts or ends, not wherever this module is
+    # imported (herder.supervision, for is_hiccup)
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
-
-    from connectd.logging import lines_are_json, spark_process_env
 
     conf = config.spark_conf()
     # Only a JVM that starts now takes Java options (a second session shares the running one).
@@ -204,7 +205,7 @@ def end_jvm(timeout_s: float | None = None) -> int | None:
     sends those releases from a thread of its own, which would otherwise send them to the
     ended JVM and log "Exception while sending command" on the root logger.
     """
-    from pyspark import SparkContext
+    from pyspark import SparkContext  # lazy: as in start_session
 
     gateway = SparkContext._gateway
     jvm = getattr(gateway, "proc", None)
@@ -237,10 +238,6 @@ def _release_java_objects(gateway: Any, timeout_s: float = 5.0) -> None:
 def _class_archive(config: WorkerConfig, conf: dict[str, str]) -> ClassArchive | None:
     """The driver JVM's :class:`~connectd.runtime.spark.class_archive.ClassArchive`, or ``None``: off
     (``class.archive.dir`` empty), the user's Java options handle class sharing, or no java found."""
-    from pathlib import Path
-
-    from connectd.runtime.spark import class_archive
-
     setting = config.get("class.archive.dir")
     if setting == "":
         return None

@@ -75,6 +75,8 @@ def warm_up(spark: SparkSession, timeout_s: float) -> bool:
     saves time, and a Spark that cannot run it fails the tasks themselves,
     saying why, when they start.
     """
+    # lazy: Spark's Python workers import this module for the warm-up source and need none of
+    # queries (the tasks' sources and sinks, prometheus_client: ~70 ms)
     from connectd.runtime.spark.queries import register_data_sources
 
     began = time.monotonic()
