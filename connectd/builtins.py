@@ -5,6 +5,8 @@ from __future__ import annotations
 from connectd.config.providers import BUILTIN_PROVIDERS
 from connectd.data.converters import BUILTIN_CONVERTERS
 from connectd.hookspecs import Register, hookimpl
+from connectd.override_policy import BUILTIN_POLICIES
+from connectd.transforms import BUILTIN_PREDICATES, BUILTIN_TRANSFORMS
 
 
 @hookimpl
@@ -15,8 +17,6 @@ def register_config_providers(register: Register) -> None:
 
 @hookimpl
 def register_override_policies(register: Register) -> None:
-    from connectd.override_policy import BUILTIN_POLICIES
-
     for cls, aliases in BUILTIN_POLICIES:
         register(cls, aliases=aliases)
 
@@ -29,15 +29,11 @@ def register_converters(register: Register) -> None:
 
 @hookimpl
 def register_transforms(register: Register) -> None:
-    from connectd.transforms import BUILTIN_TRANSFORMS
-
     for cls, aliases in BUILTIN_TRANSFORMS:
         register(cls, aliases=aliases)
 
 
 @hookimpl
 def register_predicates(register: Register) -> None:
-    from connectd.transforms import BUILTIN_PREDICATES
-
     for cls, aliases in BUILTIN_PREDICATES:
         register(cls, aliases=aliases)

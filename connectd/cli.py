@@ -10,15 +10,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
+import os
+import signal
 import sys
 import tempfile
 import time
+import traceback
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from connectd.errors import ConfigError, ConnectdError, NotYetAvailableError
+from connectd import __version__
+from connectd.broker import EmbeddedBroker, run_broker
+from connectd.config.docs import DEFAULT_PATH, PLUGINS_PATH, render_plugin_reference, render_reference
+from connectd.config.msk import msk_problems
+from connectd.config.worker import WorkerConfig
+from connectd.errors import ConfigError, ConnectdError, ConnectorError, NotYetAvailableError
+from connectd.logging import configure_logging
+from connectd.plugins import get_registry
+from connectd.rest.client import DEFAULT_URL, Client
+from connectd.secrets import OutputScrubber, redact
+
+# Each verb imports what only it needs where it runs (function-local, each saying so): `connectd
+# --help`, `status` or `connectors` must not pay for pyspark, aiohttp or confluent_kafka.
 
 __all__ = ["main"]
 
@@ -30,8 +47,6 @@ EXIT_INTERRUPTED = 130
 
 
 def _parser() -> argparse.ArgumentParser:
-    from connectd import __version__
-
     parser = argparse.ArgumentParser(
         prog="connectd",
         description="A Kafka Connect worker in Python: connectors run as Spark Structured Streaming queries.",
@@ -94,10 +109,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _connectors_parser(verbs: Any) -> None:
-    import os
-
-    from connectd.rest.client import DEFAULT_URL
-
     server = argparse.ArgumentParser(add_help=False)
     server.add_argument("--url", default=os.environ.get("CONNECTD_URL") or DEFAULT_URL, type=_rest_url,
                         help=f"the worker's REST API (default $CONNECTD_URL or {DEFAULT_URL})")
@@ -147,8 +158,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = sys.stdout
     try:
-        from connectd.logging import configure_logging
-
         # A worker logs to stdout, as Kafka Connect does; a command whose output is its answer
         # (plugins, config check, topics orphans, connectors …) keeps its log lines on stderr.
         worker = args.verb in ("standalone", "distributed", "quickstart", "broker")
@@ -168,22 +177,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`connectd plugins | head`): not an error.
         # Point stdout at /dev/null so the interpreter's final flush is quiet.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except Exception as exc:  # a bug: say what, keep the trace, hide secrets
-        import traceback
-
-        from connectd.secrets import redact
-
         print(redact("".join(traceback.format_exception(exc))), file=sys.stderr, end="")
         return EXIT_FAILURE
 
 
 def _print_error(exc: Exception, out: TextIO) -> None:
-    from connectd.secrets import redact
-
     for line in str(exc).splitlines() or [type(exc).__name__]:
         print(redact(f"connectd: {line}"), file=out)
 
@@ -211,8 +212,6 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _plugins(as_json: bool, out: TextIO) -> int:
-    from connectd.plugins import get_registry
-
     infos = sorted(get_registry(), key=lambda i: (i.kind, i.name))
     if as_json:
         json.dump([info.as_dict() for info in infos], out, indent=2)
@@ -227,13 +226,9 @@ def _plugins(as_json: bool, out: TextIO) -> int:
 
 
 def _config_check(file: str, mode: str, policy: str | None, out: TextIO) -> int:
-    from connectd.config.worker import WorkerConfig
-
     config = WorkerConfig.from_file(file, None if mode == "auto" else mode)
     problems = config.problems()
     if policy == "msk":
-        from connectd.config.msk import msk_problems
-
         problems += msk_problems(config.originals(), config.origin, source=file)
         problems.sort(key=lambda p: (not p.is_error, p.origin.line or 0 if p.origin else 0))
     for problem in problems:
@@ -249,15 +244,11 @@ def _config_check(file: str, mode: str, policy: str | None, out: TextIO) -> int:
 
 
 def _config_docs(output: str | None, out: TextIO) -> int:
-    from connectd.config.docs import DEFAULT_PATH, PLUGINS_PATH, render_plugin_reference, render_reference
-
     if output == "-":
         out.write(render_reference())
         return EXIT_OK
     pages = {Path(output or DEFAULT_PATH): render_reference()}
     if output is None:
-        from connectd.plugins import get_registry
-
         pages[Path(PLUGINS_PATH)] = render_plugin_reference(get_registry())
     for path, text in pages.items():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -267,8 +258,6 @@ def _config_docs(output: str | None, out: TextIO) -> int:
 
 
 def _broker(port: int, storage: str, out: TextIO) -> int:
-    from connectd.broker import run_broker
-
     def ready(broker: object) -> None:
         print(f"broker listening on {broker.bootstrap_servers} (storage {storage}); Ctrl-C stops it",  # type: ignore[attr-defined]
               file=out, flush=True)
@@ -277,16 +266,11 @@ def _broker(port: int, storage: str, out: TextIO) -> int:
 
 
 def _run_worker(mode: str, file: str, connector_files: Sequence[str] = ()) -> int:
-    from connectd.config.worker import WorkerConfig
-
     config = WorkerConfig.from_file(file, mode)
-    from connectd.plugins import get_registry
-
     registry = get_registry()
     config.check(registry)
     connectors = _checked_connector_files(config, registry, connector_files)
-    from connectd.secrets import OutputScrubber
-
+    # lazy: pyspark and aiohttp (~1 s) only for the verbs that run a worker
     from connectd.worker import Worker
 
     with OutputScrubber():  # Spark's JVM and Python workers write to our stdout and stderr too
@@ -297,6 +281,7 @@ def _run_worker(mode: str, file: str, connector_files: Sequence[str] = ()) -> in
 def _checked_connector_files(config: Any, registry: Any, files: Sequence[str]) -> list[tuple[dict[str, str], Any]]:
     """Every connector file read and checked as a create request would be, before anything
     starts: one ConfigError listing the problems of all of them."""
+    # lazy: the herder imports pyspark (~0.5 s)
     from connectd.herder import check_connector, load_connector_file
 
     connectors, problems, names = [], [], {}
@@ -320,10 +305,8 @@ def _checked_connector_files(config: Any, registry: Any, files: Sequence[str]) -
 
 
 def _quickstart(port: int, directory: str | None, duration: float | None, out: TextIO) -> int:
+    # lazy: confluent_kafka only for the verbs that talk to Kafka
     from confluent_kafka.admin import AdminClient, NewTopic
-
-    from connectd.broker import EmbeddedBroker
-    from connectd.config.worker import WorkerConfig
 
     workdir = Path(directory or tempfile.mkdtemp(prefix="connectd-quickstart-")).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -358,8 +341,6 @@ def _quickstart(port: int, directory: str | None, duration: float | None, out: T
         ]
         print(f"starting a standalone worker (Spark takes a few seconds): datagen -> {topic} -> {output}",
               file=out, flush=True)
-        from connectd.secrets import OutputScrubber
-
         with OutputScrubber():
             asyncio.run(_quickstart_serve(worker, connectors, output, duration, out))
     print(f"broker and worker stopped; the records are in {output}", file=out, flush=True)
@@ -367,9 +348,6 @@ def _quickstart(port: int, directory: str | None, duration: float | None, out: T
 
 
 async def _quickstart_serve(worker: Any, connectors: list, output: Path, duration: float | None, out: TextIO) -> None:
-    import os
-    import signal
-
     progress: list[asyncio.Task[None]] = []
 
     async def report(started: float) -> None:
@@ -390,7 +368,7 @@ async def _quickstart_serve(worker: Any, connectors: list, output: Path, duratio
               "Ctrl-C stops everything", file=out, flush=True)
         progress.append(asyncio.get_running_loop().create_task(report(asyncio.get_running_loop().time())))
 
-    from connectd.worker import Worker
+    from connectd.worker import Worker  # lazy: as in _run_worker
 
     try:
         await Worker(worker).serve(connectors, on_up=up)
@@ -408,11 +386,10 @@ def _count_lines(path: Path) -> int:
 
 
 def _orphan_topics(file: str, delete: bool, timeout: float, out: TextIO) -> int:
+    # lazy: confluent_kafka and the offsets room (~110 ms) only for this verb
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    from connectd.config.worker import WorkerConfig
-    from connectd.errors import ConnectorError
     from connectd.runtime.offsets.orphans import orphan_offset_topics
 
     config = WorkerConfig.from_file(file, "distributed")
@@ -447,9 +424,7 @@ def _orphan_topics(file: str, delete: bool, timeout: float, out: TextIO) -> int:
 
 
 def _rest_url(text: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(text.strip())
+    parts = urllib.parse.urlsplit(text.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"expected http://host:port or https://host:port, not {text!r}")
     return text.strip()
@@ -460,17 +435,11 @@ def _client(args: argparse.Namespace, url: str | None = None) -> Any:
 
     :returns: ``None`` when ``--user`` has no password and none can be asked for.
     """
-    import os
-
-    from connectd.rest.client import Client
-
     password = os.environ.get("CONNECTD_PASSWORD")
     if args.user is not None and password is None:
         if not sys.stdin.isatty():
             print("connectd: --user needs the password in $CONNECTD_PASSWORD", file=sys.stderr)
             return None
-        import getpass
-
         password = getpass.getpass(f"password for {args.user} at {args.url}: ")
         os.environ["CONNECTD_PASSWORD"] = password  # asked once, for every worker of the cluster
     return Client(url or args.url, user=args.user, password=password, insecure=args.insecure, cacert=args.cacert,
@@ -479,8 +448,7 @@ def _client(args: argparse.Namespace, url: str | None = None) -> Any:
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
     """``connectd status``: one table (records/s measured over --interval), or redrawn with --watch."""
-    import urllib.parse
-
+    # lazy: rich's tables and prometheus' parser (~30 ms) for this verb only
     from rich.console import Console
 
     from connectd.status_view import look, render
@@ -506,7 +474,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     if not args.watch:
         console.print(render(snapshot, client.url))
         return EXIT_OK
-    from rich.live import Live
+    from rich.live import Live  # lazy: --watch only
 
     with Live(render(snapshot, client.url), console=console, auto_refresh=False) as live:
         while True:
@@ -542,6 +510,7 @@ def _connectors(args: argparse.Namespace, out: TextIO) -> int:
 
 def _create_request(file: str) -> dict[str, Any]:
     """The body of ``POST /connectors`` for a connector file (``initial_state`` kept from a JSON body)."""
+    # lazy: as in _checked_connector_files
     from connectd.herder import load_connector_file
 
     config, _ = load_connector_file(file)

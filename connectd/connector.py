@@ -18,6 +18,7 @@ durable. ``docs/plugin-authors.md`` has worked examples.
 from __future__ import annotations
 
 import abc
+import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -226,8 +227,6 @@ class OffsetStorageReader:
 
 
 def _partition_text(partition: Mapping[str, Any]) -> str:
-    import json
-
     return json.dumps(partition, sort_keys=True, separators=(",", ":"))
 
 

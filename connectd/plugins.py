@@ -30,7 +30,8 @@ from importlib import metadata
 
 import pluggy
 
-from connectd import hookspecs
+from connectd import __version__, builtins, hookspecs
+from connectd.connector import SinkConnector, SourceConnector
 from connectd.errors import PluginError
 
 __all__ = ["GROUPS", "PluginInfo", "Registry", "get_plugin_manager", "get_registry", "load_plugins"]
@@ -73,8 +74,6 @@ class PluginInfo:
     def kind(self) -> str:
         """Kafka Connect's plugin type: ``source``, ``sink``, ``converter``, …"""
         if self.group == "connector":
-            from connectd.connector import SinkConnector, SourceConnector
-
             if issubclass(self.cls, SourceConnector):
                 return "source"
             if issubclass(self.cls, SinkConnector):
@@ -186,8 +185,6 @@ def build_plugin_manager(env: dict[str, str] | None = None) -> tuple[pluggy.Plug
     env = dict(os.environ if env is None else env)
     pm = pluggy.PluginManager("connectd")
     pm.add_hookspecs(hookspecs)
-    from connectd import __version__, builtins
-
     packages: dict[str, tuple[str, str]] = {}
     pm.register(builtins, name="connectd.builtins")
     packages["connectd.builtins"] = (BUILTIN_PACKAGE, __version__)

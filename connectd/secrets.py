@@ -11,6 +11,9 @@ children (Spark's JVM and Python workers) write to stdout and stderr.
 
 from __future__ import annotations
 
+import os
+import select
+import sys
 import threading
 
 __all__ = ["HIDDEN", "OutputScrubber", "Secret", "forget_all", "looks_secret", "redact", "register"]
@@ -125,9 +128,6 @@ class OutputScrubber:
         self._threads: list[threading.Thread] = []
 
     def __enter__(self) -> OutputScrubber:
-        import os
-        import sys
-
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         for fd in self.fds:
@@ -142,9 +142,6 @@ class OutputScrubber:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        import os
-        import sys
-
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -156,9 +153,6 @@ class OutputScrubber:
             thread.join(1.0)
 
     def _pump(self, read_end: int, out: int) -> None:
-        import os
-        import select
-
         pending = b""
         try:
             while True:
@@ -185,8 +179,6 @@ class OutputScrubber:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    import os
-
     if not data:
         return
     data = redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")

@@ -15,6 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+from rich import box
+from rich.table import Table
+
+from connectd.rest.client import RestClientError
+
 __all__ = ["Snapshot", "TaskLine", "look", "render"]
 
 #: The counters a task's records/s is computed from (sources write, sinks read).
@@ -47,8 +53,6 @@ def _first_line(trace: str | None) -> str:
 
 def record_counts(metrics_text: str) -> dict[tuple[str, int], float]:
     """Each task's records (written or read) so far, from a worker's ``/metrics``."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     counts: dict[tuple[str, int], float] = {}
     for family in text_string_to_metric_families(metrics_text):
         for sample in family.samples:
@@ -69,8 +73,6 @@ def look(connectors: Callable[[], Mapping[str, Any]], metrics: Callable[[str], s
     :param previous: what the last look counted, for the rates.
     :returns: the snapshot, and what this look counted (for the next).
     """
-    from connectd.rest.client import RestClientError
-
     answer = connectors()
     snapshot = Snapshot()
     for name in sorted(answer):
@@ -111,9 +113,6 @@ _STATE_STYLES = {"RUNNING": "green", "FAILED": "bold red", "PAUSED": "yellow", "
 
 def render(snapshot: Snapshot, url: str) -> Any:
     """The snapshot as a rich table (connectors, then their tasks indented)."""
-    from rich import box
-    from rich.table import Table
-
     tasks = [line for line in snapshot.lines if line.task is not None]
     running = sum(1 for line in tasks if line.state == "RUNNING")
     failed = sum(1 for line in tasks if line.state == "FAILED")

@@ -17,6 +17,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
+
+import aiohttp
 
 from connectd.cluster.signing import ALGORITHM_HEADER, SIGNATURE_HEADER, SessionKey, sign, verify
 from connectd.errors import ConnectorError, NotLeaderError
@@ -56,8 +59,6 @@ async def forward(herder: Any, url: str, method: str, path_qs: str, body: bytes,
 
     :raises ConnectorError: when that worker cannot be reached.
     """
-    import aiohttp
-
     sent = {name: headers[name] for name in _PASSED_HEADERS if name in headers}
     sent[FORWARDED_HEADER] = herder.worker_id
     if _sessioned(herder):
@@ -92,8 +93,6 @@ def check_signature(herder: Any, method: str, path_qs: str, body: bytes, headers
 
 async def send_task_configs(herder: Any, connector: str, configs: list[dict[str, str]]) -> None:
     """Give the leader a connector's new task configs (Kafka's internal ``POST /connectors/{c}/tasks``)."""
-    from urllib.parse import quote
-
     url = herder.leader_url
     if url is None:
         raise NotLeaderError("no leader is known to take the task configs", None)

@@ -13,6 +13,7 @@ from connectd.config.connector import COMMON_DEF, SINK_DEF, SOURCE_DEF
 from connectd.config.definitions import ConfigDef, ConfigKey
 from connectd.config.providers import BUILTIN_PROVIDERS
 from connectd.config.worker import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
+from connectd.plugins import BUILTIN_PACKAGE
 
 if TYPE_CHECKING:
     from connectd.plugins import Registry
@@ -151,8 +152,6 @@ def render_plugin_reference(registry: Registry) -> str:
 
     :param registry: the loaded plugins; only connectd's built-in ones are listed.
     """
-    from connectd.plugins import BUILTIN_PACKAGE
-
     lines = [
         "# Converters, transforms and predicates",
         "",
@@ -197,8 +196,6 @@ def plugin_undocumented_keys(registry: Registry) -> list[str]:
 
     :param registry: the loaded plugins.
     """
-    from connectd.plugins import BUILTIN_PACKAGE
-
     missing = set()
     for info in registry:
         if info.package != BUILTIN_PACKAGE:

@@ -182,6 +182,7 @@ def _load_key_store(context: ssl.SSLContext, settings: _TlsSettings) -> None:
 
 
 def _load_pkcs12_key_store(context: ssl.SSLContext, settings: _TlsSettings, data: bytes) -> None:
+    # lazy: cryptography (~60 ms) only for PKCS12 stores; every worker and command reads this module
     from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, Encoding, PrivateFormat
 
     # A PKCS12 store has one password, for the store and its key: Kafka opens
@@ -253,7 +254,7 @@ def _load_trust_store(context: ssl.SSLContext, settings: _TlsSettings) -> bool:
 
 def _pkcs12_trusted(settings: _TlsSettings, data: bytes) -> str:
     """The certificates of a PKCS12 trust store, in PEM."""
-    from cryptography.hazmat.primitives.serialization import Encoding
+    from cryptography.hazmat.primitives.serialization import Encoding  # lazy: as in _load_pkcs12_key_store
 
     store = _open_pkcs12(settings, "ssl.truststore.location", data, "ssl.truststore.password")
     if store.key is not None:
@@ -270,6 +271,7 @@ def _pkcs12_trusted(settings: _TlsSettings, data: bytes) -> str:
 
 
 def _open_pkcs12(settings: _TlsSettings, name: str, data: bytes, password_name: str) -> PKCS12KeyAndCertificates:
+    # lazy: as in _load_pkcs12_key_store
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.serialization import pkcs12
 

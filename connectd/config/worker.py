@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from connectd.config.clients import client_settings
 from connectd.config.definitions import (
     CaseInsensitiveValidString,
     ConfigDef,
@@ -42,6 +43,7 @@ from connectd.config.properties import Origin, PropertiesFile, load_properties
 from connectd.config.providers import ConfigProviders, has_placeholder
 from connectd.config.response_headers import parse_header_config
 from connectd.errors import ConfigError, PluginError
+from connectd.plugins import get_registry
 
 if TYPE_CHECKING:
     from connectd.plugins import Registry
@@ -644,8 +646,6 @@ class WorkerConfig:
             # A config checked by the worker has its providers already, built
             # with the worker's registry (see problems()); configs rebuilt in
             # Spark's Python processes from a spec have no worker to pass one.
-            from connectd.plugins import get_registry
-
             self._build_providers(get_registry())
         assert self._providers is not None
         return self._providers
@@ -726,8 +726,6 @@ class WorkerConfig:
 
         :raises ConfigError: if a setting cannot be converted.
         """
-        from connectd.config.clients import client_settings
-
         found = client_settings(self._raw, client, library, resolve=self._resolve_value, overrides=overrides)
         errors = [p for p in found.problems if p.is_error]
         if errors:
@@ -750,8 +748,6 @@ class WorkerConfig:
         found: list[ConfigProblem] = []
         if registry is None and check_classes:
             try:
-                from connectd.plugins import get_registry
-
                 registry = get_registry()
             except PluginError as exc:
                 found.append(ConfigProblem(None, None, f"plugins could not be loaded: {exc}"))

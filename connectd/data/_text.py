@@ -9,10 +9,13 @@ upper-case ``\\u00XX`` and writes non-ASCII as UTF-8. Python's ``repr`` and
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 import struct
 from decimal import Decimal
+
+from connectd.data.schema import SchemaType, StructBase
 
 __all__ = [
     "decimal_text",
@@ -171,8 +174,6 @@ def java_string(value: object, schema: object = None) -> str:
     lists ``[a, b]``, maps ``{k=v}``, structs ``Struct{a=1,b=x}``, dates as
     ``java.util.Date`` prints them in UTC.
     """
-    from connectd.data.schema import SchemaType, StructBase
-
     if value is None:
         return "null"
     if isinstance(value, str):
@@ -201,8 +202,6 @@ def java_string(value: object, schema: object = None) -> str:
             if item is not None
         ]
         return "Struct{" + ",".join(parts) + "}"
-    import datetime
-
     if isinstance(value, (datetime.date, datetime.time)):
         if isinstance(value, datetime.datetime):
             moment = value.astimezone(datetime.timezone.utc) if value.tzinfo else value

@@ -24,7 +24,7 @@ def __getattr__(name: str) -> Any:
     # The server's names load aiohttp; `connectd connectors …` imports only
     # connectd.rest.client, and should not pay for the server.
     if name in __all__:
-        from connectd.rest import app
+        from connectd.rest import app  # lazy: see above
 
         return getattr(app, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

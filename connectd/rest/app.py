@@ -10,11 +10,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from connectd.errors import ConnectdError
 from connectd.logging import get_logger
-from connectd.rest import connectors, loggers, plugins
-from connectd.rest import openapi
+from connectd.rest import connectors, loggers, openapi, plugins
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO, REGISTRY
 from connectd.rest.errors import RestError, error_middleware
 from connectd.rest.forwarding import forwarding_middleware
@@ -126,8 +126,6 @@ async def _health(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     """The worker's Prometheus metrics (:mod:`connectd.metrics`), in the text exposition format."""
-    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
     metrics = getattr(request.app[HERDER], "metrics", None)
     if metrics is None:
         raise RestError(404, "This worker exports no metrics.")

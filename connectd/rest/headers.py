@@ -10,11 +10,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from aiohttp import web
+
+from connectd.config.definitions import ConfigProblem, display_value
 from connectd.config.response_headers import KEY, HeaderAction, parse_header_config
+from connectd.errors import ConfigError
 
 if TYPE_CHECKING:
-    from aiohttp import web
-
     from connectd.config.worker import WorkerConfig
 
 __all__ = ["response_headers_middleware"]
@@ -28,11 +30,6 @@ def response_headers_middleware(config: WorkerConfig) -> Middleware | None:
 
     :raises ConfigError: naming the file, line, key and the malformed entry.
     """
-    from aiohttp import web
-
-    from connectd.config.definitions import ConfigProblem, display_value
-    from connectd.errors import ConfigError
-
     text = config.get(KEY) or ""  # the key's validator parses it too: config.get raises first
     try:
         actions = parse_header_config(text)

@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from connectd import __version__
 from connectd.rest._keys import INFO
 
 __all__ = ["OPENAPI_VERSION", "add_routes", "document"]
@@ -37,7 +38,7 @@ def document(version: str | None = None) -> dict[str, Any]:
     :param version: shown as ``info.version``; connectd's own version by default.
     """
     if version is None:
-        from connectd import __version__ as version
+        version = __version__
     return {
         "openapi": OPENAPI_VERSION,
         "info": {

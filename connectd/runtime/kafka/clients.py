@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from connectd.config.worker import WorkerConfig
+
 __all__ = [
     "FORMAT",
     "RANGE_SCHEMA",
@@ -57,8 +59,6 @@ def client_settings(option: str) -> dict[str, Any]:
     spec = json.loads(option or "{}")
     if "worker_config" not in spec:
         return spec
-    from connectd.config.worker import WorkerConfig
-
     worker = WorkerConfig(spec["worker_config"], "standalone", source="worker")
     return worker.client_config(spec["client"], "confluent", overrides=spec.get("overrides"))
 

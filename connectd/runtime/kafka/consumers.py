@@ -14,6 +14,8 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
 from connectd.runtime.kafka.clients import client_settings, decode_tp, encode_tp
 
 __all__ = [
@@ -69,8 +71,6 @@ class HighWatermarks:
     """
 
     def __init__(self, client: dict[str, Any]) -> None:
-        from confluent_kafka import Consumer
-
         settings = consumer_settings(client)
         # Fetch waits of 100 ms, not the data consumers' 10: an idle task's consumer here fetches all
         # the time, and at 10 ms five idle sink tasks took a third of a core (with the dev broker's).
@@ -116,8 +116,6 @@ class HighWatermarks:
 
     def _learn(self, partitions: dict[str, int]) -> None:
         """Take the high watermarks the last Fetch answers gave."""
-        from confluent_kafka import TopicPartition
-
         for key in partitions:
             _, high = self._consumer.get_watermark_offsets(TopicPartition(*decode_tp(key)), cached=True)
             if high >= 0 and high > self._known.get(key, -1):
@@ -126,8 +124,6 @@ class HighWatermarks:
     def _assign(self, positions: dict[str, int]) -> None:
         # assign(), not seek(): seek() starts offset validation that some brokers never answer,
         # and the partition would stop fetching.
-        from confluent_kafka import TopicPartition
-
         self._consumer.assign([TopicPartition(*decode_tp(key), offset) for key, offset in positions.items()])
 
     def close(self) -> None:
@@ -152,8 +148,6 @@ def executor_range_reader(client_option: str) -> RangeReader:
     with _range_readers_lock:
         reader = _range_readers.get(client_option)
         if reader is None:
-            from confluent_kafka import Consumer
-
             reader = _range_readers[client_option] = RangeReader(
                 Consumer(consumer_settings(client_settings(client_option))), keep_others=False)
         return reader
@@ -302,8 +296,6 @@ class RangeReader:
         return known
 
     def _known_ends(self, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
-        from confluent_kafka import TopicPartition
-
         ends = {}
         for tp, offset in positions.items():
             rows = self._ahead.get(tp)
@@ -323,8 +315,6 @@ class RangeReader:
                 self._ahead.setdefault(tp, []).append(_row(message))
 
     def _assign(self, wanted: dict[tuple[str, int], tuple[int, int]]) -> None:
-        from confluent_kafka import TopicPartition
-
         positions = dict(self._next) if self.keep_others else {}
         positions.update({tp: start for tp, (start, _) in wanted.items()})
         self._ahead.clear()
@@ -333,8 +323,6 @@ class RangeReader:
 
 
 def _raise_unless_benign(error: Any) -> None:
-    from confluent_kafka import KafkaError, KafkaException
-
     if error.code() == KafkaError._PARTITION_EOF:
         return
     raise KafkaException(error)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaException, Producer
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from connectd.logging import RepeatFilter
@@ -48,7 +49,7 @@ def write_arrow_batch(rows: list[tuple]) -> Any:
     """*rows* in :data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` order as one
     ``pyarrow.RecordBatch`` (what a reader's ``read`` may yield: Spark then converts no row in
     Python)."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow (~40 ms) once a source task runs, not at the worker's start
 
     schema = arrow_write_schema()
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
@@ -63,7 +64,7 @@ def arrow_write_schema() -> Any:
     """:data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` as a ``pyarrow`` schema (made once)."""
     global _ARROW_SCHEMA
     if _ARROW_SCHEMA is None:
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: as in write_arrow_batch
 
         header = pa.struct([("key", pa.string()), ("value", pa.binary())])
         _ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("key", pa.binary()),
@@ -95,8 +96,6 @@ class _Producer:
     """A confluent-kafka producer and the refusal (``_REFUSALS``) its client last reported."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        from confluent_kafka import Producer
-
         self.refusal: str | None = None
         client_log = RepeatFilter.on(logging.getLogger("connectd.kafka.client"))  # librdkafka's lines, rate-limited
         self.client = Producer({**config, "error_cb": self._error, "logger": client_log})
@@ -156,8 +155,6 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
         for sources, KIP-779); without it, such a record fails the batch. A producer the cluster
         refused, or records not acknowledged in time, fail the batch either way.
     """
-    from confluent_kafka import KafkaException
-
     failures: list[str] = []
 
     def delivered(error: Any, message: Any) -> None:

@@ -36,6 +36,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
 from connectd.errors import ConnectorError
 
 __all__ = ["consumer_only", "read_topic", "read_topic_records"]
@@ -95,8 +97,6 @@ class _Read:
 
         :raises ConnectorError: (retriable) when the deadline passes, or the broker fails the read.
         """
-        from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
-
         consumer.assign([TopicPartition(self.topic, p, self.positions.get(p, OFFSET_BEGINNING))
                          for p in sorted(self.waiting)])
         began = time.monotonic()
@@ -143,8 +143,6 @@ def read_topic_records(settings: Mapping[str, Any], topic: str,
     :raises ConnectorError: (retriable) if the end is not reached in time or the broker fails the read;
         the message names each unfinished partition with the offset read to and its end.
     """
-    from confluent_kafka import Consumer, KafkaError, KafkaException
-
     deadline = time.monotonic() + timeout
     read: _Read | None = None
     for wait_ms, budget_s in FETCH_WAITS:

@@ -58,6 +58,7 @@ from typing import Any, Iterator
 from connectd.data._text import json_double, json_quote
 from connectd.errors import ConfigError, ConnectorError
 from connectd.logging import get_logger
+from connectd.runtime.kafka.clients import client_settings
 
 log = get_logger(__name__)
 
@@ -438,8 +439,6 @@ def _client_settings(value: Any) -> dict[str, Any]:
     """confluent-kafka settings from a spec's client: a ``client_option`` value (resolved here) or settings."""
     if isinstance(value, Mapping):
         return dict(value)
-    from connectd.runtime.kafka.clients import client_settings
-
     return client_settings(value or "{}")
 
 

@@ -141,6 +141,7 @@ from connectd.errors import ConnectException, ConnectorError
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original, TaskCounts, apply_stages
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
+from connectd.runtime.kafka.clients import client_settings
 from connectd.runtime.kafka.producing import executor_producer, produce_batches, write_arrow_batch
 from connectd.runtime.source.active_topics import active_topics_file, reset_marker
 from connectd.runtime.source.handoff import Batch, ipc, ipc_file
@@ -211,7 +212,6 @@ def _dead_letter_queue(spec: dict[str, Any], topic: str) -> Any:
     """The task's dead-letter queue, with the data producer's client settings."""
     # lazy: only a task with a dead-letter queue needs it (and confluent_kafka, which it imports)
     from connectd.runtime.dead_letters import DeadLetterQueue
-    from connectd.runtime.kafka.clients import client_settings
 
     return DeadLetterQueue(client_settings(spec["producer"]), topic)
 
@@ -558,8 +558,6 @@ class SourceTaskReader(DataSourceStreamReader):
         self._topic_rules = TopicCreationRules.from_config(connector_config, worker_allows)
         if self._topic_rules.enabled:
             from confluent_kafka.admin import AdminClient  # lazy: only a task that creates topics (~12 ms)
-
-            from connectd.runtime.kafka.clients import client_settings
 
             self._admin = AdminClient(client_settings(self.spec.get("producer", "{}")))
         store = open_offset_store(spec["offsets"])
