@@ -299,6 +299,10 @@ class ConnectdProcesses:
         path = self.directory / log
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def events(self, log: str = "connectd.log") -> list[dict[str, Any]]:
+        """The command's JSON log lines, parsed (Spark's and the Kafka clients' other lines left out)."""
+        return [json.loads(line) for line in self.output(log).splitlines() if line.startswith("{")]
+
 
 @pytest.fixture
 def connectd_processes(tmp_path: Path) -> Iterator[ConnectdProcesses]:

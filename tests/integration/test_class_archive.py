@@ -8,7 +8,6 @@ options, the same for both so the archive's key is too).
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
@@ -176,10 +175,7 @@ def test_a_worker_without_an_archive_writes_one_as_it_stops_and_the_next_maps_sp
     wait_until(lambda: started("first.log"), "the first worker to start", timeout=120)
     assert [p.name for p in archives.iterdir()] == [f"spark-driver-{archive_key_of(properties)}.lock"]
     assert connectd_processes.terminate(first, timeout=150) == 0
-    def events(log: str) -> list[dict]:
-        return [json.loads(line) for line in connectd_processes.output(log).splitlines() if line.startswith("{")]
-
-    first_events = events("first.log")
+    first_events = connectd_processes.events("first.log")
     assert "spark_class_archive_missing" in [e["event"] for e in first_events]
     written = [e for e in first_events if e["event"] == "spark_class_archive_written"]
     assert written and written[0]["worker"], first_events[-5:]
@@ -191,7 +187,7 @@ def test_a_worker_without_an_archive_writes_one_as_it_stops_and_the_next_maps_sp
     second = connectd_processes.start("standalone", properties, log="second.log")
     wait_until(lambda: started("second.log"), "the second worker to start", timeout=120)
     assert connectd_processes.terminate(second, timeout=60) == 0
-    second_events = [e["event"] for e in events("second.log")]
+    second_events = [e["event"] for e in connectd_processes.events("second.log")]
     assert "spark_class_archive_used" in second_events and "spark_class_archive_writing" not in second_events
     spark_classes = [line for line in class_log.read_text().splitlines() if " org.apache.spark." in line]
     from_archive = [line for line in spark_classes if "source: shared objects file (top)" in line]

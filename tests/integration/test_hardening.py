@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import urllib.error
 import urllib.request
@@ -178,12 +179,16 @@ def test_a_producer_the_cluster_refuses_fails_its_task_at_once_and_quietly(broke
     started = time.monotonic()
     status = wait_until(lambda: json.loads(call(url, "GET", "/connectors/refused/status")[1]), "the task FAILED",
                         until=lambda s: [t["state"] for t in s.get("tasks", [])] == ["FAILED"], timeout=120)
-    failed_after = time.monotonic() - started
     assert "the Kafka cluster refused the producer" in status["tasks"][0]["trace"]
     assert "AUTHENTICATION" in status["tasks"][0]["trace"]
-    # from the REST API's first answer, Spark's start included; waiting for the batch's 60 s flush
-    # timeout would take longer than that alone
-    assert failed_after < 50, f"FAILED only after {failed_after:.0f} s (the batch's flush timeout is 60 s)"
+    # Timed in the worker's own log from the task's RUNNING (its query started) to its FAILED: the
+    # start of Spark and of the query's first Python worker are not the refusal's to answer for
+    # (they took 23 s here, more on a busy machine), waiting for the batch's 60 s flush timeout is.
+    changes = {event["state"]: datetime.datetime.fromisoformat(event["timestamp"])
+               for event in connectd_processes.events()
+               if event.get("event") == "status_changed" and event.get("task") == 0}
+    failed_after = (changes["FAILED"] - changes["RUNNING"]).total_seconds()
+    assert failed_after < 45, f"FAILED {failed_after:.0f} s after RUNNING (the batch's flush timeout is 60 s)"
     seconds = time.monotonic() - started
     connectd_processes.terminate(process)
     lines = [line for line in connectd_processes.output().splitlines() if "SASL" in line and "FAIL" in line]
