@@ -515,7 +515,7 @@ def python_costs(tmp: Path, records: int = 50_000) -> dict[str, Any]:
 
     from connectd.connector import TopicPartition
     from connectd.plugins import get_registry
-    from connectd.runtime.converters import configure_converters
+    from connectd.runtime.converter_choice import configure_converters
     from connectd.runtime.sink.task import SinkTaskRunner
     from connectd.runtime.source.task import SPEC_OPTION, SourceTaskReader
     from connectd.transforms.chain import TransformationChain

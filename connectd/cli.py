@@ -451,7 +451,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     # lazy: rich's tables and prometheus' parser (~30 ms) for this verb only
     from rich.console import Console
 
-    from connectd.status_view import look, render
+    from connectd.cli_status import look, render
 
     client = _client(args)
     if client is None:

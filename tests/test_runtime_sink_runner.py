@@ -5,20 +5,19 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+from stage_transforms import Suffixed, two_stages
 
 from connectd.connector import SinkTask, SinkTaskContext, TopicPartition
 from connectd.data.converters import StringConverter
-from connectd.data.errors import DataError
 from connectd.data.headers import Headers
 from connectd.data.json_converter import JsonConverter
 from connectd.data.records import SinkRecord, TimestampType, sink_records
 from connectd.data.schema import Schema, SchemaAndValue
-from connectd.errors import ConnectException, RetriableException
+from connectd.errors import ConnectException, DataError, RetriableException
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
 from connectd.runtime.kafka.reading import batch_ends
 from connectd.runtime.sink.task import SinkTaskRunner
 from connectd.transforms.chain import TransformationChain
-from stage_transforms import Suffixed, two_stages
 
 
 class Recording(SinkTask):

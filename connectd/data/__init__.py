@@ -3,9 +3,15 @@
 Pure logic, no I/O. Everything here is wire-compatible with Apache Kafka
 Connect: records written by connectd read back in Kafka Connect and the
 other way round.
+
+Converters: ``converter_base`` holds the interfaces (Kafka's ``Converter`` and
+``HeaderConverter``), ``converters`` the simple built-ins (its path is part of their plugin
+names, ``connectd.data.converters.StringConverter``, which configs may use: it stays),
+``json_converter`` the ``JsonConverter``. Which of them a task uses is the runtime's choice
+(:mod:`connectd.runtime.converter_choice`).
 """
 
-from connectd.data.converter import Converter, HeaderConverter, converter_config_def
+from connectd.data.converter_base import Converter, HeaderConverter, converter_config_def
 from connectd.data.converters import (
     BUILTIN_CONVERTERS,
     BooleanConverter,
@@ -18,7 +24,6 @@ from connectd.data.converters import (
     SimpleHeaderConverter,
     StringConverter,
 )
-from connectd.data.errors import DataError, SchemaProjectorException
 from connectd.data.headers import Header, Headers
 from connectd.data.json_converter import JsonConverter
 from connectd.data.logical import Date, Decimal, Time, Timestamp
@@ -45,6 +50,7 @@ from connectd.data.values import (
     infer_schema,
     parse_string,
 )
+from connectd.errors import DataError, SchemaProjectorException
 
 __all__ = [
     "BUILTIN_CONVERTERS",

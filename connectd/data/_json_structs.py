@@ -21,7 +21,16 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from connectd.data._text import json_double, json_float, json_quote, to_float32
-from connectd.data.schema import DATE_NAME, DECIMAL_NAME, INT_RANGES, TIME_NAME, TIMESTAMP_NAME, Schema, SchemaType, StructBase
+from connectd.data.schema import (
+    DATE_NAME,
+    DECIMAL_NAME,
+    INT_RANGES,
+    TIME_NAME,
+    TIMESTAMP_NAME,
+    Schema,
+    SchemaType,
+    StructBase,
+)
 from connectd.data.struct import Struct
 
 __all__ = ["RETRY", "compile_payload_reader", "compile_struct_decoder", "compile_struct_encoder", "is_plain_struct"]

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from connectd.config.definitions import ConfigKey, Importance, Type, Validator
 from connectd.data._text import java_string
-from connectd.data.converter import Converter, HeaderConverter, check_batch_headers, converter_config_def
-from connectd.data.errors import DataError
+from connectd.data.converter_base import Converter, HeaderConverter, check_batch_headers, converter_config_def
 from connectd.data.json_converter import JsonConverter
 from connectd.data.schema import INT_RANGES, Schema, SchemaAndValue, SchemaType
 from connectd.data.values import convert_to_string, parse_string
+from connectd.errors import DataError
 
 if TYPE_CHECKING:
     from connectd.data.headers import Headers

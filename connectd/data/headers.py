@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from connectd.data.errors import DataError
 from connectd.data.schema import Schema, StructBase, validate_value
+from connectd.errors import DataError
 
 __all__ = ["Header", "Headers"]
 

@@ -53,8 +53,7 @@ from connectd.data._json_structs import (
     is_plain_struct,
 )
 from connectd.data._text import decimal_text, json_double, json_float, json_quote, to_float32
-from connectd.data.converter import Converter, HeaderConverter, check_batch_headers, converter_config_def
-from connectd.data.errors import DataError
+from connectd.data.converter_base import Converter, HeaderConverter, check_batch_headers, converter_config_def
 from connectd.data.logical import Date, Decimal, Time, Timestamp
 from connectd.data.schema import (
     DATE_NAME,
@@ -69,6 +68,7 @@ from connectd.data.schema import (
     StructBase,
 )
 from connectd.data.struct import Struct
+from connectd.errors import DataError
 
 try:  # optional: reads flat struct payloads about three times faster than the json module
     import orjson

@@ -25,7 +25,6 @@ from __future__ import annotations
 import datetime
 import decimal
 
-from connectd.data.errors import DataError
 from connectd.data.schema import (
     DATE_NAME,
     DECIMAL_NAME,
@@ -36,6 +35,7 @@ from connectd.data.schema import (
     SchemaBuilder,
     SchemaType,
 )
+from connectd.errors import DataError
 
 __all__ = ["Date", "Decimal", "Time", "Timestamp", "LOGICAL_NAMES"]
 

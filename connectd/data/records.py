@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connectd.data.errors import DataError
 from connectd.data.headers import Headers
 from connectd.data.schema import Schema
+from connectd.errors import DataError
 
 __all__ = ["ConnectRecord", "SinkRecord", "SourceRecord", "TimestampType", "sink_records"]
 

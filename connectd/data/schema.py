@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
-from connectd.data.errors import DataError
+from connectd.errors import DataError
 
 __all__ = [
     "Field",

@@ -16,8 +16,8 @@ the target lacks are dropped, fields the source lacks take the target field's
 default, or stay ``None`` when optional. ``None`` for an optional source and a
 required target becomes the target's default.
 
-Errors are :class:`~connectd.data.errors.SchemaProjectorException` (a
-:class:`~connectd.data.errors.DataError`), naming the place as ``DataError``
+Errors are :class:`~connectd.errors.SchemaProjectorException` (a
+:class:`~connectd.errors.DataError`), naming the place as ``DataError``
 does: ``address.lines[2]: Schema type mismatch. ...``.
 """
 
@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from connectd.data._text import to_float32
-from connectd.data.errors import DataError, SchemaProjectorException
 from connectd.data.schema import INT_RANGES, Schema, SchemaType, StructBase
 from connectd.data.struct import Struct
+from connectd.errors import DataError, SchemaProjectorException
 
 __all__ = ["SchemaProjector", "SchemaProjectorException", "project"]
 

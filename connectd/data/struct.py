@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connectd.data._text import java_string
-from connectd.data.errors import DataError
 from connectd.data.schema import Field, Schema, SchemaType, StructBase, _values_checker, validate_value
+from connectd.errors import DataError
 
 __all__ = ["Struct"]
 

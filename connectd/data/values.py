@@ -43,9 +43,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from connectd.data._text import decimal_text, java_double, java_float, to_float32
-from connectd.data.errors import DataError
 from connectd.data.logical import Date, Decimal, Time, Timestamp
 from connectd.data.schema import INT_RANGES, Schema, SchemaAndValue, SchemaBuilder, SchemaType, StructBase
+from connectd.errors import DataError
 
 __all__ = [
     "convert_to_boolean",

@@ -16,7 +16,7 @@ from connectd.errors import ConnectdError
 from connectd.logging import get_logger
 from connectd.rest import connectors, loggers, openapi, plugins
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO, REGISTRY
-from connectd.rest.errors import RestError, error_middleware
+from connectd.rest.error_responses import RestError, error_middleware
 from connectd.rest.forwarding import forwarding_middleware
 
 __all__ = ["Listener", "RestServer", "create_admin_app", "create_app"]

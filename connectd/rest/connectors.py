@@ -14,7 +14,7 @@ from connectd.cluster.forwarding import FORWARDED_HEADER
 from connectd.errors import BadRequestError, ConnectorError, NotFoundError, PluginError
 from connectd.logging import get_logger
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
-from connectd.rest.errors import RestError
+from connectd.rest.error_responses import RestError
 
 __all__ = ["add_routes", "connector_info", "connector_status", "query_flag", "read_json", "string_map"]
 

@@ -16,7 +16,7 @@ from aiohttp import web
 from connectd.cluster.forwarding import FORWARDED_HEADER, check_signature, forward
 from connectd.errors import NotLeaderError
 from connectd.rest._keys import HERDER
-from connectd.rest.errors import Handler, RestError
+from connectd.rest.error_responses import Handler, RestError
 
 __all__ = ["forwarding_middleware"]
 

@@ -8,7 +8,7 @@ from connectd.errors import ConfigError
 from connectd.logging import check_level, get_level, get_levels, set_level
 from connectd.rest._keys import HERDER
 from connectd.rest.connectors import read_json
-from connectd.rest.errors import RestError
+from connectd.rest.error_responses import RestError
 
 __all__ = ["add_routes"]
 

@@ -21,13 +21,13 @@ from connectd.config.definitions import (
     display_value,
 )
 from connectd.connector import SinkConnector
-from connectd.data.converter import Converter, HeaderConverter
+from connectd.data.converter_base import Converter, HeaderConverter
 from connectd.errors import PluginError
 from connectd.herder import validate_connector
 from connectd.plugins import PluginInfo
 from connectd.rest._keys import HERDER, REGISTRY
 from connectd.rest.connectors import query_flag, read_json, string_map
-from connectd.rest.errors import RestError
+from connectd.rest.error_responses import RestError
 
 __all__ = ["add_routes", "config_infos", "config_key_info", "recommended_values"]
 

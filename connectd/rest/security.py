@@ -44,7 +44,7 @@ from connectd.config.worker import BASIC_AUTH_EXTENSIONS
 from connectd.errors import ConfigError
 from connectd.logging import get_logger
 from connectd.rest.app import Listener
-from connectd.rest.errors import error_response
+from connectd.rest.error_responses import error_response
 from connectd.rest.headers import response_headers_middleware
 from connectd.secrets import Secret
 

@@ -1,7 +1,7 @@
 """The data plane: what runs a connector's tasks, in rooms.
 
 - ``assembly``: from a task's config to its running query and back (both herders use it);
-  beside it what sources and sinks share: ``converters``, ``error_handling`` (retries,
+  beside it what sources and sinks share: ``converter_choice`` (which converters a task uses), ``error_handling`` (retries,
   tolerance, the errant record reporter), ``dead_letters``, ``fencing`` (the lease a
   query's readers honour);
 - ``spark/``: the session (``session``), its class archive and warm-up, the executors'

@@ -43,7 +43,7 @@ from connectd.connector import (
 from connectd.errors import ConfigError, ConnectorError
 from connectd.logging import get_logger
 from connectd.metrics import timed_commit
-from connectd.runtime.converters import configure_converters
+from connectd.runtime.converter_choice import configure_converters
 from connectd.runtime.dead_letters import DeadLetterQueue, ensure_dlq_topic
 from connectd.runtime.error_handling import ErrorHandler
 from connectd.runtime.fencing import fenced

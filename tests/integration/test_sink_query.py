@@ -14,7 +14,7 @@ from recording_sink import events, threads_by_process
 
 from connectd import TopicPartition
 from connectd.plugins import get_registry
-from connectd.runtime.converters import configure_converters
+from connectd.runtime.converter_choice import configure_converters
 from connectd.runtime.sink.executor import SinkSpec
 from connectd.runtime.kafka.consumers import HighWatermarks, RangeReader, consumer_settings
 from connectd.runtime.spark.queries import start_sink_query

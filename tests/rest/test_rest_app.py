@@ -51,7 +51,7 @@ def test_an_unexpected_failure_is_500_without_trace_or_secret(rest, caplog):
         assert "hunter2" not in body["message"] and "Traceback" not in body["message"]
 
     rest(scenario)
-    logged = [r for r in caplog.records if r.name == "connectd.rest.errors"]
+    logged = [r for r in caplog.records if r.name == "connectd.rest.error_responses"]
     assert logged and logged[0].exc_info is not None  # the trace goes to the log
 
 

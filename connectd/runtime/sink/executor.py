@@ -384,7 +384,7 @@ def _open(spec: SinkSpec) -> _Instance:
 
     from connectd.config.worker import WorkerConfig
     from connectd.plugins import get_registry
-    from connectd.runtime.converters import configure_converters
+    from connectd.runtime.converter_choice import configure_converters
     from connectd.runtime.dead_letters import DeadLetterQueue
     from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy
     from connectd.runtime.kafka.clients import client_settings

@@ -536,7 +536,7 @@ class SourceTaskReader(DataSourceStreamReader):
         # this module to read batches, would pay ~25 ms for these and topic_creation/offsets.store below
         from connectd.config.worker import WorkerConfig
         from connectd.plugins import get_registry
-        from connectd.runtime.converters import configure_converters
+        from connectd.runtime.converter_choice import configure_converters
         from connectd.runtime.offsets.store import open_offset_store
 
         spec = self.spec

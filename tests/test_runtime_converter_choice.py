@@ -7,7 +7,7 @@ import pytest
 from connectd.data import JsonConverter, Schema, SimpleHeaderConverter, StringConverter
 from connectd.errors import ConfigError
 from connectd.plugins import get_registry
-from connectd.runtime.converters import choose_converter, configure_converters
+from connectd.runtime.converter_choice import choose_converter, configure_converters
 
 
 def find(name: str) -> type:

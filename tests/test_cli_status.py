@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from connectd.rest.client import RestClientError
-from connectd.status_view import look, record_counts, render
+from connectd.cli_status import look, record_counts, render
 
 CONNECTORS = {
     "in": {"info": {"type": "source"}, "status": {
