@@ -154,11 +154,21 @@ class HerderBase:
     config topic and the group's assignment
     (:class:`connectd.cluster.herder.DistributedHerder`).
 
+    What the worker owns is handed in (the plugin registry, the status and
+    active-topics stores, the background loops); what is the herder's own is
+    made here: its :class:`~connectd.metrics.WorkerMetrics` (whose state
+    series are read off this herder), its
+    :class:`~connectd.runtime.assembly.TaskAssembler` and its
+    :class:`~connectd.herder.offsets_admin.OffsetsAdmin`, each wired to this
+    herder's admin client, offsets and checkpoint callbacks, which a caller
+    could not give them before the herder exists.
+
     :param worker: the worker's configuration.
     :param worker_id: shown in statuses.
     :param spark: the worker's SparkSession (already started).
     :param status: where statuses go; in memory by default.
     :param active_topics: where the topics connectors use go; in memory by default.
+    :param registry: the worker's plugins; this process's by default (tests).
     :param loops: the worker's background loops, where the herder's own run too.
     """
 
