@@ -62,7 +62,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from connectd.broker import EmbeddedBroker, free_port
-from connectd.config.worker import DRIVER_JAVA_OPTIONS, WorkerConfig
+from connectd.config.worker import WorkerConfig
+from connectd.config.worker_keys import DRIVER_JAVA_OPTIONS
 
 if TYPE_CHECKING:
     from confluent_kafka import Message

@@ -24,7 +24,8 @@ import pytest
 
 from connectd.broker import free_port
 from connectd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from connectd.config.worker import BASIC_AUTH_EXTENSION, WorkerConfig
+from connectd.config.worker import WorkerConfig
+from connectd.config.worker_keys import BASIC_AUTH_EXTENSION
 from connectd.herder import StandaloneHerder
 from connectd.rest import RestServer, create_app
 from connectd.rest.security import rest_listeners, rest_middlewares

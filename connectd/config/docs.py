@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from connectd.config.connector import COMMON_DEF, SINK_DEF, SOURCE_DEF
 from connectd.config.definitions import ConfigDef, ConfigKey
 from connectd.config.providers import BUILTIN_PROVIDERS
-from connectd.config.worker import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
+from connectd.config.worker_keys import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
 from connectd.plugins import BUILTIN_PACKAGE
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from connectd.config.definitions import ConfigProblem
 from connectd.config.properties import load_properties
 from connectd.config.providers import has_placeholder
 from connectd.config.tls import server_ssl_context
-from connectd.config.worker import BASIC_AUTH_EXTENSIONS
+from connectd.config.worker_keys import BASIC_AUTH_EXTENSIONS
 from connectd.errors import ConfigError
 from connectd.logging import get_logger
 from connectd.rest.app import Listener

@@ -11,7 +11,7 @@ from connectd.config.connector import COMMON_DEF, SINK_DEF, SOURCE_DEF
 from connectd.config.definitions import ConfigDef, ConfigKey
 from connectd.config.docs import DEFAULT_PATH, render_reference, undocumented_keys
 from connectd.config.providers import BUILTIN_PROVIDERS
-from connectd.config.worker import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
+from connectd.config.worker_keys import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
 from connectd.plugins import get_registry
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,21 +9,11 @@ from pathlib import Path
 import pytest
 
 from connectd import secrets
-from connectd.config.connector import (
-    COMMON_DEF,
-    SINK_DEF,
-    SOURCE_DEF,
-    connector_problems,
-)
+from connectd.config.connector import COMMON_DEF, SINK_DEF, SOURCE_DEF, connector_problems
 from connectd.config.definitions import ConfigProblem, ValidationContext
 from connectd.config.properties import Origin, parse_properties
-from connectd.config.worker import (
-    DISTRIBUTED_DEF,
-    STANDALONE_DEF,
-    WorkerConfig,
-    definition_for,
-    detect_mode,
-)
+from connectd.config.worker import WorkerConfig
+from connectd.config.worker_keys import DISTRIBUTED_DEF, STANDALONE_DEF, definition_for, detect_mode
 from connectd.errors import ConfigError
 from connectd.plugins import get_registry
 from connectd.secrets import HIDDEN

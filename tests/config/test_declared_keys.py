@@ -18,7 +18,7 @@ import pytest
 
 from connectd.config.connector import COMMON_DEF, SINK_DEF, SOURCE_DEF
 from connectd.config.definitions import ConfigKey
-from connectd.config.worker import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
+from connectd.config.worker_keys import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
 
 PACKAGE = Path(__file__).resolve().parents[2] / "connectd"
 #: Lists of key names that read nothing: the reference's renderer and MSK Connect's allowed keys.

@@ -16,7 +16,8 @@ from connectd import secrets
 from connectd.config.clients import client_settings
 from connectd.config.connector import COMMON_DEF, SINK_DEF, SOURCE_DEF, connector_problems
 from connectd.config.definitions import ConfigProblem, Type, display_value, parse_value
-from connectd.config.worker import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF, WorkerConfig
+from connectd.config.worker import WorkerConfig
+from connectd.config.worker_keys import COMMON_WORKER_DEF, DISTRIBUTED_DEF, STANDALONE_DEF
 from connectd.errors import ConfigError
 from connectd.secrets import HIDDEN
 

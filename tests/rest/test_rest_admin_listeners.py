@@ -18,9 +18,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from connectd.config.worker import BASIC_AUTH_EXTENSION, WorkerConfig
-from connectd.errors import ConfigError
 from connectd.config.response_headers import HeaderAction, parse_header_config
+from connectd.config.worker import WorkerConfig
+from connectd.config.worker_keys import BASIC_AUTH_EXTENSION
+from connectd.errors import ConfigError
 from connectd.rest.security import admin_listeners, rest_middlewares
 from connectd.worker import Worker
 

@@ -25,7 +25,8 @@ import pytest
 import structlog
 
 from connectd.config import tls
-from connectd.config.worker import BASIC_AUTH_EXTENSION, WorkerConfig
+from connectd.config.worker import WorkerConfig
+from connectd.config.worker_keys import BASIC_AUTH_EXTENSION
 from connectd.errors import ConfigError
 from connectd.logging import configure_logging
 from connectd.rest.security import rest_listeners, rest_middlewares, server_ssl_context
