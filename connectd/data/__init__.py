@@ -28,7 +28,8 @@ from connectd.data.headers import Header, Headers
 from connectd.data.json_converter import JsonConverter
 from connectd.data.logical import Date, Decimal, Time, Timestamp
 from connectd.data.records import ConnectRecord, SinkRecord, SourceRecord, TimestampType
-from connectd.data.schema import Field, Schema, SchemaAndValue, SchemaBuilder, SchemaType
+from connectd.data.schema import Field, Schema, SchemaAndValue, SchemaType
+from connectd.data.schema_builder import SchemaBuilder
 from connectd.data.schema_projector import SchemaProjector
 from connectd.data.struct import Struct
 from connectd.data.values import (

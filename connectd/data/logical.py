@@ -25,16 +25,8 @@ from __future__ import annotations
 import datetime
 import decimal
 
-from connectd.data.schema import (
-    DATE_NAME,
-    DECIMAL_NAME,
-    INT_RANGES,
-    TIME_NAME,
-    TIMESTAMP_NAME,
-    Schema,
-    SchemaBuilder,
-    SchemaType,
-)
+from connectd.data.schema import DATE_NAME, DECIMAL_NAME, INT_RANGES, TIME_NAME, TIMESTAMP_NAME, Schema, SchemaType
+from connectd.data.schema_builder import SchemaBuilder
 from connectd.errors import DataError
 
 __all__ = ["Date", "Decimal", "Time", "Timestamp", "LOGICAL_NAMES"]

@@ -44,7 +44,8 @@ from typing import Any
 
 from connectd.data._text import decimal_text, java_double, java_float, to_float32
 from connectd.data.logical import Date, Decimal, Time, Timestamp
-from connectd.data.schema import INT_RANGES, Schema, SchemaAndValue, SchemaBuilder, SchemaType, StructBase
+from connectd.data.schema import INT_RANGES, Schema, SchemaAndValue, SchemaType, StructBase
+from connectd.data.schema_builder import SchemaBuilder
 from connectd.errors import DataError
 
 __all__ = [
