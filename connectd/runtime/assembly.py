@@ -97,6 +97,7 @@ class TaskHandle:
     query: Any = None
     runner: Any = None
     consumer: Any = None
+    reader: Any = None
     dead_letters: Any = None
     spark_task: Any = None
     #: A sink task's partitions of all its topics when it started (for rediscovery).
@@ -207,9 +208,10 @@ class TaskAssembler:
         """Close the task's clients and plugin instance, each whatever the others did (a failure is
         logged with its trace); each is dropped so it is destroyed now."""
         self._share_linger(gone=handle)
-        closers = [("runner", handle.runner, "close"), ("consumer", handle.consumer, "close"),
-                   ("dead_letters", handle.dead_letters, "close"), ("spark_task", handle.spark_task, "stop")]
-        handle.runner = handle.consumer = handle.dead_letters = handle.spark_task = None
+        closers = [("runner", handle.runner, "close"), ("reader", handle.reader, "close"),
+                   ("consumer", handle.consumer, "close"), ("dead_letters", handle.dead_letters, "close"),
+                   ("spark_task", handle.spark_task, "stop")]
+        handle.runner = handle.reader = handle.consumer = handle.dead_letters = handle.spark_task = None
         for part, holder, method in closers:
             if holder is None:
                 continue
@@ -290,9 +292,9 @@ class TaskAssembler:
         handle.partitions = self.sink_partitions(settings, metadata)
         assigned = assign_partitions(handle.partitions, task_id, tasks)
         handle.task_partitions = len(assigned)
-        group = Consumer({**consumer_settings(consumer_config), "group.id": group_id(connector),
-                          "enable.auto.commit": False})
-        handle.consumer = group
+        group_settings = {**consumer_settings(consumer_config), "group.id": group_id(connector),
+                          "enable.auto.commit": False}
+        group = handle.consumer = Consumer(group_settings)
 
         metrics = handle.metrics
 
@@ -370,10 +372,11 @@ class TaskAssembler:
             ErrorHandler(policy, connector, task_id, send, sleep=lambda seconds: runner.wait_to_retry(seconds)),
             handle.dead_letters,
         )
+        handle.reader = RangeReader(group, settings=group_settings)  # the group's consumer reads, and commits
         handle.query = start_sink_query(self.spark, connector=connector, task_id=task_id,
                                         consumer_config=consumer_option, start=start, commit=commit,
                                         on_topics=topics_used, runner=handle.runner,
-                                        reader=RangeReader(group), max_records=batch_records,
+                                        reader=handle.reader, max_records=batch_records,
                                         put_records=put_records, paused=paused, tick_ms=tick_ms, metrics=metrics,
                                         lease_file=self.lease_file)
 

@@ -109,9 +109,25 @@ class Pipeline:
         return {entry.value for entry in read_ledger(self.ledger)}
 
     def wait_delivered(self, lines: int, timeout: float = 240) -> None:
+        """Wait for lines 0 … *lines* - 1 in the sink; a task FAILED meanwhile fails the test at once."""
         expected = {f"line {i:07d}" for i in range(lines)}
-        self.workers.wait_until(lambda: expected - self.delivered(), f"all {lines} lines in the sink",
-                                until=lambda missing: not missing, timeout=timeout)
+        looked = [0.0]
+
+        def missing() -> set[str]:
+            if time.monotonic() - looked[0] >= 5:
+                looked[0] = time.monotonic()
+                self.assert_no_task_failed()
+            return expected - self.delivered()
+
+        self.workers.wait_until(missing, f"all {lines} lines in the sink", until=lambda left: not left,
+                                timeout=timeout)
+
+    def assert_no_task_failed(self) -> None:
+        """No task of either connector FAILED, as the first live worker answers (its trace if one did)."""
+        asking = sorted(self.workers.workers)[0]
+        for connector in ("source", "sink"):
+            for task in self.workers.status(asking, connector).get("tasks", []):
+                assert task["state"] != "FAILED", f"{connector}-{task['id']} FAILED: {task.get('trace', '')[:2000]}"
 
     def source_worker(self, asking: str) -> str:
         """The name of the worker the source's task is RUNNING on, as *asking* answers."""

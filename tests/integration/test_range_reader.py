@@ -115,3 +115,25 @@ def test_wait_past_at_positions_the_reader_is_not_at_reassigns_there(reader, top
                until=lambda ends: ends == {(topic, 2): 100})
     assert len(reader.assigns) == 2
     assert offsets_by_partition(read(reader, [(topic, 2, 97, 100)])) == {2: [97, 98, 99]}
+
+
+def test_a_broker_that_answers_short_fetches_empty_is_read_with_longer_waits(lasting_broker):
+    """tansu on S3 storage answers a fetch empty when its (10 ms) wait runs out before the storage
+    has read the partition's batches: the range is read all the same, with longer waits."""
+    settings = {"bootstrap.servers": lasting_broker.bootstrap_servers}
+    admin = AdminClient(settings)
+    admin.create_topics([NewTopic("slow", 1, 1)])["slow"].result(timeout=30)
+    producer = Producer({**settings, "linger.ms": 0})
+    for i in range(300):  # each its own batch, as a source's small batches are
+        producer.produce("slow", value=str(i).encode(), partition=0)
+        producer.flush(10)
+    consumer_config = consumer_settings({**settings, "group.id": "slow"})
+    consumer = Consumer(consumer_config)
+    reader = RangeReader(consumer, timeout=60, settings=consumer_config)
+    try:
+        rows = read(reader, [("slow", 0, 0, 300)])
+        assert reader.consumer is not consumer  # it reads on with a consumer of longer waits
+    finally:
+        reader.close()
+        consumer.close()
+    assert [row[2] for row in rows] == list(range(300))

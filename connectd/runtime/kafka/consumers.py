@@ -16,12 +16,16 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from connectd.logging import get_logger
 from connectd.runtime.kafka.clients import client_settings, decode_tp, encode_tp
+from connectd.runtime.kafka.topic_reader import FETCH_WAITS
 
 __all__ = [
     "RangeReader",
     "consumer_settings",
 ]
+
+log = get_logger(__name__)
 
 
 def _row(message: Any) -> tuple:
@@ -38,6 +42,13 @@ def _row(message: Any) -> tuple:
         [(k, v) for k, v in headers] if headers else None,
     )
 
+
+#: A range reader that has lengthened its fetch waits goes back to its own consumer's at the first
+#: read this many seconds after it last lengthened them.
+LENGTHENED_FOR_S = 60.0
+#: Seconds without a record, with the consumer's own wait (three of its waits at least), before a
+#: range reader lengthens it.
+FETCH_WAITS_FIRST_S = 1.0
 
 #: How long :meth:`HighWatermarks.high` waits for the answers of a Fetch it sends again (a round
 #: trip when records keep arriving; the whole wait only if none has a record to answer with) ...
@@ -148,8 +159,9 @@ def executor_range_reader(client_option: str) -> RangeReader:
     with _range_readers_lock:
         reader = _range_readers.get(client_option)
         if reader is None:
-            reader = _range_readers[client_option] = RangeReader(
-                Consumer(consumer_settings(client_settings(client_option))), keep_others=False)
+            settings = consumer_settings(client_settings(client_option))
+            reader = _range_readers[client_option] = RangeReader(Consumer(settings), keep_others=False,
+                                                                 settings=settings)
         return reader
 
 
@@ -198,14 +210,36 @@ class RangeReader:
         current one lacks (a task's partitions); ``False`` for a reader whose
         next range may be of any partition (an executor's), which would
         otherwise fetch ahead for partitions others read.
+    :param settings: the settings *consumer* was made with. Given them, a read
+        that gets nothing for a while goes on with longer fetch waits (below).
+
+    Longer fetch waits. A range's records exist (it ends at a high watermark a
+    Fetch gave), so a read that gets none for a second is not waiting for
+    records: the broker answers its fetches empty. Some do when the fetch's
+    wait runs out before their storage has read the partition (tansu on slow
+    storage, where a 10 ms wait may never get a partition's records). The read
+    goes on from where it was with a consumer of its own that waits longer
+    (:data:`~connectd.runtime.kafka.topic_reader.FETCH_WAITS`: 100 ms, then 1 s,
+    then 5 s), *consumer* unassigned meanwhile, and says so in the log. On
+    Kafka a longer wait costs nothing while records are there: a fetch is
+    answered as soon as it has some. The reader returns to *consumer* at the
+    first read :data:`LENGTHENED_FOR_S` after it last had to lengthen the wait.
     """
 
-    def __init__(self, consumer: Any, timeout: float = 120.0, keep_others: bool = True) -> None:
-        self.consumer = consumer
+    def __init__(self, consumer: Any, timeout: float = 120.0, keep_others: bool = True,
+                 settings: Mapping[str, Any] | None = None) -> None:
+        self.consumer = self._own = consumer
         self.timeout = timeout
         self.keep_others = keep_others
         self._next: dict[tuple[str, int], int] = {}  # where the next range of each assigned partition starts
         self._ahead: dict[tuple[str, int], list[tuple]] = {}
+        self._settings = dict(settings) if settings is not None else None
+        configured = int((settings or {}).get("fetch.wait.max.ms", 500))  # librdkafka's default
+        #: The longer waits still to try (ms, seconds without a record before the next), shortest first.
+        self._waits = [(wait, budget) for wait, budget in FETCH_WAITS if wait > configured]
+        self._level = 0  # how many of them are in use: 0 is *consumer*'s own wait
+        self._first_budget_s = max(FETCH_WAITS_FIRST_S, 3 * configured / 1000)  # three fetches at least
+        self._lengthened_at = 0.0
 
     def read(self, ranges: list[tuple[str, int, int, int]], chunk: int = 10_000) -> Iterator[list[tuple]]:
         """The records of *ranges* (``(topic, partition, start, end)``) as
@@ -214,7 +248,10 @@ class RangeReader:
         Yields lists of at most *chunk* records, in offset order per partition.
         """
         wanted = {(t, p): (start, end) for t, p, start, end in ranges if end > start}
-        if (any(self._next.get(tp) != start for tp, (start, _) in wanted.items())
+        shorter = self._level and time.monotonic() - self._lengthened_at > LENGTHENED_FOR_S
+        if shorter:
+            self._use(self._own, 0)
+        if (shorter or any(self._next.get(tp) != start for tp, (start, _) in wanted.items())
                 or (not self.keep_others and self._next.keys() != wanted.keys())):
             self._assign(wanted)
         missing: dict[tuple[str, int], int] = {}  # partition -> end of its range, until read to there
@@ -237,19 +274,23 @@ class RangeReader:
                 missing[tp] = end
                 position[tp] = start if last is None else last + 1
             self._next[tp] = end
-        deadline = time.monotonic() + self.timeout
-        consume = self.consumer.consume
+        deadline = quiet_since = time.monotonic()
+        deadline += self.timeout
         while missing:
             # Ask for no more than the ranges still hold: consume() waits out its timeout
             # when fewer records than asked exist.
             still = sum(end - position[tp] for tp, end in missing.items())
-            messages = consume(num_messages=max(min(chunk - len(out), still), 1), timeout=0.1)
+            messages = self.consumer.consume(num_messages=max(min(chunk - len(out), still), 1), timeout=0.1)
+            now = time.monotonic()
             if messages:
-                deadline = time.monotonic() + self.timeout
-            elif time.monotonic() > deadline:
+                deadline, quiet_since = now + self.timeout, now
+            elif now > deadline:
                 raise TimeoutError(
                     f"offsets not readable within {self.timeout:.0f} s: "
                     + ", ".join(f"{t}[{p}] up to {end - 1}" for (t, p), end in sorted(missing.items())))
+            elif self._lengthen_due(now - quiet_since):
+                self._lengthen(wanted, {tp: position[tp] for tp in missing})
+                quiet_since = now
             for message in messages:
                 if message.error() is not None:
                     _raise_unless_benign(message.error())
@@ -313,6 +354,45 @@ class RangeReader:
             tp = (message.topic(), message.partition())
             if tp in self._next:  # else a partition no longer assigned
                 self._ahead.setdefault(tp, []).append(_row(message))
+
+    def close(self) -> None:
+        """Close the consumer of longer waits, if one is in use; the caller closes its own."""
+        if self.consumer is not self._own:
+            self.consumer.close()
+            self.consumer = self._own
+
+    def _lengthen_due(self, quiet_s: float) -> bool:
+        if self._settings is None or self._level >= len(self._waits):
+            return False
+        budget = self._first_budget_s if self._level == 0 else self._waits[self._level - 1][1]
+        return budget is not None and quiet_s >= budget
+
+    def _lengthen(self, wanted: Mapping[tuple[str, int], tuple[int, int]],
+                  missing: Mapping[tuple[str, int], int]) -> None:
+        """Go on reading *missing* (``{partition: next offset}``) with a consumer that waits longer."""
+        assert self._settings is not None
+        wait = self._waits[self._level][0]
+        consumer = Consumer({**self._settings, "fetch.wait.max.ms": wait})
+        # Every partition where its next range starts (what was fetched ahead is fetched again), but
+        # those still being read, which go on from where they are.
+        positions = dict(self._next) if self.keep_others else {tp: self._next[tp] for tp in wanted}
+        positions.update(missing)
+        self._ahead.clear()
+        consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in sorted(positions.items())])
+        self._use(consumer, self._level + 1)
+        self._lengthened_at = time.monotonic()
+        log.warning("fetch_wait_lengthened", fetch_wait_ms=wait,
+                    partitions=[f"{t}[{p}]@{offset}" for (t, p), offset in sorted(missing.items())],
+                    message="the broker answered fetches empty though records are there; reading on "
+                            "with longer fetch waits")
+
+    def _use(self, consumer: Any, level: int) -> None:
+        """Read with *consumer* from now on (at wait *level*); the one used so far stops fetching."""
+        if self.consumer is self._own:
+            self._own.unassign()  # kept for when the waits are short again (and its caller's commits)
+        elif self.consumer is not consumer:
+            self.consumer.close()
+        self.consumer, self._level = consumer, level
 
     def _assign(self, wanted: dict[tuple[str, int], tuple[int, int]]) -> None:
         positions = dict(self._next) if self.keep_others else {}

@@ -172,6 +172,7 @@ class _Instance:
             self.runner.close()
         finally:
             try:
+                self.reader.close()
                 self.reader.consumer.close()
                 if self.dead_letters is not None:
                     self.dead_letters.close()
@@ -408,7 +409,8 @@ def _open(spec: SinkSpec) -> _Instance:
     def capture(offsets: Any) -> None:  # the driver commits them once the whole batch succeeded
         holder["instance"].captured.update(offsets)
 
-    reader = RangeReader(Consumer(consumer_settings(client_settings(spec.consumer))))
+    settings = consumer_settings(client_settings(spec.consumer))
+    reader = RangeReader(Consumer(settings), settings=settings)
     try:
         runner = SinkTaskRunner(
             task, task_config, [TopicPartition(t, p) for t, p in spec.partitions],
