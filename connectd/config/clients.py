@@ -85,6 +85,21 @@ def _assignors(value: str) -> str:
     return ",".join(dict.fromkeys(_ASSIGNORS[n] for n in names))
 
 
+#: Java's partitioners librdkafka has: keyed records to murmur2's partition (as Java's), the others
+#: spread; keys ignored.
+_PARTITIONERS = {
+    "org.apache.kafka.clients.producer.internals.DefaultPartitioner": "murmur2_random",
+    "org.apache.kafka.clients.producer.UniformStickyPartitioner": "random",
+}
+
+
+def _partitioner(value: str) -> str:
+    name = value.strip()
+    if name not in _PARTITIONERS:
+        raise ValueError(f"expected one of {', '.join(_PARTITIONERS)}: librdkafka has no other Java partitioner")
+    return _PARTITIONERS[name]
+
+
 # Java key → (librdkafka key, conversion). Missing = librdkafka has no such setting.
 _CONFLUENT_COMMON: dict[str, tuple[str, Callable[[str], Any]]] = {
     "bootstrap.servers": _same("bootstrap.servers"),
@@ -123,7 +138,7 @@ _CONFLUENT: dict[str, dict[str, tuple[str, Callable[[str], Any]]]] = {
         "retries": _int("retries"),
         "transactional.id": _same("transactional.id"),
         "transaction.timeout.ms": _int("transaction.timeout.ms"),
-        "partitioner.class": ("partitioner", lambda v: "murmur2_random"),
+        "partitioner.class": ("partitioner", lambda v: _partitioner(v)),
     },
     "consumer": {
         "fetch.max.bytes": _int("fetch.max.bytes"),
@@ -256,7 +271,8 @@ def client_settings(
         if target is None:
             reason = _NOT_APPLICABLE.get(java_key)
             if reason is None:
-                reason = f"{'librdkafka' if library == 'confluent' else 'aiokafka'} has no such setting for a {client}"
+                reason = (f"{'librdkafka' if library == 'confluent' else 'aiokafka'} has no such setting for "
+                          f"{'an' if client == 'admin' else 'a'} {client}")
             result.problems.append(ConfigProblem(None, written, f"ignored: {reason}", severity="warning"))
             continue
         name, convert = target

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from connectd.config.clients import client_settings
 from connectd.config.definitions import (
     CaseInsensitiveValidString,
     ConfigDef,
@@ -35,7 +36,8 @@ from connectd.config.properties import Origin
 from connectd.override_policy import ConnectorClientConfigOverridePolicy, ConnectorClientConfigRequest
 
 __all__ = ["COMMON_DEF", "SINK_DEF", "SOURCE_DEF", "ConnectorConfig", "ErrorPolicy", "RestartPolicy",
-           "connector_problems"]
+           "OVERRIDES_HANDLED", "client_overrides", "connector_problems", "override_support_problems",
+           "sink_group_id"]
 
 H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
@@ -110,9 +112,13 @@ _PREFIXES = {
     "key.converter.": "Settings of the connector's key converter.",
     "value.converter.": "Settings of the connector's value converter.",
     "header.converter.": "Settings of the connector's header converter.",
-    "producer.override.": "Producer settings for this connector, as the worker's override policy allows.",
-    "consumer.override.": "Consumer settings for this connector, as the worker's override policy allows.",
-    "admin.override.": "Admin client settings for this connector, as the worker's override policy allows.",
+    "producer.override.": "Producer settings for this connector (its records, its dead-letter records), as the "
+                          "worker's override policy allows; one librdkafka has not is refused.",
+    "consumer.override.": "Consumer settings for this sink connector, as the worker's override policy allows; "
+                          "group.id names its consumer group (connect-<name> otherwise), one librdkafka has not "
+                          "is refused.",
+    "admin.override.": "Admin client settings for this connector (its dead-letter and created topics, a sink's "
+                       "offsets), as the worker's override policy allows; one librdkafka has not is refused.",
 }
 
 _SOURCE_KEYS = [
@@ -226,6 +232,8 @@ class ConnectorConfig:
     topics_regex: str = ""
     #: A source's own offsets topic (``None``: the worker's).
     offsets_storage_topic: str | None = None
+    #: A sink's consumer group (:func:`sink_group_id`; empty for a source).
+    group_id: str = ""
 
     @classmethod
     def parse(cls, config: Mapping[str, Any], kind: str) -> ConnectorConfig:
@@ -251,7 +259,16 @@ class ConnectorConfig:
             topics=tuple(t.strip() for t in value("topics") if t.strip()) if kind == "sink" else (),
             topics_regex=(value("topics.regex") or "").strip() if kind == "sink" else "",
             offsets_storage_topic=own_topic or None,
+            group_id=sink_group_id(str(value("name")).strip(), config) if kind == "sink" else "",
         )
+
+
+def sink_group_id(name: str, config: Mapping[str, Any] | None = None) -> str:
+    """A sink connector's consumer group: ``connect-<name>``, as Kafka Connect names it, unless its
+    (resolved) *config* sets ``consumer.override.group.id``, which Kafka's Worker applies after the
+    default. The group its offsets are committed to, read from at start and by the offsets API."""
+    override = str((config or {}).get("consumer.override.group.id") or "").strip()
+    return override or f"connect-{name}"
 
 
 def connector_problems(
@@ -320,6 +337,12 @@ def _sink_topic_problems(values: Mapping[str, Any], origin: Callable[[str], Orig
 OVERRIDE_CLIENTS = ("producer", "consumer", "admin")
 
 
+def client_overrides(client: str, config: Mapping[str, str]) -> dict[str, str]:
+    """A connector's ``<client>.override.*`` keys, the prefix stripped."""
+    prefix = f"{client}.override."
+    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
+
+
 def override_problems(
     values: Mapping[str, Any],
     policy: ConnectorClientConfigOverridePolicy,
@@ -347,6 +370,66 @@ def override_problems(
             reason = reasons.get(key)
             if reason:
                 found.append(ConfigProblem(origin(prefix + key), prefix + key, reason))
+    return found
+
+
+#: Override keys connectd carries out itself rather than hand to a client.
+OVERRIDES_HANDLED = {
+    "consumer.override.group.id": "a sink's consumer group: where it starts, commits, and the offsets API reads",
+    "consumer.override.max.poll.records": "the most records one put() of a sink task gets",
+}
+#: Override keys refused: why.
+_OVERRIDES_REFUSED = {
+    "consumer.override.enable.auto.commit": "connectd commits a sink's offsets itself, once a batch is put "
+                                            "(as Kafka Connect does); the consumer never commits on its own",
+    "consumer.override.key.deserializer": "records are deserialized by the connector's converters",
+    "consumer.override.value.deserializer": "records are deserialized by the connector's converters",
+    "producer.override.key.serializer": "records are serialized by the connector's converters",
+    "producer.override.value.serializer": "records are serialized by the connector's converters",
+    "producer.override.transactional.id": "connectd's producers are not transactional (exactly-once source "
+                                          "delivery is not supported yet)",
+}
+#: Override keys accepted with a warning: what they are for never arises.
+_GROUP_MEMBERSHIP = ("has no effect: connectd assigns a sink's partitions to its consumers itself, which never "
+                     "join the group, so neither a slow put() nor a session makes the group rebalance")
+_OVERRIDES_MOOT = {f"consumer.override.{key}": _GROUP_MEMBERSHIP for key in (
+    "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
+    "partition.assignment.strategy", "auto.commit.interval.ms")}
+
+
+def override_support_problems(
+    values: Mapping[str, Any],
+    resolve: Callable[[str], str] | None = None,
+    origin: Callable[[str], Origin | None] = lambda key: None,
+) -> list[ConfigProblem]:
+    """Each ``<client>.override.*`` key connectd would not carry out, by name: an error where it
+    would change nothing or change meaning (no such librdkafka setting, a value it cannot take,
+    what connectd does itself); a warning where its purpose never arises. Keys connectd carries
+    out itself (:data:`OVERRIDES_HANDLED`) and client settings it maps are fine.
+    """
+    found = []
+    for client in OVERRIDE_CLIENTS:
+        prefix = f"{client}.override."
+        for key, value in client_overrides(client, values).items():
+            full = prefix + key
+            if full in OVERRIDES_HANDLED:
+                continue
+            if full in _OVERRIDES_REFUSED:
+                found.append(ConfigProblem(origin(full), full, f"not supported: {_OVERRIDES_REFUSED[full]}", str(value)))
+                continue
+            if full in _OVERRIDES_MOOT:
+                found.append(ConfigProblem(origin(full), full, _OVERRIDES_MOOT[full], str(value), severity="warning"))
+                continue
+            try:
+                mapped = client_settings({}, client, "confluent", resolve=resolve or (lambda v: v),
+                                         overrides={key: str(value)})
+            except Exception:  # noqa: BLE001 - a placeholder that cannot be resolved: reported by the key check
+                continue
+            for problem in mapped.problems:
+                message = problem.message
+                if not problem.is_error:  # "ignored: …": nothing would carry it out
+                    message = f"not supported: {message.removeprefix('ignored: ')}; connectd would ignore it"
+                found.append(ConfigProblem(origin(full), full, message, str(value)))
     return found
 
 

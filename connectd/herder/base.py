@@ -42,6 +42,7 @@ that has failed for a while (:meth:`connectd.loops.Loops.problems`).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,7 @@ from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
 
-from connectd.config.connector import ConnectorConfig
+from connectd.config.connector import ConnectorConfig, client_overrides
 from connectd.config.properties import Origin
 from connectd.config.worker import WorkerConfig
 from connectd.connector import ConnectorContext
@@ -194,7 +195,7 @@ class HerderBase:
         #: Starts, stops, restarts and watches every task of this herder.
         self.supervisor = Supervisor(self)
         self._watcher: asyncio.Task[None] | None = None
-        self._admin_client: Any = None
+        self._admin_clients: dict[str, Any] = {}  # by the overrides they were made with
         self._started = False
         self._pass_started: float | None = None  # when the watch loop's current pass began (loop time)
         self._ready = asyncio.Event()
@@ -276,7 +277,7 @@ class HerderBase:
                 await self._stop_connector(self._connectors.pop(name))
             # Destroyed now rather than when collected, which may be after the cluster is gone
             # (it would then log connection failures).
-            self._admin_client = None
+            self._admin_clients = {}
 
     # --- operations ---
 
@@ -525,11 +526,17 @@ class HerderBase:
         """The generation statuses are written with (the group's in a cluster)."""
         return 0
 
-    def _admin(self) -> Any:
-        """One admin client for the herder's metadata look-ups (thread-safe), made on first use."""
-        if self._admin_client is None:
-            self._admin_client = AdminClient(self.worker.client_config("admin", "confluent"))
-        return self._admin_client
+    def _admin(self, connector_config: Mapping[str, str] | None = None) -> Any:
+        """An admin client (thread-safe), made on first use: the worker's, for the herder's metadata
+        look-ups, or a connector's whose config has ``admin.override.*`` (as Kafka Connect makes one
+        per connector), for its dead-letter topic and its sink offsets."""
+        overrides = client_overrides("admin", connector_config or {})
+        key = json.dumps(overrides, sort_keys=True)
+        client = self._admin_clients.get(key)
+        if client is None:
+            client = self._admin_clients[key] = AdminClient(
+                self.worker.client_config("admin", "confluent", overrides=overrides))
+        return client
 
     def _spark_checkpoints(self) -> Path | None:
         """Spark-level source tasks' progress: their Spark checkpoints, kept beside the offsets file."""

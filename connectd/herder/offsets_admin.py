@@ -7,7 +7,7 @@ Kafka Connect's messages, after the connector was found STOPPED, as Kafka checks
 
 A source connector's are its stored source offsets (the offsets file in standalone mode, the
 offsets topic in a cluster: the herder says which); a sink connector's are the committed
-offsets of its consumer group ``connect-<name>``. Reading works in any state; changing them is
+offsets of its consumer group (``connect-<name>``, or ``consumer.override.group.id``). Reading works in any state; changing them is
 the herder's to allow (only while the connector is STOPPED, under its lock, so it cannot be
 resumed meanwhile), and first asks the connector's own ``alter_offsets`` on a new instance, as
 Kafka Connect does. The next start of the connector reads them as usual.
@@ -30,7 +30,6 @@ from connectd.herder.runs import ConnectorRun
 from connectd.logging import get_logger
 from connectd.runtime.offsets.groups import alter_group_offsets, delete_group, group_offsets
 from connectd.runtime.offsets.store import canonical
-from connectd.runtime.sink.task import group_id
 
 __all__ = ["KAFKA_OFFSET", "KAFKA_PARTITION", "KAFKA_TOPIC", "OffsetsAdmin", "parse_sink_offsets",
            "parse_source_offsets"]
@@ -49,12 +48,13 @@ class OffsetsAdmin:
     """Reads and changes the offsets of a herder's connectors.
 
     :param worker: the worker's configuration.
-    :param admin: the herder's admin client (confluent-kafka), made on first use.
+    :param admin: ``admin(connector_config)``: the herder's admin client (confluent-kafka), made on first
+        use, with the connector's ``admin.override.*``.
     :param source_store: where a source connector's offsets are kept (an offset store).
     :param consumer_client: a sink connector's consumer settings (its overrides applied).
     """
 
-    def __init__(self, worker: WorkerConfig, admin: Callable[[], Any], source_store: Callable[[ConnectorRun], Any],
+    def __init__(self, worker: WorkerConfig, admin: Callable[..., Any], source_store: Callable[[ConnectorRun], Any],
                  consumer_client: Callable[[Mapping[str, str]], dict[str, Any]]) -> None:
         self._worker = worker
         self._admin = admin
@@ -75,9 +75,10 @@ class OffsetsAdmin:
             pairs = await asyncio.to_thread(self._source_store(run).connector_offsets, name)
             return sorted(((dict(p), dict(o)) for p, o in pairs), key=lambda pair: canonical(pair[0]))
 
-        admin = self._admin()  # held here until the future has resolved
+        admin = self._admin(run.config)  # held here until the future has resolved
         try:
-            offsets = await asyncio.to_thread(group_offsets, admin, group_id(name), _ADMIN_TIMEOUT_S)
+            group = run.settings(self._worker.providers.resolve).group_id
+            offsets = await asyncio.to_thread(group_offsets, admin, group, _ADMIN_TIMEOUT_S)
         except Exception as exc:
             if not str(exc) or _unreachable(exc):  # the future, or the request, timed out
                 reason = (f"no answer from the Kafka cluster at {','.join(self._worker.get('bootstrap.servers'))} "
@@ -114,7 +115,7 @@ class OffsetsAdmin:
         return confirmed
 
     def _modify_sink(self, run: ConnectorRun, entries: list[tuple[Any, Any]] | None) -> bool:
-        admin, group = self._admin(), group_id(run.name)
+        admin, group = self._admin(run.config), run.settings(self._worker.providers.resolve).group_id
         if entries is None:
             try:
                 offsets: dict[Any, int | None] = dict.fromkeys(group_offsets(admin, group, _ADMIN_TIMEOUT_S))

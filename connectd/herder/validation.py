@@ -24,6 +24,7 @@ from connectd.config.connector import (
     connector_problems,
     exactly_once_problems,
     override_problems,
+    override_support_problems,
 )
 from connectd.config.definitions import ConfigProblem, ValidationContext
 from connectd.config.properties import Origin, load_properties
@@ -116,6 +117,7 @@ def validate_connector(
     problems += [p for p in definition.validate(config, origin, context) if p.key != "connector.class"]
     problems += connector_problems(config, kind, origin)
     problems += _override_problems(config, registry, override_policy, kind, origin)
+    problems += override_support_problems(config, resolve, origin)
     if kind == "source":
         problems += exactly_once_problems(config, origin)
     if not any(p.key and (p.key.startswith("transforms") or p.key.startswith("predicates")) for p in problems if p.is_error):

@@ -30,7 +30,7 @@ from typing import Any
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from connectd.config.connector import ConnectorConfig, ErrorPolicy
+from connectd.config.connector import ConnectorConfig, ErrorPolicy, client_overrides
 from connectd.config.worker import WorkerConfig
 from connectd.connector import (
     OffsetStorageReader,
@@ -50,7 +50,7 @@ from connectd.runtime.fencing import fenced
 from connectd.runtime.kafka.clients import client_option, decode_tp, encode_tp
 from connectd.runtime.kafka.consumers import RangeReader, consumer_settings
 from connectd.runtime.sink.executor import SinkSpec
-from connectd.runtime.sink.task import SinkTaskRunner, assign_partitions, group_id, matching_topics, start_offsets
+from connectd.runtime.sink.task import SinkTaskRunner, assign_partitions, matching_topics, start_offsets
 from connectd.runtime.spark.queries import (
     file_name_part,
     start_sink_query,
@@ -114,7 +114,8 @@ class TaskAssembler:
     :param worker: the worker's configuration.
     :param spark: the worker's SparkSession.
     :param registry: the plugin registry.
-    :param admin: the herder's confluent-kafka ``AdminClient`` (made on first use).
+    :param admin: ``admin(connector_config=None)``: the herder's confluent-kafka ``AdminClient`` (made
+        on first use), the connector's own where its config has ``admin.override.*``.
     :param source_offsets: the offsets spec of a source connector's tasks, given its parsed config
         (``{"kind": "file", "path": …}`` or ``{"kind": "topic", …}``).
     :param on_topics: ``on_topics(connector, topics)``: a sink task's batch used *topics*.
@@ -124,7 +125,7 @@ class TaskAssembler:
         query honours: no batch planned, no offsets stored, once it ended; ``None``: no lease.
     """
 
-    def __init__(self, worker: WorkerConfig, spark: Any, registry: Any, admin: Callable[[], Any],
+    def __init__(self, worker: WorkerConfig, spark: Any, registry: Any, admin: Callable[..., Any],
                  source_offsets: Callable[[ConnectorConfig], dict[str, Any]],
                  on_topics: Callable[[str, Iterable[str]], None], checkpoints: Path | None = None,
                  lease_file: str | None = None) -> None:
@@ -144,11 +145,11 @@ class TaskAssembler:
 
     def client(self, client: str, connector_config: Mapping[str, str]) -> dict[str, Any]:
         """confluent-kafka settings for this worker's *client* with the connector's overrides."""
-        return self.worker.client_config(client, "confluent", overrides=_overrides(client, connector_config))
+        return self.worker.client_config(client, "confluent", overrides=client_overrides(client, connector_config))
 
     def client_option(self, client: str, connector_config: Mapping[str, str]) -> str:
         """Client settings for Spark's processes, as written: they resolve placeholders themselves."""
-        return client_option(self.worker.originals(), client, _overrides(client, connector_config))
+        return client_option(self.worker.originals(), client, client_overrides(client, connector_config))
 
     def sink_partitions(self, settings: ConnectorConfig, metadata: Any = None) -> frozenset[TopicPartition]:
         """Every partition of the topics a sink connector consumes (``topics`` or ``topics.regex``)."""
@@ -245,7 +246,7 @@ class TaskAssembler:
                       settings: ConnectorConfig, task_class: type, task_id: int, task_config: Mapping[str, str],
                       paused: bool) -> None:
         if settings.errors.dlq_topic:  # the reader's process sends to it; it must exist first
-            self._ensure_dlq(settings.errors)
+            self._ensure_dlq(settings.errors, connector_config)
         handle.query = start_source_query(
             self.spark,
             connector=connector,
@@ -256,6 +257,7 @@ class TaskAssembler:
             worker_config=self.worker.originals(),
             producer_config=self.client_option("producer", connector_config),
             offsets=self.source_offsets(settings),
+            admin_config=self.client_option("admin", connector_config),
             max_records=self.worker.get("source.batch.max.records"),
             paused=paused,
             metrics=handle.metrics,
@@ -292,7 +294,7 @@ class TaskAssembler:
         handle.partitions = self.sink_partitions(settings, metadata)
         assigned = assign_partitions(handle.partitions, task_id, tasks)
         handle.task_partitions = len(assigned)
-        group_settings = {**consumer_settings(consumer_config), "group.id": group_id(connector),
+        group_settings = {**consumer_settings(consumer_config), "group.id": settings.group_id,
                           "enable.auto.commit": False}
         group = handle.consumer = Consumer(group_settings)
 
@@ -334,7 +336,7 @@ class TaskAssembler:
         resolved = self._resolved(connector_config)
         policy = settings.errors
         if policy.dlq_topic:
-            self._ensure_dlq(policy, metadata)
+            self._ensure_dlq(policy, connector_config, metadata)
         put_records = max_put_records(self.worker, resolved)
         batch_records = self.worker.get("sink.batch.max.records")
         # An idle task still gets put([]) and pre_commit this often, to flush on time.
@@ -384,10 +386,6 @@ class TaskAssembler:
         resolve = self.worker.providers.resolve
         return {k: resolve(v) for k, v in config.items()}
 
-    def _ensure_dlq(self, policy: ErrorPolicy, metadata: Any = None) -> None:
-        ensure_dlq_topic(self._admin(), policy.dlq_topic, policy.dlq_replication_factor, metadata)
+    def _ensure_dlq(self, policy: ErrorPolicy, connector_config: Mapping[str, str], metadata: Any = None) -> None:
+        ensure_dlq_topic(self._admin(connector_config), policy.dlq_topic, policy.dlq_replication_factor, metadata)
 
-
-def _overrides(client: str, connector_config: Mapping[str, str]) -> dict[str, str]:
-    prefix = f"{client}.override."
-    return {k[len(prefix):]: v for k, v in connector_config.items() if k.startswith(prefix)}

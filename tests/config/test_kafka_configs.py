@@ -547,3 +547,17 @@ def test_client_settings_keep_prefixed_and_override_values_last() -> None:
     found = client_settings({**BASE, "producer.bootstrap.servers": "p:1"}, "producer", "confluent",
                             overrides={"bootstrap.servers": "o:1"})
     assert found.settings["bootstrap.servers"] == "o:1"
+
+
+def test_override_keys_are_carried_out_refused_or_warned_of_by_name() -> None:
+    from connectd.config.connector import override_support_problems
+
+    found = {p.key: p for p in override_support_problems({
+        "consumer.override.group.id": "legacy", "consumer.override.max.poll.records": "10",
+        "consumer.override.fetch.min.bytes": "1", "producer.override.linger.ms": "${env:LINGER}",
+        "consumer.override.session.timeout.ms": "30000", "admin.override.retries": "3",
+    }, resolve=lambda v: "7" if v == "${env:LINGER}" else v)}
+    assert set(found) == {"consumer.override.session.timeout.ms", "admin.override.retries"}
+    assert not found["consumer.override.session.timeout.ms"].is_error
+    assert "never join the group" in found["consumer.override.session.timeout.ms"].message
+    assert found["admin.override.retries"].is_error

@@ -432,3 +432,57 @@ def test_a_task_that_cannot_start_is_failed_and_leaves_no_metrics_series(spark, 
         reset_plugins()
     assert status.state == FAILED and "cannot reach the target store" in status.trace
     assert series == []  # no zero-valued batch, commit or record series for a task that never ran
+
+
+def test_a_sink_with_a_group_override_resumes_where_that_group_is(spark, broker, topic_name, tmp_path,
+                                                                   wait_until_async, worker_config):
+    """``consumer.override.group.id``, as a sink moved from Kafka Connect has it: the group's offsets,
+    committed by a plain consumer, are where it starts, where it commits, and what the offsets API
+    reads, alters and resets; ``connect-<name>`` is never used."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    servers = {"bootstrap.servers": broker.bootstrap_servers}
+    admin = AdminClient(servers)
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(timeout=30)
+    producer = Producer(servers)
+    for i in range(10):
+        producer.produce(topic_name, value=f"r{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    legacy = Consumer({**servers, "group.id": "legacy-sink", "enable.auto.commit": False})
+    legacy.commit(offsets=[KafkaTopicPartition(topic_name, 0, 6)], asynchronous=False)
+    legacy.close()
+    out = tmp_path / "out.txt"
+
+    def committed(group: str) -> int | None:
+        consumer = Consumer({**servers, "group.id": group})
+        try:
+            (tp,) = consumer.committed([KafkaTopicPartition(topic_name, 0)], timeout=30)
+        finally:
+            consumer.close()
+        return tp.offset if tp.offset >= 0 else None
+
+    async def scenario():
+        herder = StandaloneHerder(worker_config(**GRACEFUL), "test-worker", spark)
+        await herder.start()
+        try:
+            await herder.put({"name": "moved", "connector.class": "FileStreamSink", "topics": topic_name,
+                              "file": str(out), "consumer.override.group.id": "legacy-sink"})
+            await wait_until_async(lambda: out.exists() and len(out.read_text().splitlines()) >= 4,
+                                   "the records after the group's offset")
+            await wait_until_async(lambda: committed("legacy-sink") == 10, "the sink's commits in the group")
+            assert out.read_text().splitlines() == ["r6", "r7", "r8", "r9"]
+            expected = [({"kafka_topic": topic_name, "kafka_partition": 0}, {"kafka_offset": 10})]
+            assert await herder.connector_offsets("moved") == expected
+            await herder.stop_connector("moved")
+            await herder.alter_offsets("moved", [({"kafka_topic": topic_name, "kafka_partition": 0},
+                                                  {"kafka_offset": 8})])
+            assert committed("legacy-sink") == 8
+            await herder.reset_offsets("moved")
+            assert committed("legacy-sink") is None
+            assert committed("connect-moved") is None
+        finally:
+            await herder.stop()
+
+    asyncio.run(scenario())

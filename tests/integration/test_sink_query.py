@@ -13,17 +13,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from recording_sink import events, threads_by_process
 
 from connectd import TopicPartition
+from connectd.config.connector import sink_group_id as group_id
 from connectd.plugins import get_registry
 from connectd.runtime.converter_choice import configure_converters
-from connectd.runtime.sink.executor import SinkSpec
 from connectd.runtime.kafka.consumers import HighWatermarks, RangeReader, consumer_settings
+from connectd.runtime.sink.executor import SinkSpec
+from connectd.runtime.sink.task import SinkTaskRunner, assign_partitions, start_offsets
 from connectd.runtime.spark.queries import start_sink_query
-from connectd.runtime.sink.task import (
-    SinkTaskRunner,
-    assign_partitions,
-    group_id,
-    start_offsets,
-)
 from connectd.transforms.chain import TransformationChain
 
 pytestmark = pytest.mark.integration

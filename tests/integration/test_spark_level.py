@@ -8,8 +8,9 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectd import SinkTaskContext, SparkSinkTask, SparkSourceTask, TopicPartition
+from connectd.config.connector import sink_group_id as group_id
+from connectd.runtime.sink.task import start_offsets
 from connectd.runtime.spark.queries import start_spark_sink_query, start_spark_source_query
-from connectd.runtime.sink.task import group_id, start_offsets
 
 pytestmark = pytest.mark.integration
 

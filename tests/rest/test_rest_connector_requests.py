@@ -116,6 +116,50 @@ def test_client_overrides_the_worker_policy_forbids_are_400_naming_each(rest, po
         assert f"{key}: is not allowed" not in answer.get("message", "") and key not in errors
 
 
+_SINK = {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/out.txt"}
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("consumer.override.enable.auto.commit", "true", "not supported: connectd commits a sink's offsets itself"),
+    ("consumer.override.value.deserializer", "org.apache.kafka.common.serialization.StringDeserializer",
+     "not supported: records are deserialized by the connector's converters"),
+    ("consumer.override.fetch.max.wait.ms", "soon", "expected a number"),
+    ("consumer.override.no.such.setting", "1", "not supported: librdkafka has no such setting for a consumer"),
+    ("admin.override.default.api.timeout.ms", "60000", "not supported: librdkafka has no such setting for an admin"),
+    ("producer.override.transactional.id", "t-1", "not supported: connectd's producers are not transactional"),
+    ("producer.override.partitioner.class", "org.apache.kafka.clients.producer.RoundRobinPartitioner",
+     "expected one of org.apache.kafka.clients.producer.internals.DefaultPartitioner"),
+])
+def test_a_client_override_connectd_would_not_carry_out_is_400_naming_it(rest, key, value, words):
+    """Every ``<client>.override.*`` is honoured or refused by name (issue 12's audit)."""
+    async def scenario(http, herder):
+        config = {**_SINK, key: value}
+        async with http.post("/connectors", json={"name": "over", "config": config}) as r:
+            return r.status, await r.json(), herder.connectors()
+
+    status, answer, connectors = rest(scenario)
+    assert status == 400 and connectors == [] and f"{key}={value!r}: {words}" in answer["message"], answer
+
+
+def test_overrides_connectd_carries_out_or_whose_purpose_never_arises_are_accepted(rest):
+    """The sink's group and put() size are connectd's to carry out; group-membership timeouts have
+    nothing to act on (the consumers never join the group): accepted, the latter with a warning."""
+    overrides = {"consumer.override.group.id": "legacy", "consumer.override.max.poll.records": "100",
+                 "consumer.override.max.poll.interval.ms": "600000", "consumer.override.fetch.min.bytes": "1",
+                 "producer.override.linger.ms": "5", "admin.override.request.timeout.ms": "5000"}
+
+    async def scenario(http, herder):
+        config = {"name": "over", **_SINK, **overrides}
+        async with http.put("/connector-plugins/FileStreamSink/config/validate", json=config) as r:
+            validated = await r.json()
+        async with http.post("/connectors", json={"name": "over", "config": config}) as r:
+            return r.status, validated, herder.connectors()
+
+    status, validated, connectors = rest(scenario)
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in validated["configs"] if c["value"]["errors"]}
+    assert status == 201 and connectors == ["over"] and validated["error_count"] == 0, errors
+
+
 @pytest.mark.parametrize(("key", "value", "words"), [
     ("exactly.once.support", "required", "exactly-once delivery is not supported yet"),
     ("transaction.boundary", "poll", "is not supported yet: connectd writes source records without transactions"),

@@ -1,6 +1,7 @@
-"""A sink connector's offsets: the committed offsets of its consumer group ``connect-<name>``,
-read, changed and removed as KIP-875's offsets API asks (only while the connector is
-STOPPED: a group with members refuses, and the error says so in Kafka Connect's words).
+"""A sink connector's offsets: the committed offsets of its consumer group (``connect-<name>``,
+or its ``consumer.override.group.id``), read, changed and removed as KIP-875's offsets API asks
+(only while the connector is STOPPED: a group with members refuses, and the error says so in
+Kafka Connect's words).
 """
 
 from __future__ import annotations

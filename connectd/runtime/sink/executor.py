@@ -16,7 +16,7 @@
                                                   partitions are put and pre-committed as they come
                          ◄── one row per range ── (topic, partition, end, committed, seek)
     a partition read past its planned end: the next batch starts there (seek)
-    the Spark job succeeded: commit those offsets to group connect-<connector>
+    the Spark job succeeded: commit those offsets to the connector's group
     the job failed: nothing is committed; the query fails and the task is FAILED with the trace
 
 Reading a batch is handling it (:class:`SinkTaskReader`): the driver

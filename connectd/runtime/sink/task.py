@@ -8,7 +8,7 @@
                   rows ─► converters ─► transforms ─► task.put(records)
               task.pre_commit(offsets)  (flush: the data is durable)
               commit(the offsets it returned)  (executors: handed to the driver, which commits
-                                               them to group connect-<connector> after the batch)
+                                               them to the connector's group after the batch)
 
 Records are read where the task lives rather than carried by Spark from the
 reader's process through the JVM, which cost several times more than the
@@ -61,7 +61,7 @@ from connectd.runtime.error_handling import (
 )
 from connectd.runtime.kafka.clients import encode_tp
 
-__all__ = ["SinkTaskRunner", "assign_partitions", "group_id", "start_offsets"]
+__all__ = ["SinkTaskRunner", "assign_partitions", "start_offsets"]
 
 log = get_logger(__name__)
 
@@ -70,11 +70,6 @@ _STOP_CHECK_S = 0.1
 #: Kafka Connect's words for a task whose put() raised what is not retriable (WorkerSinkTask).
 _UNRECOVERABLE = ("Task threw an uncaught and unrecoverable exception. Task is being killed and will not recover "
                   "until manually restarted.")
-
-
-def group_id(connector: str) -> str:
-    """The consumer group of a sink connector, as Kafka Connect names it."""
-    return f"connect-{connector}"
 
 
 def assign_partitions(partitions: Iterable[TopicPartition], task_id: int, tasks: int) -> list[TopicPartition]:

@@ -559,7 +559,7 @@ class SourceTaskReader(DataSourceStreamReader):
         if self._topic_rules.enabled:
             from confluent_kafka.admin import AdminClient  # lazy: only a task that creates topics (~12 ms)
 
-            self._admin = AdminClient(client_settings(self.spec.get("producer", "{}")))
+            self._admin = AdminClient(client_settings(self.spec.get("admin") or self.spec.get("producer", "{}")))
         store = open_offset_store(spec["offsets"])
         connector = spec["connector"]
         module, _, name = spec["task_class"].rpartition(".")

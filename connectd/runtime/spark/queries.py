@@ -251,6 +251,7 @@ def start_source_query(
     producer_config: dict[str, Any] | str,
     offsets: dict[str, Any] | None = None,
     offsets_path: str | None = None,
+    admin_config: dict[str, Any] | str | None = None,
     max_records: int = 50_000,
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
@@ -266,6 +267,8 @@ def start_source_query(
         :func:`~connectd.runtime.offsets.store.open_offset_store` spec (JSON-serialisable; a topic's
         client as written, resolved in Spark's process).
     :param offsets_path: the offsets file, for ``{"kind": "file", "path": offsets_path}``.
+    :param admin_config: the admin client's, as *producer_config*, for the topics the task creates
+        (``topic.creation.*``); ``None``: the producer's settings.
     :param metrics: the task's :class:`connectd.metrics.TaskMetrics`, told of each batch and offset commit.
     :param lease_file: the worker's lease (:mod:`connectd.runtime.fencing`): once it ended, no batch is
         taken and no batch's offsets are stored.
@@ -284,6 +287,7 @@ def start_source_query(
         "offsets": offsets_spec,
         # for dead-letter records, produced by the reader's own process
         "producer": _as_option(producer_config),
+        "admin": _as_option(admin_config if admin_config is not None else producer_config),
     }
 
     def build(workdir: Path) -> StreamingQuery:
