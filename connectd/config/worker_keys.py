@@ -504,7 +504,8 @@ _DISTRIBUTED_KEYS = [
 
 _STANDALONE_KEYS = [
     ConfigKey("offset.storage.file.filename", Type.STRING,
-              "File holding source connectors' offsets in standalone mode; written atomically.",
+              "File holding source connectors' offsets in standalone mode; written atomically. A file Kafka "
+              "Connect's standalone worker wrote (a Java-serialized map) is read, and kept in that format.",
               importance=H, validator=NonEmptyString(), group="Offsets"),
 ]
 

@@ -7,7 +7,10 @@ Keys are Kafka Connect's: ``["<connector>", {<source partition>}]``; values
 the source offset, ``None`` deleting it — the same records the offsets topic
 holds in distributed mode, so moving between the two is a copy.
 
-The file is JSON, rewritten whole on every commit: written to a temporary
+The file is JSON, or Kafka Connect's own Java-serialized map when the
+worker found one there (a worker moved from Kafka Connect keeps writing it,
+so it could move back: :mod:`connectd.runtime.offsets.java_file`),
+rewritten whole on every commit: written to a temporary
 file in the same directory, fsynced, renamed over the old one, and the
 directory fsynced, so a crash leaves either the old or the new offsets,
 never a torn file. Each task's query commits from its own process, so
@@ -52,6 +55,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -59,6 +63,7 @@ from connectd.data._text import json_double, json_quote
 from connectd.errors import ConfigError, ConnectorError
 from connectd.logging import get_logger
 from connectd.runtime.kafka.clients import client_settings
+from connectd.runtime.offsets.java_file import JavaOffsetsFile, is_java_serialized
 
 log = get_logger(__name__)
 
@@ -82,7 +87,12 @@ def canonical(value: Any) -> str:
 
 
 class FileOffsetStore:
-    """Offsets of every connector in one file.
+    """Offsets of every connector in one file: connectd's JSON, or Kafka Connect's own.
+
+    A file Kafka Connect's ``FileOffsetBackingStore`` wrote (a Java-serialized map,
+    :mod:`connectd.runtime.offsets.java_file`) is read as such and written back in
+    that format, each key that was there written back with its own bytes; any other
+    file is connectd's JSON, which a new file is too.
 
     :param path: the file; created on the first write.
     """
@@ -92,17 +102,43 @@ class FileOffsetStore:
 
     def _read(self) -> dict[str, Any]:
         """canonical key text → offset."""
+        return self._load().stored
+
+    def _load(self) -> _Loaded:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            data = self.path.read_bytes()
         except FileNotFoundError:
-            return {}
+            return _Loaded({})
+        if is_java_serialized(data):
+            return self._load_java(data)
         try:
-            document = json.loads(text)
+            document = json.loads(data.decode("utf-8"))
             entries = document["offsets"]
-            return {canonical(entry["key"]): entry["value"] for entry in entries}
+            return _Loaded({canonical(entry["key"]): entry["value"] for entry in entries})
         except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError([f"{self.path}: not a connectd offsets file ({exc}); "
+            raise ConfigError([f"{self.path}: not a connectd offsets file, nor a Kafka Connect one ({exc}); "
                                "move it away to start without stored offsets"]) from exc
+
+    def _load_java(self, data: bytes) -> _Loaded:
+        try:
+            java = JavaOffsetsFile(data)
+        except ValueError as exc:
+            raise ConfigError([f"{self.path}: a Java serialization stream, but not Kafka Connect's offsets: {exc}; "
+                               "move it away to start without stored offsets"]) from exc
+        loaded = _Loaded({}, java)
+        for key, value in java.entries:
+            try:
+                parsed = json.loads(key)
+                if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str)):
+                    raise ValueError("expected [connector, partition]")
+                offset = None if value is None else json.loads(value)
+            except ValueError:
+                loaded.foreign.append((key, value))  # not an offset of a connector: kept as it is
+                continue
+            text = canonical(parsed)
+            loaded.stored[text] = offset
+            loaded.raw_keys[text] = key
+        return loaded
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -139,24 +175,31 @@ class FileOffsetStore:
         if not offsets:
             return
         with self._locked():
-            stored = self._read()
+            loaded = self._load()
+            stored = loaded.stored
             for partition_text, value in offsets.items():
                 key = canonical([connector, json.loads(partition_text)])
                 if value is None:
                     stored.pop(key, None)
                 else:
                     stored[key] = value
-            self._write(stored)
+            if loaded.java is None:
+                self._replace(json.dumps({
+                    "version": _FORMAT_VERSION,
+                    "offsets": [{"key": json.loads(k), "value": v} for k, v in sorted(stored.items())],
+                }, indent=1).encode("utf-8"))
+            else:
+                # As Kafka's MemoryOffsetBackingStore keeps them: a deleted offset's key is gone.
+                entries = [(loaded.raw_keys.get(k) or jackson_json(json.loads(k)).encode("utf-8"),
+                            None if v is None else jackson_json(v).encode("utf-8")) for k, v in stored.items()]
+                self._replace(loaded.java.dumps(loaded.foreign + entries))
 
-    def _write(self, stored: Mapping[str, Any]) -> None:
-        document = {
-            "version": _FORMAT_VERSION,
-            "offsets": [{"key": json.loads(k), "value": v} for k, v in sorted(stored.items())],
-        }
+    def _replace(self, data: bytes) -> None:
+        """The file's content replaced by *data*: written beside it, fsynced, renamed over it."""
         handle, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(document, out, indent=1)
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.path)
@@ -168,6 +211,17 @@ class FileOffsetStore:
             os.fsync(directory)
         finally:
             os.close(directory)
+
+
+@dataclass
+class _Loaded:
+    """An offsets file as read: canonical key text → offset, and for Kafka Connect's format the map
+    read (to write its kind again), each key's bytes as read, and entries that are no offsets."""
+
+    stored: dict[str, Any]
+    java: JavaOffsetsFile | None = None
+    raw_keys: dict[str, bytes] = field(default_factory=dict)
+    foreign: list[tuple[bytes, bytes | None]] = field(default_factory=list)
 
 
 # --- offsets topics (distributed mode) -------------------------------------------
