@@ -50,15 +50,17 @@ def test_kafka_connects_file_is_read_and_written_back_in_its_own_format(kafka_of
     kafka_offsets_file.write(path, {'["src",{"filename":"/data/in.txt"}]': '{"position":42}',
                                     other_key: '{"lsn":7}', '["gone",{"p":1}]': None})
     store = FileOffsetStore(path)
-    assert store.get("src", [{"filename": "/data/in.txt"}]) == {canonical({"filename": "/data/in.txt"}): {"position": 42}}
+    data_in = canonical({"filename": "/data/in.txt"})
+    assert store.get("src", [{"filename": "/data/in.txt"}]) == {data_in: {"position": 42}}
     assert store.connector_offsets("other") == [({"db": "a", "table": "b"}, {"lsn": 7})]
     assert store.connector_offsets("gone") == []
 
-    store.put("src", {canonical({"filename": "/data/in.txt"}): {"position": 99}, canonical({"filename": "/x"}): {"position": 1}})
+    store.put("src", {data_in: {"position": 99}, canonical({"filename": "/x"}): {"position": 1}})
     store.put("other", {canonical({"db": "a", "table": "b"}): {"lsn": 8}})
     kind, entries = kafka_offsets_file.read(path)
     assert kind == "java.util.HashMap"
-    assert entries == {'["src",{"filename":"/data/in.txt"}]': '{"position":99}', '["src",{"filename":"/x"}]': '{"position":1}',
+    assert entries == {'["src",{"filename":"/data/in.txt"}]': '{"position":99}',
+                       '["src",{"filename":"/x"}]': '{"position":1}',
                        other_key: '{"lsn":8}', '["gone",{"p":1}]': None}  # each key with the bytes it came with
 
     store.put("src", {canonical({"filename": "/x"}): None})  # deleted: the key is gone, as Kafka's store removes it
