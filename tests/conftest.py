@@ -98,6 +98,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Test certificates and stores (``tests/support/pki.py``): name → file."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make test certificates")
+    from pki import make_pki  # lazy: tests/support goes on sys.path above, after the imports
+
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="session")
 def broker() -> Iterator[EmbeddedBroker]:
     """The session's broker; ``broker.bootstrap_servers`` is ``127.0.0.1:PORT``."""
     embedded = EmbeddedBroker(port=0, host="127.0.0.1")

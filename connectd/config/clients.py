@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectd.config.definitions import ConfigProblem
+from connectd.config.tls import client_tls
+from connectd.errors import ConfigError
 from connectd.secrets import Secret
 
 __all__ = ["ClientSettings", "client_settings", "parse_jaas"]
@@ -39,6 +41,9 @@ SHARED_KEYS = (
     "ssl.keystore.password",
     "ssl.keystore.type",
     "ssl.key.password",
+    "ssl.truststore.certificates",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
     "ssl.endpoint.identification.algorithm",
     "metadata.max.age.ms",
     "request.timeout.ms",
@@ -106,10 +111,6 @@ _CONFLUENT_COMMON: dict[str, tuple[str, Callable[[str], Any]]] = {
     "client.id": _same("client.id"),
     "security.protocol": ("security.protocol", lambda v: v.upper()),
     "sasl.mechanism": _same("sasl.mechanism"),
-    "ssl.truststore.location": _same("ssl.ca.location"),
-    "ssl.keystore.location": _same("ssl.keystore.location"),
-    "ssl.keystore.password": _same("ssl.keystore.password"),
-    "ssl.key.password": _same("ssl.key.password"),
     "ssl.endpoint.identification.algorithm": ("ssl.endpoint.identification.algorithm", lambda v: v or "none"),
     "metadata.max.age.ms": _int("metadata.max.age.ms"),
     "request.timeout.ms": _int("socket.timeout.ms"),
@@ -206,10 +207,15 @@ _NOT_APPLICABLE = {
     "value.serializer": "records are serialized by the connector's converters",
     "key.deserializer": "records are deserialized by the connector's converters",
     "value.deserializer": "records are deserialized by the connector's converters",
-    "ssl.truststore.type": "read from the file itself",
-    "ssl.keystore.type": "read from the file itself",
     "max.poll.records": "bounds the records of one put(); connectd reads it itself",
 }
+
+#: A client's trust and key stores: read by :func:`connectd.config.tls.client_tls`, for both libraries.
+_TLS_STORE_KEYS = frozenset({
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type", "ssl.truststore.certificates",
+    "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.key.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key",
+})
 
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|(\S+?))(?=\s|;|$)')
 
@@ -265,8 +271,10 @@ def client_settings(
     specific = (_CONFLUENT if library == "confluent" else _AIOKAFKA)[client]
     result = ClientSettings()
     for java_key, (raw, written) in merged.items():
-        if java_key in ("sasl.jaas.config", "ssl.truststore.password", "ssl.truststore.type", "ssl.keystore.type"):
-            continue  # handled below or carried by the file itself
+        if java_key == "sasl.jaas.config" or java_key in _TLS_STORE_KEYS:
+            continue  # handled below
+        if java_key == "ssl.endpoint.identification.algorithm" and library == "aiokafka":
+            continue  # in the SSL context made below
         target = specific.get(java_key) or common.get(java_key)
         if target is None:
             reason = _NOT_APPLICABLE.get(java_key)
@@ -296,8 +304,14 @@ def client_settings(
             result.problems.append(
                 ConfigProblem(None, "sasl.jaas.config", "ignored: no username and password options found", severity="warning")
             )
-    if library == "confluent" and "ssl.truststore.password" in merged:
-        result.problems.append(
-            ConfigProblem(None, "ssl.truststore.password", "ignored: PEM trust stores have no password", severity="warning")
-        )
+    try:
+        tls = client_tls(merged, resolve)
+    except ConfigError as exc:
+        result.problems.extend(p for p in exc.problems if isinstance(p, ConfigProblem))
+    else:
+        if tls is not None:
+            if library == "confluent":
+                result.settings.update(tls.confluent)
+            else:
+                result.settings["ssl_context"] = tls.context
     return result

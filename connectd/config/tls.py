@@ -3,25 +3,29 @@
 Key stores are PKCS12 stores or PEM files (certificate chain and private
 key), or the PEM values ``ssl.keystore.certificate.chain`` and
 ``ssl.keystore.key``; trust stores are PKCS12 stores or PEM certificates.
-The content of a file tells its format. JKS stores are refused with the
-keytool command that converts them to PKCS12: no well-kept Python library
-reads them.
+The content of a file tells its format. JKS stores (Kafka's default type)
+are converted to PKCS12 by Java's keytool, which is there wherever Spark's
+Java is: no well-kept Python library reads them.
 
 It reads the worker config's ``ssl.*`` keys (or their
 ``<listeners>.https.ssl.*`` copies) and names the file, line and key of
 anything wrong, so it lives in ``connectd.config``, not in
 ``connectd.rest``: the REST listeners (:mod:`connectd.rest.security`) are
-one user; requests between workers and the Kafka clients are others.
+one user; requests between workers and the Kafka clients (:func:`client_tls`:
+librdkafka's PEM settings and aiokafka's context) are others.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import ssl
+import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from secrets import token_urlsafe
 from typing import TYPE_CHECKING, Any
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
 
     from connectd.config.worker import WorkerConfig
 
-__all__ = ["server_ssl_context"]
+__all__ = ["ClientTls", "client_tls", "server_ssl_context"]
 
 log = get_logger(__name__)
 
@@ -82,6 +86,9 @@ class _TlsSettings:
     def is_set(self, name: str) -> bool:
         return self.config.raw(self.key(name)) is not None
 
+    def resolved(self, name: str) -> str:
+        return self.config.resolved(self.key(name))
+
     def get(self, name: str) -> Any:
         """The typed value (passwords as :class:`Secret`), resolved; the declared default if unset."""
         declared = self.config.definition[name]
@@ -119,7 +126,7 @@ def server_ssl_context(config: WorkerConfig, *, listeners_key: str = "listeners"
     private key), or the PEM values ``ssl.keystore.certificate.chain`` and
     ``ssl.keystore.key``; the trust store is a PKCS12 store or PEM
     certificates. The content of a file tells its format; JKS stores are
-    refused with the command that converts them to PKCS12.
+    converted to PKCS12 with Java's keytool.
 
     :raises ConfigError: naming the key and file for anything missing, unreadable or wrong.
     """
@@ -160,7 +167,10 @@ def _load_key_store(context: ssl.SSLContext, settings: _TlsSettings) -> None:
             raise settings.error("ssl.keystore.location", f"set it or {settings.key('ssl.keystore.certificate.chain')} "
                                  f"and {settings.key('ssl.keystore.key')}, not both")
         data = _read_store(settings, "ssl.keystore.location", location)
-        if _store_format(settings, "ssl.keystore", data, written_type) == "PKCS12":
+        kind = _store_format(settings, "ssl.keystore", data, written_type)
+        if kind == "JKS":
+            data, kind = _jks_as_pkcs12(settings, "ssl.keystore", location), "PKCS12"
+        if kind == "PKCS12":
             _load_pkcs12_key_store(context, settings, data)
             return
         labels = {label for label, _ in _pem_blocks(data.decode("latin-1"))}
@@ -236,7 +246,10 @@ def _load_trust_store(context: ssl.SSLContext, settings: _TlsSettings) -> bool:
     written_type = settings.get("ssl.truststore.type").upper() if settings.is_set("ssl.truststore.type") else None
     if location is not None:
         data = _read_store(settings, "ssl.truststore.location", location)
-        if _store_format(settings, "ssl.truststore", data, written_type) == "PKCS12":
+        kind = _store_format(settings, "ssl.truststore", data, written_type)
+        if kind == "JKS":
+            data, kind = _jks_as_pkcs12(settings, "ssl.truststore", location), "PKCS12"
+        if kind == "PKCS12":
             context.load_verify_locations(cadata=_pkcs12_trusted(settings, data))
             return True
     try:
@@ -260,7 +273,7 @@ def _pkcs12_trusted(settings: _TlsSettings, data: bytes) -> str:
     if store.key is not None:
         # Java would trust only the certificate of the key, not the CA that
         # signed it; guessing which certificates are meant is no job for a trust store.
-        source = settings.config.resolved(settings.key("ssl.truststore.location"))
+        source = settings.resolved("ssl.truststore.location")
         raise settings.error("ssl.truststore.location", "holds a private key: it is a key store, and a trust store "
                              "holds only the certificates of the CAs that client certificates are signed by "
                              f"(openssl pkcs12 -in {source} -nokeys -cacerts -out ca.pem writes them out)")
@@ -312,7 +325,7 @@ def _read_store(settings: _TlsSettings, name: str, location: str) -> bytes:
 
 
 def _store_format(settings: _TlsSettings, store: str, data: bytes, written_type: str | None) -> str:
-    """``PEM`` or ``PKCS12``, by the file's content; JKS stores and anything else are refused."""
+    """``PEM``, ``PKCS12`` or ``JKS``, by the file's content; anything else is refused."""
     location = f"{store}.location"
     pkcs12_size = _pkcs12_size(data)
     if pkcs12_size is not None:
@@ -322,18 +335,47 @@ def _store_format(settings: _TlsSettings, store: str, data: bytes, written_type:
     if b"-----BEGIN " in data[:65536]:
         return "PEM"
     if data[:4] in (b"\xfe\xed\xfe\xed", b"\xce\xce\xce\xce") or written_type == "JKS":
-        # No well-kept Python library reads JKS; Java's keytool converts it to PKCS12.
-        source = settings.config.resolved(settings.key(location))
-        target = Path(source).with_suffix(".p12")
-        target = str(target) if str(target) != source else source + ".p12"
-        password = "ssl.keystore.password" if store == "ssl.keystore" else "ssl.truststore.password"
-        raise settings.error(location, "is a JKS store, which only Java reads; convert it to PKCS12 with keytool "
-                             f"-importkeystore -srckeystore {source} -destkeystore {target} -deststoretype PKCS12, "
-                             f"then set {settings.key(location)}={target}, {settings.key(store + '.type')}=PKCS12 "
-                             f"and {settings.key(password)} to the new store's password (keytool asks for it)")
+        return "JKS"
     if written_type == "PKCS12":
         raise settings.error(location, "is not a PKCS12 store")
     raise settings.error(location, "is neither a PEM file nor a PKCS12 store")
+
+
+def _jks_as_pkcs12(settings: Any, store: str, location: str) -> bytes:
+    """The JKS store at *location* as a PKCS12 store with the same password, converted by Java's
+    keytool (no well-kept Python library reads JKS; Spark's Java is there wherever connectd runs)
+    into a private directory removed at once. The passwords go to keytool in its environment."""
+    name, password_name = f"{store}.location", f"{store}.password"
+    password = settings.get(password_name)
+    if password is None:
+        raise settings.error(name, "is a JKS store, which is opened with its password: set "
+                             f"{settings.key(password_name)}")
+    java_home = os.environ.get("JAVA_HOME")
+    keytool = (shutil.which("keytool", path=os.path.join(java_home, "bin")) if java_home else None) \
+        or shutil.which("keytool")
+    if keytool is None:
+        raise settings.error(name, "is a JKS store, which connectd converts with Java's keytool: none found in "
+                             "$JAVA_HOME/bin or on PATH")
+    env = {**os.environ, "CONNECTD_STORE_PASSWORD": password.value()}
+    with tempfile.TemporaryDirectory(prefix="connectd-tls-") as directory:
+        target = Path(directory) / "store.p12"
+        command = [keytool, "-importkeystore", "-noprompt", "-srckeystore", location, "-srcstoretype", "JKS",
+                   "-srcstorepass:env", "CONNECTD_STORE_PASSWORD", "-destkeystore", str(target),
+                   "-deststoretype", "PKCS12", "-deststorepass:env", "CONNECTD_STORE_PASSWORD"]
+        key_password = settings.get("ssl.key.password") if store == "ssl.keystore" else None
+        if key_password is not None:
+            env["CONNECTD_KEY_PASSWORD"] = key_password.value()
+            command += ["-srckeypass:env", "CONNECTD_KEY_PASSWORD"]
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise settings.error(name, f"is a JKS store, and keytool could not convert it: {exc}") from None
+        if done.returncode != 0 or not target.exists():
+            said = [line.strip() for line in (done.stdout + "\n" + done.stderr).splitlines() if line.strip()]
+            errors = [line.removeprefix("keytool error: ") for line in said if line.startswith("keytool error: ")]
+            reason = (errors or said or [f"exit code {done.returncode}"])[-1]
+            raise settings.error(name, f"cannot read the JKS store with {settings.key(password_name)}: {reason}")
+        return target.read_bytes()
 
 
 def _pkcs12_size(data: bytes) -> int | None:
@@ -428,3 +470,180 @@ def _cipher_known(name: str) -> bool:
     except ssl.SSLError:
         return False
     return True
+
+
+# --- the Kafka clients' TLS ---------------------------------------------------------------------
+
+#: The ``ssl.*`` keys of a Kafka client that hold secrets (shown nowhere).
+_CLIENT_SECRETS = frozenset({"ssl.truststore.password", "ssl.keystore.password", "ssl.key.password",
+                             "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates"})
+_CLIENT_STORES = ("ssl.truststore.location", "ssl.truststore.certificates", "ssl.keystore.location",
+                  "ssl.keystore.certificate.chain", "ssl.keystore.key")
+
+
+class _ClientTlsSettings:
+    """The ``ssl.*`` keys of one Kafka client as :func:`connectd.config.clients.client_settings` merged
+    them (Java key → (value as written, the key it was written under)); the same questions as
+    :class:`_TlsSettings` answers, so the store readers serve both."""
+
+    def __init__(self, merged: Mapping[str, tuple[str, str]], resolve: Callable[[str], str]) -> None:
+        self._merged = merged
+        self._resolve = resolve
+
+    def key(self, name: str) -> str:
+        return self._merged[name][1] if name in self._merged else name
+
+    def is_set(self, name: str) -> bool:
+        return name in self._merged
+
+    def resolved(self, name: str) -> str:
+        return self._resolve(self._merged[name][0])
+
+    def get(self, name: str) -> Any:
+        if name not in self._merged:
+            return None
+        value = self.resolved(name)
+        return Secret(value) if name in _CLIENT_SECRETS else value.strip()
+
+    def error(self, name: str, message: str, *, with_value: bool = True) -> ConfigError:
+        shown = self._merged[name][0] if with_value and name in self._merged and name not in _CLIENT_SECRETS else None
+        return ConfigError([ConfigProblem(None, self.key(name), message, shown)])
+
+
+@dataclass(frozen=True)
+class ClientTls:
+    """A Kafka client's TLS material from Java's ``ssl.*`` keys, for both libraries: librdkafka's
+    settings (PEM in memory: ``ssl.ca.pem``, ``ssl.certificate.pem``, ``ssl.key.pem``) and
+    aiokafka's :class:`ssl.SSLContext`."""
+
+    confluent: dict[str, Any]
+    context: ssl.SSLContext
+
+
+_client_tls_made: dict[tuple, ClientTls | None] = {}
+
+
+def client_tls(merged: Mapping[str, tuple[str, str]], resolve: Callable[[str], str]) -> ClientTls | None:
+    """As :func:`_client_tls`, made once per process for the same settings and files (a JKS store
+    costs a keytool run; every client of the worker, and of each Spark process, asks)."""
+    ssl_keys = sorted((name, resolve(value)) for name, (value, _) in merged.items()
+                      if name.startswith("ssl.") or name == "security.protocol")
+    files = []
+    for name, value in ssl_keys:
+        if name.endswith(".location"):
+            try:
+                stat = os.stat(value)
+            except OSError:
+                continue  # _client_tls says so
+            files.append((value, stat.st_mtime_ns, stat.st_size))
+    cache_key = (tuple(ssl_keys), tuple(files))
+    if cache_key not in _client_tls_made:
+        _client_tls_made[cache_key] = _client_tls(merged, resolve)
+    return _client_tls_made[cache_key]
+
+
+def _client_tls(merged: Mapping[str, tuple[str, str]], resolve: Callable[[str], str]) -> ClientTls | None:
+    """The TLS of a Kafka client over SSL or SASL_SSL, or whose trust or key store is set; else ``None``.
+    Without a trust store the system's CAs are trusted, as Java trusts its own.
+
+    Trust and key stores are PEM files, PKCS12 or JKS stores (Kafka's default type, converted with
+    Java's keytool), or the PEM values ``ssl.truststore.certificates``, ``ssl.keystore.key`` and
+    ``ssl.keystore.certificate.chain``; the file's content tells its format. Nothing is written
+    anywhere but a private directory removed at once; a private key leaves it encrypted with a
+    password made for it.
+
+    :raises ConfigError: naming the key (as written) of anything missing, unreadable or wrong.
+    """
+    settings = _ClientTlsSettings(merged, resolve)
+    over_tls = (settings.get("security.protocol") or "").upper() in ("SSL", "SASL_SSL")
+    if not over_tls and not any(settings.is_set(name) for name in _CLIENT_STORES):
+        return None
+    confluent: dict[str, Any] = {}
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    trusted = _client_trusted(settings)
+    if trusted is None:
+        context.load_default_certs()
+    else:
+        try:
+            context.load_verify_locations(cadata=trusted)
+        except ssl.SSLError:
+            name = ("ssl.truststore.location" if settings.is_set("ssl.truststore.location")
+                    else "ssl.truststore.certificates")
+            raise settings.error(name, "holds no PEM certificate", with_value=name.endswith(".location")) from None
+        confluent["ssl.ca.pem"] = trusted
+    own = _client_key(settings)
+    if own is not None:
+        key, chain, password, name = own
+        with _private_file("keystore.pem", key + chain) as path:
+            _load_chain(context, settings, name, path, password)
+        confluent["ssl.key.pem"] = key.decode("ascii")
+        confluent["ssl.certificate.pem"] = chain.decode("ascii")
+        if password is not None:
+            confluent["ssl.key.password"] = password.value()
+    # Kafka's https (the default) checks that the broker's certificate names its host; empty does not.
+    context.check_hostname = settings.get("ssl.endpoint.identification.algorithm") != ""
+    return ClientTls(confluent, context)
+
+
+def _client_trusted(settings: _ClientTlsSettings) -> str | None:
+    """The trusted certificates in PEM, or ``None`` when no trust store is set."""
+    location, certificates = settings.get("ssl.truststore.location"), settings.get("ssl.truststore.certificates")
+    if location is not None and certificates is not None:
+        raise settings.error("ssl.truststore.location", f"set it or {settings.key('ssl.truststore.certificates')}, "
+                             "not both")
+    if certificates is not None:
+        return _pem_text(certificates.value())
+    if location is None:
+        return None
+    written_type = settings.get("ssl.truststore.type").upper() if settings.is_set("ssl.truststore.type") else None
+    data = _read_store(settings, "ssl.truststore.location", location)
+    kind = _store_format(settings, "ssl.truststore", data, written_type)
+    if kind == "JKS":
+        data, kind = _jks_as_pkcs12(settings, "ssl.truststore", location), "PKCS12"
+    if kind == "PKCS12":
+        return _pkcs12_trusted(settings, data)
+    return "".join(f"-----BEGIN {label}-----{body}-----END {label}-----\n"
+                   for label, body in _pem_blocks(data.decode("latin-1")) if label == "CERTIFICATE")
+
+
+def _client_key(settings: _ClientTlsSettings) -> tuple[bytes, bytes, Secret | None, str] | None:
+    """The client's own private key and certificate chain in PEM, the key's password, and the key
+    they came from; ``None`` when no key store is set."""
+    # lazy: cryptography (~60 ms) only for PKCS12 and JKS stores, as in _load_pkcs12_key_store
+    location = settings.get("ssl.keystore.location")
+    chain, key = settings.get("ssl.keystore.certificate.chain"), settings.get("ssl.keystore.key")
+    if location is None:
+        if chain is None and key is None:
+            return None
+        if chain is None or key is None:
+            missing = "ssl.keystore.key" if key is None else "ssl.keystore.certificate.chain"
+            present = "ssl.keystore.certificate.chain" if key is None else "ssl.keystore.key"
+            raise settings.error(present, f"also set {settings.key(missing)}", with_value=False)
+        return (_pem_text(key.value()).encode("ascii"), _pem_text(chain.value()).encode("ascii"),
+                settings.get("ssl.key.password"), "ssl.keystore.key")
+    written_type = settings.get("ssl.keystore.type").upper() if settings.is_set("ssl.keystore.type") else None
+    data = _read_store(settings, "ssl.keystore.location", location)
+    kind = _store_format(settings, "ssl.keystore", data, written_type)
+    if kind == "JKS":
+        data, kind = _jks_as_pkcs12(settings, "ssl.keystore", location), "PKCS12"
+    if kind == "PEM":
+        blocks = _pem_blocks(data.decode("latin-1"))
+        pem = {label: "".join(f"-----BEGIN {lb}-----{body}-----END {lb}-----\n" for lb, body in blocks if lb == label)
+               for label, _ in blocks}
+        keys = "".join(text for label, text in pem.items() if label.endswith("PRIVATE KEY"))
+        if not keys or "CERTIFICATE" not in pem:
+            missing = "private key" if not keys else "certificate"
+            raise settings.error("ssl.keystore.location", f"holds no PEM {missing}")
+        return keys.encode("ascii"), pem["CERTIFICATE"].encode("ascii"), settings.get("ssl.key.password"), \
+            "ssl.keystore.location"
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, Encoding, PrivateFormat
+
+    only_key_password = settings.is_set("ssl.key.password") and not settings.is_set("ssl.keystore.password")
+    store = _open_pkcs12(settings, "ssl.keystore.location", data,
+                         "ssl.key.password" if only_key_password else "ssl.keystore.password")
+    if store.key is None or store.cert is None:
+        raise settings.error("ssl.keystore.location", "is a PKCS12 store without a private key and its certificate")
+    once = token_urlsafe(32)
+    key_pem = store.key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(once.encode("ascii")))
+    chain_pem = b"".join(c.certificate.public_bytes(Encoding.PEM) for c in (store.cert, *store.additional_certs))
+    return key_pem, chain_pem, Secret(once), "ssl.keystore.location"

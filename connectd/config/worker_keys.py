@@ -115,20 +115,21 @@ _CLIENT_KEYS = [
               "Write the password as a config provider placeholder.",
               default=None, importance=M, group="Kafka security"),
     ConfigKey("ssl.truststore.location", Type.STRING,
-              "File of the CA certificates that sign the brokers' certificates (PEM). https REST listeners "
-              "check client certificates against it (PEM or PKCS12) unless listeners.https.* keys are set.",
+              "File of the CA certificates that sign the brokers' certificates: a JKS or PKCS12 store, or PEM "
+              "(the file's content tells; JKS is converted with Java's keytool). https REST listeners check "
+              "client certificates against it unless listeners.https.* keys are set.",
               default=None, importance=H, group="Kafka security"),
     ConfigKey("ssl.truststore.password", Type.PASSWORD,
               "Password of the trust store, if it has one.", default=None, importance=H, group="Kafka security"),
     ConfigKey("ssl.truststore.type", Type.STRING,
-              "Format of the trust store: PEM (also JKS and PKCS12 for compatibility of files; "
-              "the Python clients read PEM trust stores and PKCS12 key stores; https REST listeners read "
-              "PEM and PKCS12 stores of both kinds, telling them by their content).",
+              "Format of the trust store: JKS, PKCS12 or PEM; the file's content tells, this only names "
+              "the kind of a store that cannot be told.",
               default="JKS", importance=M, validator=CaseInsensitiveValidString("JKS", "PKCS12", "PEM"),
               group="Kafka security"),
     ConfigKey("ssl.keystore.location", Type.STRING,
-              "The worker's own key store for mutual TLS (PKCS12). https REST listeners serve its "
-              "certificate (PKCS12 or PEM) unless listeners.https.* keys are set.", default=None, importance=H,
+              "The worker's own key store for mutual TLS with the brokers: JKS, PKCS12 or PEM (key and "
+              "certificate chain). https REST listeners serve its certificate unless listeners.https.* keys "
+              "are set.", default=None, importance=H,
               group="Kafka security"),
     ConfigKey("ssl.keystore.password", Type.PASSWORD,
               "Password of the key store.", default=None, importance=H, group="Kafka security"),

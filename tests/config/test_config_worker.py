@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import ssl
 import sys
 from pathlib import Path
 
@@ -527,7 +528,8 @@ def test_aiokafka_settings(tmp_path) -> None:
     assert "linger_ms" not in consumer
     admin = config.client_config("admin", "aiokafka")
     assert set(admin) == {"bootstrap_servers", "client_id", "security_protocol", "sasl_mechanism",
-                          "request_timeout_ms", "sasl_plain_username", "sasl_plain_password"}
+                          "request_timeout_ms", "sasl_plain_username", "sasl_plain_password", "ssl_context"}
+    assert admin["ssl_context"].verify_mode == ssl.CERT_REQUIRED  # SASL_SSL: the system's CAs
 
 
 def test_client_settings_resolve_placeholders(tmp_path, monkeypatch) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 import structlog
+from pki import KEY_PASSWORD, STORE_PASSWORD, TRUST_PASSWORD
 
 from connectd.config import tls
 from connectd.config.worker import WorkerConfig
@@ -32,73 +33,11 @@ from connectd.logging import configure_logging
 from connectd.rest.security import rest_listeners, rest_middlewares, server_ssl_context
 from connectd.worker import Worker
 
-KEY_PASSWORD = "tls-key-pass-4f1d9c"
 ADMIN_PASSWORD = "admin-pass-8b27e0"
 READER_PASSWORD = "reader-pass-51aa3f"
 WRONG_PASSWORD = "guessed-pass-c0ffee"
-STORE_PASSWORD = "p12-store-pass-7e3a90"
-TRUST_PASSWORD = "p12-trust-pass-2d64b1"
 
 ORIGIN = "https://ui.example.com"
-
-
-# --- certificates --------------------------------------------------------------
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def _key_and_csr(name: str, subject: str, cwd: Path) -> None:
-    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-             "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=cwd)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> dict[str, Path]:
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is needed to make test certificates")
-    d = tmp_path_factory.mktemp("pki")
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-             "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=connectd test CA", cwd=d)
-    (d / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
-    for name, subject in (("server", "/CN=localhost"), ("client", "/CN=rest-client")):
-        _key_and_csr(name, subject, d)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext", cwd=d)
-    _openssl("pkcs8", "-topk8", "-in", "server.key", "-out", "server-encrypted.key",
-             "-passout", f"pass:{KEY_PASSWORD}", cwd=d)
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-             "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2", "-subj", "/CN=rogue client", cwd=d)
-    # As Kafka users hold them: the key with its chain, and the CA alone, each under a password.
-    _openssl("pkcs12", "-export", "-in", "server.pem", "-inkey", "server.key", "-certfile", "ca.pem",
-             "-name", "rest", "-out", "keystore.p12", "-passout", f"pass:{STORE_PASSWORD}", cwd=d)
-    _openssl("pkcs12", "-export", "-nokeys", "-in", "ca.pem", "-name", "ca", "-out", "truststore.p12",
-             "-passout", f"pass:{TRUST_PASSWORD}", cwd=d)
-    _openssl("x509", "-in", "server.pem", "-outform", "DER", "-out", "server.der", cwd=d)
-    files = {
-        "ca": d / "ca.pem",
-        "cert": d / "server.pem",
-        "key": d / "server.key",
-        "encrypted_key": d / "server-encrypted.key",
-        "keystore": d / "keystore.pem",
-        "encrypted_keystore": d / "keystore-encrypted.pem",
-        "mismatched_keystore": d / "keystore-mismatched.pem",
-        "client_cert": d / "client.pem",
-        "client_key": d / "client.key",
-        "rogue_cert": d / "rogue.pem",
-        "rogue_key": d / "rogue.key",
-        "p12": d / "keystore.p12",
-        "trust_p12": d / "truststore.p12",
-        "der_cert": d / "server.der",
-        "jks": d / "keystore.jks",
-    }
-    files["keystore"].write_text(files["key"].read_text() + files["cert"].read_text())
-    files["encrypted_keystore"].write_text(files["encrypted_key"].read_text() + files["cert"].read_text())
-    files["mismatched_keystore"].write_text((d / "ca.key").read_text() + files["cert"].read_text())
-    files["jks"].write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x02" + bytes(64))  # a JKS store's header
-    return files
 
 
 def _client_ssl(pki, *, certificate: str | None = None) -> ssl.SSLContext:
@@ -354,7 +293,7 @@ def test_pkcs12_trust_store_checks_client_certificates(rest, pki, secrets_file):
 
 
 def test_stores_made_by_keytool(worker_config, tmp_path, pki):
-    """As Java users make them: a JKS key store, converted as the error says, and a PKCS12 trust store."""
+    """As Java users make them: JKS key and trust stores (Kafka's default type), read as they are."""
     if shutil.which("keytool") is None:
         pytest.skip("the keytool command is needed to make Java's stores")
 
@@ -365,24 +304,21 @@ def test_stores_made_by_keytool(worker_config, tmp_path, pki):
     keytool("-importkeystore", "-srckeystore", str(pki["p12"]), "-srcstoretype", "PKCS12", "-srcstorepass",
             STORE_PASSWORD, "-destkeystore", str(jks), "-deststoretype", "JKS", "-deststorepass", STORE_PASSWORD,
             "-noprompt")
-    keytool("-importcert", "-noprompt", "-alias", "ca", "-file", str(pki["ca"]), "-keystore", "truststore.p12",
-            "-storetype", "PKCS12", "-storepass", TRUST_PASSWORD)
-    message = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(jks),
-                                           "listeners.https.ssl.keystore.password": STORE_PASSWORD})
-    command = re.search(r"convert it to PKCS12 with keytool (.*?), then set", message).group(1).split()
-    keytool(*command, "-srcstorepass", STORE_PASSWORD, "-deststorepass", STORE_PASSWORD, "-noprompt")
-    setting = re.search(r"then set listeners\.https\.ssl\.keystore\.location=(\S+),", message).group(1)
+    keytool("-importcert", "-noprompt", "-alias", "ca", "-file", str(pki["ca"]), "-keystore", "truststore.jks",
+            "-storetype", "JKS", "-storepass", TRUST_PASSWORD)
     context = server_ssl_context(_worker_config(worker_config, **{
         "listeners": "https://127.0.0.1:0",
-        "listeners.https.ssl.keystore.type": "PKCS12",
-        "listeners.https.ssl.keystore.location": setting,
+        "listeners.https.ssl.keystore.location": str(jks),
         "listeners.https.ssl.keystore.password": STORE_PASSWORD,
-        "listeners.https.ssl.truststore.type": "PKCS12",
-        "listeners.https.ssl.truststore.location": str(tmp_path / "truststore.p12"),
+        "listeners.https.ssl.truststore.location": str(tmp_path / "truststore.jks"),
         "listeners.https.ssl.truststore.password": TRUST_PASSWORD,
         "listeners.https.ssl.client.auth": "required",
     }))
     assert [dict(c["subject"][0])["commonName"] for c in context.get_ca_certs()] == ["connectd test CA"]
+    message = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(jks),
+                                           "listeners.https.ssl.keystore.password": WRONG_PASSWORD})
+    assert f"listeners.https.ssl.keystore.location='{jks}': cannot read the JKS store with " \
+           "listeners.https.ssl.keystore.password: " in message and WRONG_PASSWORD not in message
 
 
 # --- TLS configuration errors --------------------------------------------------
@@ -413,24 +349,19 @@ def test_no_key_store_at_all(worker_config):
                             "to a PEM file or PKCS12 store holding both")
 
 
-def test_jks_key_store_says_how_to_convert_it_to_pkcs12(worker_config, pki):
+def test_a_jks_store_needs_its_password_and_keytool_must_read_it(worker_config, pki):
     message = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["jks"]),
                                            "listeners.https.ssl.keystore.type": "JKS"})
-    converted = pki["jks"].with_suffix(".p12")
-    assert f"listeners.https.ssl.keystore.location='{pki['jks']}': is a JKS store, which only Java reads" in message
-    assert (f"convert it to PKCS12 with keytool -importkeystore -srckeystore {pki['jks']} -destkeystore {converted} "
-            "-deststoretype PKCS12, then set ") in message
-    assert (f"listeners.https.ssl.keystore.location={converted}, listeners.https.ssl.keystore.type=PKCS12 and "
-            "listeners.https.ssl.keystore.password to the new store's password") in message
-    # Found by its content too, whatever the type says.
-    assert "is a JKS store" in _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["jks"])})
-    assert "is a JKS store" in _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["jks"]),
-                                                            "listeners.https.ssl.keystore.type": "PKCS12"})
+    assert (f"listeners.https.ssl.keystore.location='{pki['jks']}': is a JKS store, which is opened with its "
+            "password: set listeners.https.ssl.keystore.password") in message
+    # Found by its content too, whatever the type says; a damaged one is keytool's to refuse.
+    damaged = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["jks"]),
+                                           "listeners.https.ssl.keystore.type": "PKCS12",
+                                           "listeners.https.ssl.keystore.password": STORE_PASSWORD})
+    assert "cannot read the JKS store with listeners.https.ssl.keystore.password: " in damaged
     truststore = _tls_error(worker_config, **{"listeners.https.ssl.keystore.location": str(pki["keystore"]),
                                               "listeners.https.ssl.truststore.location": str(pki["jks"])})
-    assert "listeners.https.ssl.truststore.location=" in truststore
-    assert f"keytool -importkeystore -srckeystore {pki['jks']}" in truststore
-    assert "listeners.https.ssl.truststore.type=PKCS12 and listeners.https.ssl.truststore.password" in truststore
+    assert "is a JKS store, which is opened with its password: set listeners.https.ssl.truststore.password" in truststore
 
 
 def test_wrong_or_missing_pkcs12_password(worker_config, tmp_path, pki, secrets_file):
