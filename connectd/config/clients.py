@@ -12,17 +12,16 @@ A Java setting neither library has is reported, never silently dropped:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from connectd.config.definitions import ConfigProblem
+from connectd.config.kafka_sasl import SASL_KEYS, parse_jaas, sasl_settings
 from connectd.config.tls import client_tls
 from connectd.errors import ConfigError
-from connectd.secrets import Secret
 
-__all__ = ["ClientSettings", "client_settings", "parse_jaas"]
+__all__ = ["CONNECTION_KEYS", "ClientSettings", "client_settings", "parse_jaas"]
 
 CLIENTS = ("producer", "consumer", "admin")
 DEFAULT_BOOTSTRAP_SERVERS = "localhost:9092"
@@ -34,6 +33,8 @@ SHARED_KEYS = (
     "security.protocol",
     "sasl.mechanism",
     "sasl.jaas.config",
+    "sasl.login.callback.handler.class",
+    "sasl.oauthbearer.token.endpoint.url",
     "ssl.truststore.location",
     "ssl.truststore.password",
     "ssl.truststore.type",
@@ -210,20 +211,19 @@ _NOT_APPLICABLE = {
     "max.poll.records": "bounds the records of one put(); connectd reads it itself",
 }
 
+#: How a client reaches and authenticates to the cluster: each read with the others (a SASL
+#: mechanism with its JAAS line, a store with its password), so checked only all together.
+CONNECTION_KEYS = frozenset({"security.protocol", "sasl.mechanism", *SASL_KEYS, "ssl.truststore.location",
+                             "ssl.truststore.password", "ssl.truststore.type", "ssl.truststore.certificates",
+                             "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.key.password",
+                             "ssl.keystore.certificate.chain", "ssl.keystore.key"})
+
 #: A client's trust and key stores: read by :func:`connectd.config.tls.client_tls`, for both libraries.
 _TLS_STORE_KEYS = frozenset({
     "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type", "ssl.truststore.certificates",
     "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.key.password",
     "ssl.keystore.certificate.chain", "ssl.keystore.key",
 })
-
-_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|(\S+?))(?=\s|;|$)')
-
-
-def parse_jaas(text: str) -> dict[str, str]:
-    """The options of a ``sasl.jaas.config`` line (``username``, ``password``, …)."""
-    return {m.group(1): (m.group(2) if m.group(2) is not None else m.group(3)) for m in _JAAS_OPTION.finditer(text)}
-
 
 @dataclass
 class ClientSettings:
@@ -271,7 +271,7 @@ def client_settings(
     specific = (_CONFLUENT if library == "confluent" else _AIOKAFKA)[client]
     result = ClientSettings()
     for java_key, (raw, written) in merged.items():
-        if java_key == "sasl.jaas.config" or java_key in _TLS_STORE_KEYS:
+        if java_key in SASL_KEYS or java_key in _TLS_STORE_KEYS:
             continue  # handled below
         if java_key == "ssl.endpoint.identification.algorithm" and library == "aiokafka":
             continue  # in the SSL context made below
@@ -289,21 +289,9 @@ def client_settings(
         except (ValueError, TypeError) as exc:
             message = str(exc) if str(exc).startswith("expected") else "expected a number"
             result.problems.append(ConfigProblem(None, written, message, raw))
-    jaas = merged.get("sasl.jaas.config")
-    if jaas:
-        options = parse_jaas(resolve(jaas[0]))
-        user, password = options.get("username"), options.get("password")
-        if user is not None and password is not None:
-            if library == "confluent":
-                result.settings["sasl.username"] = user
-                result.settings["sasl.password"] = Secret(password).value()
-            else:
-                result.settings["sasl_plain_username"] = user
-                result.settings["sasl_plain_password"] = Secret(password).value()
-        else:
-            result.problems.append(
-                ConfigProblem(None, "sasl.jaas.config", "ignored: no username and password options found", severity="warning")
-            )
+    sasl, problems = sasl_settings(merged, resolve, library)
+    result.settings.update(sasl)
+    result.problems.extend(problems)
     try:
         tls = client_tls(merged, resolve)
     except ConfigError as exc:

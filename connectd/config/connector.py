@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connectd.config.clients import client_settings
+from connectd.config.clients import CONNECTION_KEYS, client_settings
 from connectd.config.definitions import (
     CaseInsensitiveValidString,
     ConfigDef,
@@ -415,8 +415,11 @@ def override_support_problems(
             if full in OVERRIDES_HANDLED:
                 continue
             if full in _OVERRIDES_REFUSED:
-                found.append(ConfigProblem(origin(full), full, f"not supported: {_OVERRIDES_REFUSED[full]}", str(value)))
+                found.append(ConfigProblem(origin(full), full, f"not supported: {_OVERRIDES_REFUSED[full]}",
+                                           str(value)))
                 continue
+            if key in CONNECTION_KEYS:
+                continue  # checked with the worker's settings beside them, when the client is made
             if full in _OVERRIDES_MOOT:
                 found.append(ConfigProblem(origin(full), full, _OVERRIDES_MOOT[full], str(value), severity="warning"))
                 continue

@@ -107,12 +107,22 @@ _CLIENT_KEYS = [
               "How the worker's clients talk to the brokers: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.",
               default="PLAINTEXT", importance=M, validator=_SECURITY_PROTOCOLS, group="Kafka security"),
     ConfigKey("sasl.mechanism", Type.STRING,
-              "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI.",
+              "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM; GSSAPI (Kafka's "
+              "default) is refused with a SASL security.protocol: the librdkafka here has no Kerberos.",
               default="GSSAPI", importance=M, validator=NonEmptyString(), group="Kafka security"),
     ConfigKey("sasl.jaas.config", Type.PASSWORD,
               "JAAS login module line, e.g. org.apache.kafka.common.security.plain.PlainLoginModule "
-              "required username=\"u\" password=\"p\"; — connectd reads the username and password from it. "
-              "Write the password as a config provider placeholder.",
+              "required username=\"u\" password=\"p\"; — connectd reads username and password (PLAIN, SCRAM), "
+              "clientId, clientSecret, scope and extension_* (OAUTHBEARER), awsProfileName or awsRoleArn (MSK "
+              "IAM) from it. Write secrets as config provider placeholders.",
+              default=None, importance=M, group="Kafka security"),
+    ConfigKey("sasl.login.callback.handler.class", Type.STRING,
+              "With OAUTHBEARER: Kafka's org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler "
+              "(tokens from sasl.oauthbearer.token.endpoint.url, clientId and clientSecret in the JAAS line) or AWS "
+              "MSK IAM's software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler; others are refused.",
+              default=None, importance=M, group="Kafka security"),
+    ConfigKey("sasl.oauthbearer.token.endpoint.url", Type.STRING,
+              "With OAUTHBEARER: the OAuth 2 token endpoint asked for client-credentials tokens.",
               default=None, importance=M, group="Kafka security"),
     ConfigKey("ssl.truststore.location", Type.STRING,
               "File of the CA certificates that sign the brokers' certificates: a JKS or PKCS12 store, or PEM "
@@ -228,7 +238,6 @@ _IGNORED_KAFKA_KEYS = [
     _ignored("sasl.login.refresh.buffer.seconds", Type.SHORT, 300, _JAVA_SASL, Range.between(0, 3600),
              group="Kafka security"),
     _ignored("sasl.client.callback.handler.class", Type.CLASS, None, _JAVA_SASL, group="Kafka security"),
-    _ignored("sasl.login.callback.handler.class", Type.CLASS, None, _JAVA_SASL, group="Kafka security"),
     _ignored("sasl.login.class", Type.CLASS, None, _JAVA_SASL, group="Kafka security"),
     _ignored("sasl.login.connect.timeout.ms", Type.INT, None, _JAVA_SASL, group="Kafka security"),
     _ignored("sasl.login.read.timeout.ms", Type.INT, None, _JAVA_SASL, group="Kafka security"),
@@ -236,7 +245,6 @@ _IGNORED_KAFKA_KEYS = [
     _ignored("sasl.login.retry.backoff.ms", Type.LONG, 100, _JAVA_SASL, group="Kafka security"),
     _ignored("sasl.oauthbearer.scope.claim.name", Type.STRING, "scope", _JAVA_SASL, group="Kafka security"),
     _ignored("sasl.oauthbearer.sub.claim.name", Type.STRING, "sub", _JAVA_SASL, group="Kafka security"),
-    _ignored("sasl.oauthbearer.token.endpoint.url", Type.STRING, None, _JAVA_SASL, group="Kafka security"),
     _ignored("sasl.oauthbearer.jwks.endpoint.url", Type.STRING, None, _JAVA_SASL, group="Kafka security"),
     _ignored("sasl.oauthbearer.jwks.endpoint.refresh.ms", Type.LONG, 3600000, _JAVA_SASL, group="Kafka security"),
     _ignored("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", Type.LONG, 10000, _JAVA_SASL,

@@ -126,6 +126,7 @@ def test_a_wrong_store_password_names_the_key_and_file_and_shows_no_password(pki
 
 
 def test_ssl_without_stores_trusts_the_systems_cas(tmp_path):
-    worker = config(tmp_path, **{"security.protocol": "SASL_SSL"})
+    worker = config(tmp_path, **{"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                                 "sasl.jaas.config": 'x required username="u" password="p";'})
     assert not any(k.startswith("ssl.") and k.endswith(".pem") for k in worker.client_config("producer", "confluent"))
     assert worker.client_config("admin", "aiokafka")["ssl_context"].verify_mode == ssl.CERT_REQUIRED
