@@ -3,9 +3,9 @@
 A forwarded request is the user's request as it came — method, path with
 query, body, ``Content-Type`` and the user's ``Authorization`` — sent on to
 the leader's advertised REST URL, with :data:`FORWARDED_HEADER` naming the
-worker that forwarded it and, under ``connect.protocol=sessioned``, an HMAC
-signature made with the cluster's session key
-(:mod:`connectd.cluster.signing`). The leader's answer goes back to the
+worker that forwarded it and, under ``connect.protocol=sessioned``, HMAC
+signatures made with the cluster's session key, Kafka Connect's and
+connectd's (:mod:`connectd.cluster.signing`). The leader's answer goes back to the
 user unchanged. A worker that receives a forwarded request and is not the
 leader (leadership moved meanwhile) does not forward it again: it answers
 409 and the user retries.
@@ -14,6 +14,7 @@ leader (leadership moved meanwhile) does not forward it again: it answers
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,16 @@ from urllib.parse import quote
 
 import aiohttp
 
-from connectd.cluster.signing import ALGORITHM_HEADER, SIGNATURE_HEADER, SessionKey, sign, verify
+from connectd.cluster.signing import (
+    ALGORITHM_HEADER,
+    CONNECTD_SIGNATURE_HEADER,
+    SIGNATURE_HEADER,
+    Refusal,
+    SessionKey,
+    sign,
+    sign_body,
+    verify,
+)
 from connectd.errors import ConnectorError, NotLeaderError
 from connectd.logging import get_logger
 
@@ -63,9 +73,10 @@ async def forward(herder: Any, url: str, method: str, path_qs: str, body: bytes,
     sent[FORWARDED_HEADER] = herder.worker_id
     if _sessioned(herder):
         key, algorithm = _signing(herder)
-        if key is not None:
-            sent[SIGNATURE_HEADER] = sign(key, algorithm, method, path_qs, body)
+        if key is not None:  # Kafka's signature, and connectd's beside it
+            sent[SIGNATURE_HEADER] = sign_body(key, algorithm, body)
             sent[ALGORITHM_HEADER] = algorithm
+            sent[CONNECTD_SIGNATURE_HEADER] = sign(key, algorithm, method, path_qs, body)
     target = url.rstrip("/") + path_qs
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=_TIMEOUT_S)) as session:
@@ -78,17 +89,29 @@ async def forward(herder: Any, url: str, method: str, path_qs: str, body: bytes,
                              f"{type(exc).__name__}: {exc}", retriable=True) from exc
 
 
-def check_signature(herder: Any, method: str, path_qs: str, body: bytes, headers: Mapping[str, str]) -> str | None:
-    """Why a request between workers is refused, or ``None`` if it may pass.
+#: Kafka Connect's internal endpoints: a request to them is always a worker's, and must be signed.
+_INTERNAL = re.compile(r"^/connectors/[^/]+/(?:tasks|fence)$")
 
-    Requests that do not claim to come from a worker pass (they are users'); under
-    ``sessioned`` a forwarded one must carry a valid signature.
+
+def check_signature(herder: Any, method: str, path: str, path_qs: str, body: bytes,
+                    headers: Mapping[str, str]) -> Refusal | None:
+    """Why a request between workers is refused, or ``None`` if it may pass (``sessioned`` only).
+
+    A request to an internal endpoint (``POST /connectors/{c}/tasks``, ``PUT /connectors/{c}/fence``)
+    must carry Kafka's signature, as Kafka Connect's workers require it of each other. A user's
+    request forwarded by a connectd worker must carry connectd's. Other requests are users' and pass.
     """
-    if FORWARDED_HEADER not in headers or not _sessioned(herder) or not hasattr(herder, "session_keys"):
+    internal = method in ("POST", "PUT") and _INTERNAL.match(path) is not None
+    forwarded = FORWARDED_HEADER in headers
+    if not (internal or forwarded) or not hasattr(herder, "session_keys") or not _sessioned(herder):
         return None
     accepted = [str(a) for a in herder.worker.get("inter.worker.verification.algorithms")]
-    return verify(herder.session_keys(), accepted, headers.get(ALGORITHM_HEADER), headers.get(SIGNATURE_HEADER),
-                  method, path_qs, body)
+    keys, algorithm = herder.session_keys(), headers.get(ALGORITHM_HEADER)
+    if internal:
+        refused = verify(keys, accepted, algorithm, headers.get(SIGNATURE_HEADER), body)
+        if refused is not None or not forwarded:
+            return refused
+    return verify(keys, accepted, algorithm, headers.get(CONNECTD_SIGNATURE_HEADER), body, method, path_qs)
 
 
 async def send_task_configs(herder: Any, connector: str, configs: list[dict[str, str]]) -> None:

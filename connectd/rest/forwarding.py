@@ -3,9 +3,9 @@
 The herder raises :class:`~connectd.errors.NotLeaderError` for a write
 that only the leader may make; this middleware sends the request on to the
 leader (:func:`connectd.cluster.forwarding.forward`) and returns the
-leader's answer as it is. It also refuses, with 403, a request that claims
-to come from another worker but is not signed with the cluster's session
-key. A standalone herder never raises NotLeaderError and has no session
+leader's answer as it is. It also refuses a request between workers that
+is not signed with the cluster's session key, with Kafka Connect's status
+(400 unsigned, 403 a wrong signature, 503 no key yet). A standalone herder never raises NotLeaderError and has no session
 key, so on a standalone worker this middleware passes every request through.
 """
 
@@ -29,9 +29,9 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     if herder is None:
         return await handler(request)
     body = await request.read() if request.can_read_body else b""
-    refused = check_signature(herder, request.method, request.path_qs, body, request.headers)
+    refused = check_signature(herder, request.method, request.path, request.path_qs, body, request.headers)
     if refused is not None:
-        raise RestError(403, f"Internal request refused: {refused}")
+        raise RestError(refused.status, refused.message)
     try:
         return await handler(request)
     except NotLeaderError as exc:

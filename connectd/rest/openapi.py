@@ -106,6 +106,8 @@ _ERROR_RESPONSES = {
     404: ("NotFound", "no such connector, task, plugin or logger; or, setting a log level, no such level (as Kafka)"),
     409: ("Conflict", "the connector already exists, or its state forbids the operation"),
     500: ("InternalServerError", "an unexpected failure; the worker's log has the trace, the answer never does"),
+    503: ("ServiceUnavailable", "a request between workers that this worker cannot verify yet: it has not read "
+                                "the cluster's session key"),
 }
 
 
@@ -238,12 +240,15 @@ _PATHS: dict[str, Any] = {
             parameters=[_CONNECTOR]),
         "post": _operation(
             "putTaskConfigs", "connectors", "internal: a worker gives the cluster's leader new task configs",
-            {"204": _NO_CONTENT, **_errors(400, 403, 404, 409)}, parameters=[_CONNECTOR],
+            {"204": _NO_CONTENT, **_errors(400, 403, 404, 409, 503)}, parameters=[_CONNECTOR],
             body=_body({"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}},
                        [{"file": "/tmp/in.txt", "topic": "lines"}], "the task configs, one object per task"),
-            description="Only another worker of a distributed cluster may call it: the request must carry "
-                        "X-Connectd-Forwarded-By and, under connect.protocol=sessioned, a signature made with the "
-                        "cluster's session key (X-Connect-Authorization). A standalone worker answers 404."),
+            description="Only another worker of a distributed cluster may call it. Under "
+                        "connect.protocol=sessioned the request carries Kafka Connect's signature made with the "
+                        "cluster's session key (X-Connect-Authorization: the HMAC of the body, and "
+                        "X-Connect-Request-Signature-Algorithm), as a Kafka Connect worker sends it: 400 without "
+                        "one, 403 for a wrong one, 503 before this worker has the key; otherwise it carries "
+                        "X-Connectd-Forwarded-By. A standalone worker answers 404."),
     },
     "/connectors/{connector}/tasks-config": {"get": _operation(
         "getTasksConfig", "connectors", "deprecated: the task configs as a map `<connector>-<task>` → config",

@@ -76,7 +76,7 @@ def test_every_reference_resolves_and_every_component_is_used():
 
 
 _ERROR_RESPONSES = {"400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound",
-                    "409": "Conflict", "500": "InternalServerError"}
+                    "409": "Conflict", "500": "InternalServerError", "503": "ServiceUnavailable"}
 
 
 def test_every_operation_documents_its_errors_with_the_shared_schema():
