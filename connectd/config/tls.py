@@ -166,10 +166,7 @@ def _load_key_store(context: ssl.SSLContext, settings: _TlsSettings) -> None:
         if chain is not None or key is not None:
             raise settings.error("ssl.keystore.location", f"set it or {settings.key('ssl.keystore.certificate.chain')} "
                                  f"and {settings.key('ssl.keystore.key')}, not both")
-        data = _read_store(settings, "ssl.keystore.location", location)
-        kind = _store_format(settings, "ssl.keystore", data, written_type)
-        if kind == "JKS":
-            data, kind = _jks_as_pkcs12(settings, "ssl.keystore", location), "PKCS12"
+        data, kind = _read_kind(settings, "ssl.keystore", location)
         if kind == "PKCS12":
             _load_pkcs12_key_store(context, settings, data)
             return
@@ -243,12 +240,8 @@ def _load_trust_store(context: ssl.SSLContext, settings: _TlsSettings) -> bool:
     if location is not None and certificates is not None:
         raise settings.error("ssl.truststore.location",
                              f"set it or {settings.key('ssl.truststore.certificates')}, not both")
-    written_type = settings.get("ssl.truststore.type").upper() if settings.is_set("ssl.truststore.type") else None
     if location is not None:
-        data = _read_store(settings, "ssl.truststore.location", location)
-        kind = _store_format(settings, "ssl.truststore", data, written_type)
-        if kind == "JKS":
-            data, kind = _jks_as_pkcs12(settings, "ssl.truststore", location), "PKCS12"
+        data, kind = _read_kind(settings, "ssl.truststore", location)
         if kind == "PKCS12":
             context.load_verify_locations(cadata=_pkcs12_trusted(settings, data))
             return True
@@ -339,6 +332,17 @@ def _store_format(settings: _TlsSettings, store: str, data: bytes, written_type:
     if written_type == "PKCS12":
         raise settings.error(location, "is not a PKCS12 store")
     raise settings.error(location, "is neither a PEM file nor a PKCS12 store")
+
+
+def _read_kind(settings: Any, store: str, location: str) -> tuple[bytes, str]:
+    """The store *store* (``ssl.keystore``, ``ssl.truststore``) at *location*, and its kind, ``PEM`` or
+    ``PKCS12`` (a JKS store comes converted to PKCS12)."""
+    written_type = settings.get(f"{store}.type").upper() if settings.is_set(f"{store}.type") else None
+    data = _read_store(settings, f"{store}.location", location)
+    kind = _store_format(settings, store, data, written_type)
+    if kind == "JKS":
+        return _jks_as_pkcs12(settings, store, location), "PKCS12"
+    return data, kind
 
 
 def _jks_as_pkcs12(settings: Any, store: str, location: str) -> bytes:
@@ -595,11 +599,7 @@ def _client_trusted(settings: _ClientTlsSettings) -> str | None:
         return _pem_text(certificates.value())
     if location is None:
         return None
-    written_type = settings.get("ssl.truststore.type").upper() if settings.is_set("ssl.truststore.type") else None
-    data = _read_store(settings, "ssl.truststore.location", location)
-    kind = _store_format(settings, "ssl.truststore", data, written_type)
-    if kind == "JKS":
-        data, kind = _jks_as_pkcs12(settings, "ssl.truststore", location), "PKCS12"
+    data, kind = _read_kind(settings, "ssl.truststore", location)
     if kind == "PKCS12":
         return _pkcs12_trusted(settings, data)
     return "".join(f"-----BEGIN {label}-----{body}-----END {label}-----\n"
@@ -609,7 +609,6 @@ def _client_trusted(settings: _ClientTlsSettings) -> str | None:
 def _client_key(settings: _ClientTlsSettings) -> tuple[bytes, bytes, Secret | None, str] | None:
     """The client's own private key and certificate chain in PEM, the key's password, and the key
     they came from; ``None`` when no key store is set."""
-    # lazy: cryptography (~60 ms) only for PKCS12 and JKS stores, as in _load_pkcs12_key_store
     location = settings.get("ssl.keystore.location")
     chain, key = settings.get("ssl.keystore.certificate.chain"), settings.get("ssl.keystore.key")
     if location is None:
@@ -621,11 +620,7 @@ def _client_key(settings: _ClientTlsSettings) -> tuple[bytes, bytes, Secret | No
             raise settings.error(present, f"also set {settings.key(missing)}", with_value=False)
         return (_pem_text(key.value()).encode("ascii"), _pem_text(chain.value()).encode("ascii"),
                 settings.get("ssl.key.password"), "ssl.keystore.key")
-    written_type = settings.get("ssl.keystore.type").upper() if settings.is_set("ssl.keystore.type") else None
-    data = _read_store(settings, "ssl.keystore.location", location)
-    kind = _store_format(settings, "ssl.keystore", data, written_type)
-    if kind == "JKS":
-        data, kind = _jks_as_pkcs12(settings, "ssl.keystore", location), "PKCS12"
+    data, kind = _read_kind(settings, "ssl.keystore", location)
     if kind == "PEM":
         blocks = _pem_blocks(data.decode("latin-1"))
         pem = {label: "".join(f"-----BEGIN {lb}-----{body}-----END {lb}-----\n" for lb, body in blocks if lb == label)
@@ -636,6 +631,7 @@ def _client_key(settings: _ClientTlsSettings) -> tuple[bytes, bytes, Secret | No
             raise settings.error("ssl.keystore.location", f"holds no PEM {missing}")
         return keys.encode("ascii"), pem["CERTIFICATE"].encode("ascii"), settings.get("ssl.key.password"), \
             "ssl.keystore.location"
+    # lazy: cryptography (~60 ms) only for PKCS12 and JKS stores, as in _load_pkcs12_key_store
     from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, Encoding, PrivateFormat
 
     only_key_password = settings.is_set("ssl.key.password") and not settings.is_set("ssl.keystore.password")
