@@ -95,7 +95,8 @@ class NotLeaderError(ConnectdError):
 
 
 class RebalanceInProgressError(ConnectorError):
-    """The cluster is rebalancing and did not settle within the bound a write waits (REST answers 409)."""
+    """The cluster is rebalancing and did not settle within the bound a write waits, or the work asked
+    for is not assigned yet (REST answers 409, as Kafka Connect does; any other ConnectorError is 500)."""
 
 
 class KafkaUnavailableError(ConnectdError):

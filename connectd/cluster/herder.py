@@ -67,7 +67,6 @@ from connectd.errors import (
     BadRequestError,
     ConfigError,
     ConnectdError,
-    ConnectorError,
     NotFoundError,
     NotLeaderError,
     RebalanceInProgressError,
@@ -347,7 +346,8 @@ class DistributedHerder(HerderBase):
         await self._as_leader()
         owner = self._owner_url(ConnectorTaskId(name, task_id))
         if owner is None:
-            raise ConnectorError(f"task {task_id} of connector {name} is not assigned to any worker yet")
+            # Kafka's NotAssignedException: a conflict, for as long as the group settles.
+            raise RebalanceInProgressError(f"task {task_id} of connector {name} is not assigned to any worker yet")
         raise NotLeaderError(f"task {task_id} of connector {name} runs on another worker", owner)
 
     async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:

@@ -6,7 +6,14 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from connectd.errors import BadRequestError, ConfigError, ConnectorError, KafkaUnavailableError, NotFoundError
+from connectd.errors import (
+    BadRequestError,
+    ConfigError,
+    ConnectorError,
+    KafkaUnavailableError,
+    NotFoundError,
+    RebalanceInProgressError,
+)
 from connectd.logging import get_logger
 from connectd.secrets import redact
 
@@ -53,9 +60,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(400, str(exc))
     except KafkaUnavailableError as exc:  # as Kafka Connect: 500, saying which cluster did not answer
         return error_response(500, _capitalised(str(exc)))
-    except ConnectorError as exc:
-        # Anything else the herder refuses is the connector's state being in the way.
+    except RebalanceInProgressError as exc:  # Kafka's 409: the cluster is rebalancing, or the work unassigned
         return error_response(409, _capitalised(str(exc)))
+    except ConnectorError as exc:
+        # Kafka Connect answers a ConnectException with 500 and its message: the leader unreachable,
+        # offsets that could not be read or written, a connector's own failure.
+        return error_response(500, _capitalised(str(exc)))
     except Exception:
         # The trace can hold config values (and so secrets): it goes to the log only.
         log.exception("rest_request_failed", method=request.method, path=request.path)

@@ -104,7 +104,8 @@ _ERROR_RESPONSES = {
     401: ("Unauthorized", "basic authentication is on and the request has no valid credentials"),
     403: ("Forbidden", "the worker's configuration forbids the operation"),
     404: ("NotFound", "no such connector, task, plugin or logger; or, setting a log level, no such level (as Kafka)"),
-    409: ("Conflict", "the connector already exists, or its state forbids the operation"),
+    409: ("Conflict", "the connector already exists, or the cluster is rebalancing (after rest.rebalance.wait.ms) "
+                      "or has not assigned the task yet"),
     500: ("InternalServerError", "an unexpected failure; the worker's log has the trace, the answer never does"),
     503: ("ServiceUnavailable", "a request between workers that this worker cannot verify yet: it has not read "
                                 "the cluster's session key"),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import aiohttp
+import pytest
 
+from connectd.errors import BadRequestError, ConnectorError, NotFoundError, RebalanceInProgressError
 from connectd.rest import RestServer, create_app
 
 
@@ -53,6 +55,30 @@ def test_an_unexpected_failure_is_500_without_trace_or_secret(rest, caplog):
     rest(scenario)
     logged = [r for r in caplog.records if r.name == "connectd.rest.error_responses"]
     assert logged and logged[0].exc_info is not None  # the trace goes to the log
+
+
+@pytest.mark.parametrize(("error", "status"), [
+    (ConnectorError("could not forward the request to the leader at http://w1:8083: ClientConnectorError"), 500),
+    (ConnectorError("Failed to modify offsets for source connector src: disk full"), 500),
+    (RebalanceInProgressError("Cannot complete request because of a conflicting operation (e.g. worker "
+                              "rebalance)"), 409),
+    (BadRequestError("Connector src is not STOPPED"), 400),
+    (NotFoundError("connector src not found"), 404),
+])
+def test_the_herders_refusals_answer_as_kafka_connect_answers_them(rest, error, status):
+    """Kafka Connect's mappers: a ConnectException is 500 with its message, a rebalance (or work not
+    assigned yet) 409, a bad request 400, an unknown connector 404."""
+    async def scenario(http, herder):
+        def refuse():
+            raise error
+
+        herder.connectors = refuse
+        async with http.get("/connectors") as r:
+            return r.status, await r.json()
+
+    answered, body = rest(scenario)
+    assert (answered, body["error_code"]) == (status, status)
+    assert body["message"].lower() == str(error).lower()
 
 
 def test_server_takes_a_free_port_and_stops_twice():
