@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from connectd.cluster.forwarding import FORWARDED_HEADER
-from connectd.errors import BadRequestError, ConnectorError, NotFoundError, PluginError
+from connectd.errors import BadRequestError, ConnectorError, NotFoundError, PluginError, RebalanceInProgressError
 from connectd.logging import get_logger
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO
 from connectd.rest.error_responses import RestError
@@ -427,10 +427,11 @@ def _offset_entries(body: Any) -> list[tuple[Any, Any]]:
 
 @contextlib.contextmanager
 def _offsets_errors() -> Iterator[None]:
-    """A connector's offsets failing to be read or written is a 500 saying so; 400s and 404s pass."""
+    """A connector's offsets failing to be read or written is a 500 saying so; 400s, 404s and a
+    rebalance's 409 pass."""
     try:
         yield
-    except (NotFoundError, BadRequestError):
+    except (NotFoundError, BadRequestError, RebalanceInProgressError):
         raise
     except ConnectorError as exc:
         raise _offsets_failed(exc) from None
