@@ -408,6 +408,12 @@ def _pem_blocks(text: str) -> list[tuple[str, str]]:
     return [(match.group(1), match.group(2)) for match in _PEM_BLOCK.finditer(text)]
 
 
+def _pem_of(data: bytes, wanted: Callable[[str], bool]) -> str:
+    """The PEM blocks of *data* whose label is *wanted*, each as written."""
+    return "".join(f"-----BEGIN {label}-----{body}-----END {label}-----\n"
+                   for label, body in _pem_blocks(data.decode("latin-1")) if wanted(label))
+
+
 def _pem_text(value: str) -> str:
     """PEM blocks of a config value, one line each when the properties file joined them, rewrapped."""
     blocks = []
@@ -602,8 +608,7 @@ def _client_trusted(settings: _ClientTlsSettings) -> str | None:
     data, kind = _read_kind(settings, "ssl.truststore", location)
     if kind == "PKCS12":
         return _pkcs12_trusted(settings, data)
-    return "".join(f"-----BEGIN {label}-----{body}-----END {label}-----\n"
-                   for label, body in _pem_blocks(data.decode("latin-1")) if label == "CERTIFICATE")
+    return _pem_of(data, lambda label: label == "CERTIFICATE")
 
 
 def _client_key(settings: _ClientTlsSettings) -> tuple[bytes, bytes, Secret | None, str] | None:
@@ -622,14 +627,12 @@ def _client_key(settings: _ClientTlsSettings) -> tuple[bytes, bytes, Secret | No
                 settings.get("ssl.key.password"), "ssl.keystore.key")
     data, kind = _read_kind(settings, "ssl.keystore", location)
     if kind == "PEM":
-        blocks = _pem_blocks(data.decode("latin-1"))
-        pem = {label: "".join(f"-----BEGIN {lb}-----{body}-----END {lb}-----\n" for lb, body in blocks if lb == label)
-               for label, _ in blocks}
-        keys = "".join(text for label, text in pem.items() if label.endswith("PRIVATE KEY"))
-        if not keys or "CERTIFICATE" not in pem:
+        keys = _pem_of(data, lambda label: label.endswith("PRIVATE KEY"))
+        certificates = _pem_of(data, lambda label: label == "CERTIFICATE")
+        if not keys or not certificates:
             missing = "private key" if not keys else "certificate"
             raise settings.error("ssl.keystore.location", f"holds no PEM {missing}")
-        return keys.encode("ascii"), pem["CERTIFICATE"].encode("ascii"), settings.get("ssl.key.password"), \
+        return keys.encode("ascii"), certificates.encode("ascii"), settings.get("ssl.key.password"), \
             "ssl.keystore.location"
     # lazy: cryptography (~60 ms) only for PKCS12 and JKS stores, as in _load_pkcs12_key_store
     from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, Encoding, PrivateFormat

@@ -7,10 +7,11 @@ Kafka Connect's messages, after the connector was found STOPPED, as Kafka checks
 
 A source connector's are its stored source offsets (the offsets file in standalone mode, the
 offsets topic in a cluster: the herder says which); a sink connector's are the committed
-offsets of its consumer group (``connect-<name>``, or ``consumer.override.group.id``). Reading works in any state; changing them is
-the herder's to allow (only while the connector is STOPPED, under its lock, so it cannot be
-resumed meanwhile), and first asks the connector's own ``alter_offsets`` on a new instance, as
-Kafka Connect does. The next start of the connector reads them as usual.
+offsets of its consumer group (``connect-<name>``, or ``consumer.override.group.id``). Reading
+works in any state; changing them is the herder's to allow (only while the connector is
+STOPPED, under its lock, so it cannot be resumed meanwhile), and first asks the connector's
+own ``alter_offsets`` on a new instance, as Kafka Connect does. The next start of the connector
+reads them as usual.
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ class OffsetsAdmin:
             pairs = await asyncio.to_thread(self._source_store(run).connector_offsets, name)
             return sorted(((dict(p), dict(o)) for p, o in pairs), key=lambda pair: canonical(pair[0]))
 
-        admin = self._admin(run.config)  # held here until the future has resolved
+        # Held here until the future has resolved; made in a thread: a connector's first admin
+        # client may read key stores (a JKS one runs keytool).
+        admin = await asyncio.to_thread(self._admin, run.config)
         try:
             group = run.settings(self._worker.providers.resolve).group_id
             offsets = await asyncio.to_thread(group_offsets, admin, group, _ADMIN_TIMEOUT_S)
