@@ -112,7 +112,13 @@ def test_a_worker_moved_from_kafka_connect_resumes_its_source_where_it_was(kafka
                    until=lambda value: value == f'{{"position":{source.stat().st_size}}}', timeout=180)
     finally:
         process.terminate()
-        assert process.wait(90) == 0
+        try:
+            stopped = process.wait(90)
+        except subprocess.TimeoutExpired:
+            process.kill()  # by its PID, so no worker outlives a failed test
+            process.wait(30)
+            raise
+    assert stopped == 0
     values = [m.value().decode() for m in consume_records(topic_name, partitions=1)]
     assert values == lines[60:]
     assert kafka_offsets_file.read(offsets)[0] == "java.util.HashMap"
