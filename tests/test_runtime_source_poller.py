@@ -6,10 +6,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from stage_transforms import Suffixed, two_stages
 
 from connectd.runtime.kafka.producing import write_arrow_batch
 from connectd.runtime.source.poller import Poller
-from stage_transforms import Suffixed, two_stages
 
 
 class Polls:
@@ -397,6 +397,22 @@ def test_a_record_without_a_source_partition_moves_the_null_partitions_offset(tr
                             for n, p in enumerate([None, {"f": 1}, None])])
     _, offsets, *_ = reader._poll_once()
     assert offsets == {"null": '{"n":2}', '{"f":1}': '{"n":1}'}  # as Kafka Connect stores it
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["batch", "commit_record"])
+def test_a_partition_travels_in_its_maps_order_one_text_per_partition(tracked):
+    """Kafka Connect writes an offsets key in the connector's map order: the partition's text keeps
+    it; the same partition in another order later is the text it came as first (one key, one offset)."""
+    from connectd.data.records import SourceRecord
+
+    reader = reader_for()
+    reader._acks = tracked
+    reader._task = Polling([SourceRecord(topic="t", value="a", source_partition={"table": "t", "db": "d"},
+                                         source_offset={"pos": 1, "file": "f"}),
+                            SourceRecord(topic="t", value="b", source_partition={"db": "d", "table": "t"},
+                                         source_offset={"pos": 2, "file": "f"})])
+    _, offsets, *_ = reader._poll_once()
+    assert offsets == {'{"table":"t","db":"d"}': '{"pos":2,"file":"f"}'}
 
 
 def stopping_reader(tmp_path, polls):

@@ -30,7 +30,7 @@ from connectd.errors import BadRequestError, ConnectException, ConnectorError, K
 from connectd.herder.runs import ConnectorRun
 from connectd.logging import get_logger
 from connectd.runtime.offsets.groups import alter_group_offsets, delete_group, group_offsets
-from connectd.runtime.offsets.store import canonical
+from connectd.runtime.offsets.store import canonical, ordered
 
 __all__ = ["KAFKA_OFFSET", "KAFKA_PARTITION", "KAFKA_TOPIC", "OffsetsAdmin", "parse_sink_offsets",
            "parse_source_offsets"]
@@ -179,17 +179,20 @@ def _check_primitive_map(value: Any, where: str) -> None:
 
 
 def parse_source_offsets(entries: Iterable[tuple[Any, Any]]) -> dict[str, Mapping[str, Any] | None]:
-    """A request's ``(partition, offset)`` entries as source offsets: partition's canonical JSON → offset.
+    """A request's ``(partition, offset)`` entries as source offsets: partition's JSON in the request's
+    key order (a new offsets key is written so, as Kafka does) → offset.
 
     :raises BadRequestError: naming the entry that is not a source partition or offset.
     """
     offsets: dict[str, Mapping[str, Any] | None] = {}
+    texts: dict[str, str] = {}  # canonical → the first text of the partition
     for index, (partition, offset) in enumerate(entries):
         if partition is not None:  # a null partition is a partition, as for Kafka Connect (OffsetUtils.validateFormat)
             _check_primitive_map(partition, f"offsets[{index}].partition")
         if offset is not None:
             _check_primitive_map(offset, f"offsets[{index}].offset")
-        offsets[canonical(partition)] = offset  # a later entry for one partition wins, as in Kafka
+        # a later entry for one partition wins, as in Kafka
+        offsets[texts.setdefault(canonical(partition), ordered(partition))] = offset
     return offsets
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from connectd.runtime.offsets.store import FileOffsetStore, canonical
+from connectd.runtime.offsets.store import FileOffsetStore, canonical, ordered
 
 pytestmark = pytest.mark.integration
 
@@ -72,6 +72,15 @@ def test_an_empty_kafka_file_takes_offsets_and_stays_kafkas(kafka_offsets_file, 
     kafka_offsets_file.write(path, {})
     FileOffsetStore(path).put("src", {canonical({"p": 0}): {"o": 5}})
     assert kafka_offsets_file.read(path) == ("java.util.HashMap", {'["src",{"p":0}]': '{"o":5}'})
+
+
+def test_a_new_partitions_key_keeps_the_connectors_map_order(kafka_offsets_file, tmp_path):
+    path = tmp_path / "connect.offsets"
+    kafka_offsets_file.write(path, {})
+    store = FileOffsetStore(path)
+    store.put("src", {ordered({"table": "t", "db": "d"}): {"lsn": 5, "file": "b.1"}})
+    store.put("src", {ordered({"db": "d", "table": "t"}): {"lsn": 6, "file": "b.1"}})  # one partition, one key
+    assert kafka_offsets_file.read(path)[1] == {'["src",{"table":"t","db":"d"}]': '{"lsn":6,"file":"b.1"}'}
 
 
 def test_a_java_stream_that_is_not_kafkas_offsets_is_a_clear_error(tmp_path):

@@ -25,8 +25,11 @@ tombstone deleting it; keyed records go to
 the partition Java's producer picks (murmur2), so a topic is shared with, or
 taken over from, Kafka Connect. Reads go from the beginning of every
 partition to its end (:mod:`connectd.runtime.kafka.topic_reader`), the last
-record of a key winning. Kafka Connect does not sort a partition's keys and
-connectd does, so one source partition may be stored under several keys,
+record of a key winning. A new partition's key is written in the
+connector's own map order, as Kafka Connect writes it (a source partition
+travels from the task as :func:`ordered` text; its identity is
+:func:`canonical`). A partition whose map order changed between writes (or
+between runtimes) may so be stored under several keys,
 possibly in different topic partitions: entries are matched by the
 canonical form of the parsed partition, the newest record (by timestamp)
 winning between keys; and every key a partition was found under is
@@ -74,6 +77,7 @@ __all__ = [
     "close_producers",
     "jackson_json",
     "open_offset_store",
+    "ordered",
     "parse_key",
     "store_offsets_hook",
 ]
@@ -82,8 +86,14 @@ _FORMAT_VERSION = 1
 
 
 def canonical(value: Any) -> str:
-    """JSON text that is the same for equal values (sorted keys, no spaces)."""
+    """JSON text that is the same for equal values (sorted keys, no spaces): a partition's identity."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def ordered(value: Any) -> str:
+    """JSON text of *value* with its maps' keys in their own order (no spaces): how a source
+    partition travels to the offset store, which writes a new key in that order, as Kafka does."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 class FileOffsetStore:
@@ -171,18 +181,22 @@ class FileOffsetStore:
         return pairs
 
     def put(self, connector: str, offsets: Mapping[str, Mapping[str, Any] | None]) -> None:
-        """Store *offsets* (partition as canonical JSON text → offset, ``None`` deletes) atomically."""
+        """Store *offsets* (partition as JSON text, :func:`ordered` or canonical → offset, ``None``
+        deletes) atomically."""
         if not offsets:
             return
         with self._locked():
             loaded = self._load()
             stored = loaded.stored
             for partition_text, value in offsets.items():
-                key = canonical([connector, json.loads(partition_text)])
+                partition = json.loads(partition_text)
+                key = canonical([connector, partition])
                 if value is None:
                     stored.pop(key, None)
                 else:
                     stored[key] = value
+                    if loaded.java is not None and key not in loaded.raw_keys:  # a new key, in the map's order
+                        loaded.raw_keys[key] = jackson_json([connector, partition]).encode("utf-8")
             if loaded.java is None:
                 self._replace(json.dumps({
                     "version": _FORMAT_VERSION,
@@ -190,8 +204,8 @@ class FileOffsetStore:
                 }, indent=1).encode("utf-8"))
             else:
                 # As Kafka's MemoryOffsetBackingStore keeps them: a deleted offset's key is gone.
-                entries = [(loaded.raw_keys.get(k) or jackson_json(json.loads(k)).encode("utf-8"),
-                            None if v is None else jackson_json(v).encode("utf-8")) for k, v in stored.items()]
+                entries = [(loaded.raw_keys[k], None if v is None else jackson_json(v).encode("utf-8"))
+                           for k, v in stored.items()]
                 self._replace(loaded.java.dumps(loaded.foreign + entries))
 
     def _replace(self, data: bytes) -> None:
@@ -231,7 +245,8 @@ _DEFAULT_TIMEOUT_S = 30.0
 
 def record_key(connector: str, partition: Mapping[str, Any]) -> bytes:
     """The offsets topic's key for *partition* of *connector*: ``["<connector>",{...}]`` as Kafka's
-    JsonConverter (Jackson) writes it, keys sorted, so equal partitions always give equal bytes."""
+    JsonConverter (Jackson) writes it, the partition's keys in its own order (as a Java connector's
+    map gives them to Jackson)."""
     return jackson_json([connector, partition]).encode("utf-8")
 
 
@@ -242,7 +257,7 @@ def _record_value(offset: Mapping[str, Any] | None) -> bytes | None:
 
 
 def jackson_json(value: Any) -> str:
-    """*value* as Kafka's JsonConverter (``schemas.enable=false``) serialises it, objects' keys sorted.
+    """*value* as Kafka's JsonConverter (``schemas.enable=false``) serialises it, maps' keys in their order.
 
     Byte for byte what Jackson writes for the same values in the same key order: no spaces,
     UTF-8 unescaped, control characters as ``\\u00XX`` (upper-case hex), doubles in Java's
@@ -262,8 +277,8 @@ def jackson_json(value: Any) -> str:
     if isinstance(value, float):
         return json_double(value)
     if isinstance(value, Mapping):
-        items = sorted(((k if isinstance(k, str) else json.dumps(k), v) for k, v in value.items()), key=lambda kv: kv[0])
-        return "{" + ",".join(f"{jackson_json(k)}:{jackson_json(v)}" for k, v in items) + "}"
+        return "{" + ",".join(f"{jackson_json(k if isinstance(k, str) else json.dumps(k))}:{jackson_json(v)}"
+                              for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(jackson_json(item) for item in value) + "]"
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
@@ -361,7 +376,9 @@ class _OffsetsTopic:
         return {text: (partition, offset) for text, (_, partition, offset) in newest.items()}
 
     def write(self, connector: str, offsets: Mapping[str, Mapping[str, Any] | None], *, wait: bool = True) -> None:
-        """Produce *offsets* (partition's canonical text → offset, ``None`` deletes).
+        """Produce *offsets* (partition as JSON text, :func:`ordered` or canonical → offset, ``None``
+        deletes); a partition stored before goes to every key it was found under, a new one to its key
+        in the text's map order.
 
         :param wait: until every record is acknowledged, raising if one is not; else
             send and log failures when they are reported.
@@ -474,7 +491,7 @@ class TopicOffsetStore:
         return list(pairs.values())
 
     def put(self, connector: str, offsets: Mapping[str, Mapping[str, Any] | None]) -> None:
-        """Store *offsets* (partition as canonical JSON text → offset, ``None`` deletes).
+        """Store *offsets* (partition as JSON text, :func:`ordered` or canonical → offset, ``None`` deletes).
 
         :raises ConnectorError: (retriable) if a record is not acknowledged (``acks=all``) in time.
         """
@@ -526,7 +543,7 @@ def store_offsets_hook(arg: str, batch_id: int, offsets: dict[str, str], records
     """The Kafka writer's ``commit.hook`` for source tasks: stores a flushed batch's offsets.
 
     :param arg: JSON: an :func:`open_offset_store` spec with ``"connector": <name>``.
-    :param offsets: source partition (canonical JSON text) → source offset (JSON text),
+    :param offsets: source partition (:func:`ordered` JSON text) → source offset (JSON text),
         the last of each partition in the batch; called only after the batch is flushed.
     """
     spec = json.loads(arg)

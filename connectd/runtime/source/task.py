@@ -62,7 +62,8 @@ next, so a task that returns at once without data does not spin a core.
 
 Spark's own offsets are a batch counter (``{"seq": N}``); the connector's
 source offsets travel in the batch (``source_partition``/``source_offset``,
-canonical JSON text). Every run starts with a fresh checkpoint, so Spark
+JSON text in their maps' own order, one text per partition: the offsets key
+is written in that order, as Kafka Connect writes it). Every run starts with a fresh checkpoint, so Spark
 never asks for a batch the reader no longer holds; the task reads its
 stored offsets through its context instead. Records polled before the stop
 file appeared (the ``poll()`` under way at that moment included, waited for
@@ -268,11 +269,15 @@ class SourceTaskReader(DataSourceStreamReader):
         self._counts = TaskCounts()
         self._stats: dict[int, dict[str, float]] = {}  # seq -> take_counts() when the batch was taken
         self._unwritten: dict[int, int] = {}  # seq -> records of a batch taken, until Spark commits it
+        #: A source partition's identity (canonical text) -> the ordered text it first came as: one
+        #: partition travels as one text, in its map's order (the offsets key Kafka would write).
+        self._partition_texts: dict[str, str] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.update(_task=None, _poller=None, _chain=None, _converters={}, _kept={}, _errors=None, _dlq=None,
-                     _admin=None, _polled={}, _stats={}, _counts=TaskCounts(), _unwritten={})
+                     _admin=None, _polled={}, _stats={}, _counts=TaskCounts(), _unwritten={},
+                     _partition_texts={})
         return state
 
     def initialOffset(self) -> dict[str, int]:
@@ -605,9 +610,10 @@ class SourceTaskReader(DataSourceStreamReader):
         """One ``poll()``, its records transformed and converted (on the poller thread).
 
         :returns: the records as an Arrow batch (``None`` if every one was dropped), the
-            last offset of each source partition (canonical JSON text), and their topics.
+            last offset of each source partition (:meth:`_partition_text` → offset's ordered JSON
+            text), and their topics.
         """
-        from connectd.runtime.offsets.store import canonical  # lazy: planner only (see _ensure_started)
+        from connectd.runtime.offsets.store import ordered  # lazy: planner only (see _ensure_started)
 
         began = time.monotonic()
         records = self._task.poll()
@@ -620,16 +626,16 @@ class SourceTaskReader(DataSourceStreamReader):
             return self._poll_tracked(records)
         # The last record of each source partition carries the batch's offset for it (a null
         # partition is one too, "null", as Kafka Connect stores it). Tasks usually reuse one
-        # partition dict, so canonical text is made once per dict.
+        # partition dict, so its text is made once per dict.
         texts: dict[int, str] = {}
         last: dict[str, Any] = {}
         for record in records:
             partition = record.source_partition
             text = texts.get(id(partition))
             if text is None:
-                text = texts[id(partition)] = canonical(partition)
+                text = texts[id(partition)] = self._partition_text(partition)
             last[text] = record
-        offsets = {text: canonical(record.source_offset) for text, record in last.items()}
+        offsets = {text: ordered(record.source_offset) for text, record in last.items()}
         transformed = self._transform(records)
         _check_destinations(transformed)
         try:
@@ -641,16 +647,27 @@ class SourceTaskReader(DataSourceStreamReader):
             self._dlq.flush()
         return batch, offsets, topics, None
 
+    def _partition_text(self, partition: Any) -> str:
+        """*partition* as it travels to the offset store: its map's order, one text per partition
+        (the first order it came in), so a later batch's offset replaces an earlier one's."""
+        from connectd.runtime.offsets.store import canonical, ordered  # lazy: planner only
+
+        identity = canonical(partition)
+        text = self._partition_texts.get(identity)
+        if text is None:
+            text = self._partition_texts[identity] = ordered(partition)
+        return text
+
     def _poll_tracked(self, records: list[Any]) -> tuple[Any, dict[str, str], set[str], list[Any]]:
         """As :meth:`_poll_once`, one record at a time, knowing which record each row is
         (and which a transform dropped or the error handling skipped), for ``commit_record``."""
-        from connectd.runtime.offsets.store import canonical  # lazy: planner only (see _ensure_started)
+        from connectd.runtime.offsets.store import ordered  # lazy: planner only (see _ensure_started)
 
         offsets: dict[str, str] = {}
         rows, polled = [], []
         chain = self._chain
         for record in records:
-            offsets[canonical(record.source_partition)] = canonical(record.source_offset)
+            offsets[self._partition_text(record.source_partition)] = ordered(record.source_offset)
             try:
                 transformed = chain.apply(record)
             except Exception:  # noqa: BLE001 - again stage by stage under the error handling: transforms are pure
