@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import signal
 import socket
 from collections.abc import Callable, Iterable
@@ -285,6 +286,7 @@ class Worker:
 
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, on_signal)
+        loop.add_signal_handler(signal.SIGUSR1, _log_tasks)
         systemd: asyncio.Task[None] | None = None
         try:
             async with self:
@@ -302,7 +304,7 @@ class Worker:
             if systemd is not None:
                 systemd.cancel()
             notifier.close()
-            for signum in (signal.SIGTERM, signal.SIGINT):
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
                 loop.remove_signal_handler(signum)
 
     @staticmethod
@@ -339,3 +341,14 @@ def _default_worker_id(config: WorkerConfig) -> str:
         listener = next((item for item in listeners if item.lower().startswith(f"{scheme}://")), listeners[0])
         port = listener.rsplit(":", 1)[-1].strip("/") or "8083"
     return f"{host}:{port}"
+
+
+def _log_tasks() -> None:
+    """SIGUSR1: every asyncio task of the worker and where it waits, logged (``worker_tasks``), for an
+    operator asking what a worker that seems stuck is doing (its threads: ``py-spy dump``)."""
+    tasks = []
+    for task in asyncio.all_tasks():
+        where = io.StringIO()
+        task.print_stack(limit=12, file=where)
+        tasks.append({"name": task.get_name(), "stack": where.getvalue()})
+    log.warning("worker_tasks", count=len(tasks), tasks=sorted(tasks, key=lambda t: t["name"]))

@@ -633,13 +633,16 @@ class Cluster:
         self.settings.pop("listeners")
         self.workers: dict[str, subprocess.Popen] = {}
         self.urls: dict[str, str] = {}
+        self.own_settings: dict[str, dict[str, str]] = {}  # a worker's settings over the cluster's
 
-    def start(self, name: str) -> str:
-        """Start worker *name* (again, with the same port, if it ran before); its REST URL."""
+    def start(self, name: str, **settings: str) -> str:
+        """Start worker *name* (again, with the same port, if it ran before), with *settings* over the
+        cluster's; its REST URL."""
         url = self.urls.get(name) or f"http://127.0.0.1:{free_port()}"
         self.urls[name] = url
+        self.own_settings[name] = settings
         path = self.directory / f"{name}.properties"
-        path.write_text("".join(f"{k}={v}\n" for k, v in {**self.settings, "listeners": url}.items()))
+        path.write_text("".join(f"{k}={v}\n" for k, v in {**self.settings, **settings, "listeners": url}.items()))
         with open(self.directory / f"{name}.log", "ab") as log:
             self.workers[name] = subprocess.Popen(
                 [sys.executable, "-m", "connectd.cli", "distributed", str(path)], stdout=log,
@@ -659,7 +662,7 @@ class Cluster:
         if process.poll() is not None and "address already in use" in log.read_text(errors="replace"):
             log.rename(log.with_suffix(f".{process.pid}.log"))
             del self.urls[name]
-            self.start(name)
+            self.start(name, **self.own_settings[name])
         return False
 
     def health(self, name: str) -> int | None:
@@ -727,9 +730,10 @@ class Cluster:
         """SIGTERM the worker alone: it stops its tasks and Spark, and leaves the group."""
         process = self.workers.pop(name)
         process.send_signal(signal.SIGTERM)
-        code = process.wait(120)
-        _kill_group(process)
-        return code
+        try:
+            return process.wait(120)
+        finally:
+            _kill_group(process)  # its Spark; and the worker too when it did not stop in time
 
     def stop_all(self, settle: bool = False) -> None:
         """Stop every worker. With *settle*, one at a time, each once the others form a settled
@@ -814,7 +818,8 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path, worker_config: Worke
             broker: EmbeddedBroker) -> Iterator[Callable[..., Cluster]]:
     """``cluster(*, on=None, **overrides) -> Cluster``: worker processes of one new group on the
     session broker, or on the broker *on* (:class:`Cluster`), every one stopped at the test's end;
-    on a failure, each worker's last telling log events are printed with the report."""
+    on a failure, each worker's last telling log events (where its tasks waited among them) are
+    printed with the report."""
     clusters: list[Cluster] = []
 
     def make(*, on: EmbeddedBroker | None = None, **overrides: str) -> Cluster:
@@ -824,10 +829,21 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path, worker_config: Worke
         return made
 
     yield make
+    report = getattr(request.node, "rep_call", None)
+    failed = report is not None and report.failed
+    if failed:  # each live worker logs where its asyncio tasks wait (worker_tasks), for the report
+        asked = []
+        for made in clusters:
+            for name, process in made.workers.items():
+                if process.poll() is None:
+                    os.kill(process.pid, signal.SIGUSR1)
+                    asked.append(made.directory / f"{name}.log")
+        with contextlib.suppress(AssertionError):  # a worker too stuck to answer is stopped all the same
+            _wait_until(lambda: all('"event": "worker_tasks"' in log.read_text(errors="replace") for log in asked),
+                        "the workers' task dumps", timeout=5)
     for made in clusters:
         made.stop_all()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:  # what each worker did last, for the failure's report
+    if failed:  # what each worker did last, for the failure's report
         for log in sorted(tmp_path.glob("*.log")):
             events = [line for line in log.read_text(errors="replace").splitlines() if _TELLING.search(line)]
             print(f"--- {log.name}: its last {min(len(events), 60)} telling events", *events[-60:], sep="\n")

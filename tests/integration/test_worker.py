@@ -81,3 +81,27 @@ def test_worker_serves_the_rest_api_on_its_listener(broker, spark, worker_config
     assert root["kafka_cluster_id"] == worker.cluster_id
     assert connectors == []
     assert spark.range(3).count() == 3  # still usable by the tests after this one
+
+
+def test_sigusr1_logs_where_every_task_of_the_worker_waits():
+    """What an operator (and a failed cluster test) asks a worker that seems stuck."""
+    from connectd.worker import _log_tasks
+
+    stream = io.StringIO()
+    configure_logging("INFO", json=True, stream=stream)
+
+    async def waits_for_ever(never: asyncio.Event) -> None:
+        await never.wait()
+
+    async def scenario():
+        never = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(waits_for_ever(never), name="group-heartbeat")
+        await asyncio.sleep(0)  # the task reaches its wait
+        _log_tasks()
+        task.cancel()
+
+    asyncio.run(scenario())
+    dump = next(json.loads(line) for line in stream.getvalue().splitlines() if '"worker_tasks"' in line)
+    waiting = next(t for t in dump["tasks"] if t["name"] == "group-heartbeat")
+    assert "waits_for_ever" in waiting["stack"] and "never.wait()" in waiting["stack"]
+    assert dump["count"] == len(dump["tasks"]) == 2  # and the scenario itself
