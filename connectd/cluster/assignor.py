@@ -86,6 +86,17 @@ States between rounds
 A leader that leaves takes the state with it: the new leader starts with no
 state, so it has no ``previous`` and everything configured that no member
 reports is ``created`` and assigned at once.
+
+The eager protocol
+------------------
+When the group runs ``default`` (``connect.protocol=eager`` on some member)
+:func:`assign_eager` is used instead, as Kafka's ``EagerAssignor``: every
+member stopped all its work before joining, so each gets everything it is
+to run: after the config check, connectors sorted by name and then their
+tasks sorted, dealt round-robin over the members sorted by id, the deal
+going on from the connectors into the tasks. No state, no delay, nothing
+revoked (there is nothing running to revoke); warming members take work
+too (a version 0 metadata cannot say it warms).
 """
 
 from __future__ import annotations
@@ -106,7 +117,7 @@ from connectd.cluster.protocol import (
 )
 from connectd.logging import get_logger
 
-__all__ = ["AssignorState", "assign"]
+__all__ = ["AssignorState", "assign", "assign_eager"]
 
 log = get_logger(__name__)
 
@@ -227,6 +238,42 @@ def assign(
         for m, (added, revoked) in changes.items()
     }
     return assignments, next_state
+
+
+def assign_eager(
+    *,
+    leader: str,
+    members: Mapping[str, WorkerMetadata],
+    config_offset: int,
+    connectors: Iterable[str],
+    tasks: Iterable[ConnectorTaskId],
+) -> dict[str, ConnectAssignment]:
+    """One round of the eager protocol (see "The eager protocol" above): member id → all it runs.
+
+    :param leader: the leader's member id (one of ``members``).
+    :param members: member id -> its JoinGroup metadata (only the URL and config offset are read).
+    :param config_offset: the offset the leader's config snapshot was read up to.
+    :param connectors: the connectors that snapshot configures.
+    :param tasks: their tasks.
+    """
+    if leader not in members:
+        raise ValueError(f"leader {leader!r} is not a member of the group")
+    leader_url = members[leader].url
+    max_offset = max(m.config_offset for m in members.values())
+    if max_offset > config_offset:
+        log.info("assignor_config_behind", leader_offset=config_offset, max_offset=max_offset)
+        return {m: ConnectAssignment(CONFIG_MISMATCH, leader, leader_url, max_offset) for m in sorted(members)}
+    order = sorted(members)
+    given: dict[str, tuple[list[str], list[ConnectorTaskId]]] = {m: ([], []) for m in order}
+    dealt = 0
+    for name in sorted(set(connectors)):
+        given[order[dealt % len(order)]][0].append(name)
+        dealt += 1
+    for task in sorted(set(tasks)):
+        given[order[dealt % len(order)]][1].append(task)
+        dealt += 1
+    return {m: ConnectAssignment(NO_ERROR, leader, leader_url, config_offset, connectors=tuple(names),
+                                 tasks=tuple(ids)) for m, (names, ids) in given.items()}
 
 
 class _Load:

@@ -3,7 +3,7 @@
 A forwarded request is the user's request as it came — method, path with
 query, body, ``Content-Type`` and the user's ``Authorization`` — sent on to
 the leader's advertised REST URL, with :data:`FORWARDED_HEADER` naming the
-worker that forwarded it and, under ``connect.protocol=sessioned``, HMAC
+worker that forwarded it and, while the group runs ``sessioned``, HMAC
 signatures made with the cluster's session key, Kafka Connect's and
 connectd's (:mod:`connectd.cluster.signing`). The leader's answer goes back to the
 user unchanged. A worker that receives a forwarded request and is not the
@@ -60,7 +60,8 @@ def _signing(herder: Any) -> tuple[SessionKey | None, str]:
 
 
 def _sessioned(herder: Any) -> bool:
-    return str(herder.worker.get("connect.protocol")).lower() == "sessioned"
+    """Requests between workers are signed and checked now (the group runs ``sessioned``)."""
+    return bool(getattr(herder, "signs_requests", False))
 
 
 async def forward(herder: Any, url: str, method: str, path_qs: str, body: bytes,
@@ -95,7 +96,8 @@ _INTERNAL = re.compile(r"^/connectors/[^/]+/(?:tasks|fence)$")
 
 def check_signature(herder: Any, method: str, path: str, path_qs: str, body: bytes,
                     headers: Mapping[str, str]) -> Refusal | None:
-    """Why a request between workers is refused, or ``None`` if it may pass (``sessioned`` only).
+    """Why a request between workers is refused, or ``None`` if it may pass (checked while the group
+    runs ``sessioned``, as Kafka checks them only then).
 
     A request to an internal endpoint (``POST /connectors/{c}/tasks``, ``PUT /connectors/{c}/fence``)
     must carry Kafka's signature, as Kafka Connect's workers require it of each other. A user's

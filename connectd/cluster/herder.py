@@ -44,14 +44,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from connectd.cluster.assignor import AssignorState, assign
+from connectd.cluster.assignor import AssignorState, assign, assign_eager
 from connectd.cluster.config_store import KafkaConfigStore
 from connectd.cluster.forwarding import send_task_configs
 from connectd.cluster.kafka_log import ensure_internal_topics, ensure_topic, internal_topic_settings
-from connectd.cluster.membership import WorkerGroupMember
+from connectd.cluster.membership import EAGER_REBALANCE, WorkerGroupMember
 from connectd.cluster.protocol import (
-    COMPATIBLE,
     CONFIG_MISMATCH,
+    EAGER,
+    OFFERED,
     SESSIONED,
     ConnectAssignment,
     ConnectorTaskId,
@@ -107,7 +108,7 @@ class DistributedHerder(HerderBase):
         self.rest_url = rest_url
         self.config_store = KafkaConfigStore.from_worker_config(worker, f"connectd-{worker_id}", listener=self,
                                                                 loops=loops)
-        protocol = str(worker.get("connect.protocol")).lower()  # eager is refused by the config check
+        self.protocol = str(worker.get("connect.protocol")).lower()
         settings = worker.client_config("admin", "aiokafka")
         settings["client_id"] = f"connectd-{worker_id}"
         session_ms = worker.get("session.timeout.ms")
@@ -118,7 +119,7 @@ class DistributedHerder(HerderBase):
             session_timeout_ms=session_ms,
             rebalance_timeout_ms=worker.get("rebalance.timeout.ms"),
             heartbeat_interval_ms=worker.get("heartbeat.interval.ms"),
-            protocols=[SESSIONED, COMPATIBLE] if protocol == SESSIONED else [COMPATIBLE],
+            protocols=OFFERED[self.protocol],
             handler=self,
             revocation_margin_ms=session_ms // 3,
             loops=self.loops,
@@ -214,6 +215,15 @@ class DistributedHerder(HerderBase):
     def leader_url(self) -> str | None:
         return self._leader_url
 
+    @property
+    def signs_requests(self) -> bool:
+        """Requests between workers are signed and checked: the group runs ``sessioned`` (before the
+        first join, this worker's ``connect.protocol`` says), as Kafka's ``internalRequestValidationEnabled``.
+        A group with a worker that speaks less (a Kafka Connect worker on eager or compatible) runs
+        that, and no worker signs."""
+        protocol = self.member.protocol
+        return (protocol if protocol is not None else (SESSIONED if self.protocol == SESSIONED else None)) == SESSIONED
+
     def connectors(self) -> list[str]:
         return sorted(self.snapshot.connector_configs)
 
@@ -268,7 +278,7 @@ class DistributedHerder(HerderBase):
     async def _await_session_key(self) -> None:
         """Under ``sessioned``, a request forwarded to the leader must be signed: a follower that has
         not read the leader's first session key yet (the cluster just formed) reads on for it."""
-        if str(self.worker.get("connect.protocol")).lower() != SESSIONED or self._session_key is not None:
+        if not self.signs_requests or self._session_key is not None:
             return
         deadline = asyncio.get_running_loop().time() + self.rebalance_wait_s
         while self._session_key is None:
@@ -431,13 +441,20 @@ class DistributedHerder(HerderBase):
             log.warning("leader_config_unread", error=str(exc))
         snapshot = self.snapshot
         tasks = [task for c in snapshot.connector_configs for task in snapshot.tasks(c)]
+        self._members = dict(members)
+        if protocol == EAGER:
+            # Every member stopped all its work before it joined: everything is assigned afresh. The
+            # incremental assignor's memory is dropped, as a new leader's (the next cooperative round
+            # trusts what members report they run).
+            self._assignor_state = None
+            return assign_eager(leader=leader_id, members=members, config_offset=snapshot.offset,
+                                connectors=list(snapshot.connector_configs), tasks=tasks)
         assignments, self._assignor_state = assign(
             leader=leader_id, members=members, config_offset=snapshot.offset,
             connectors=list(snapshot.connector_configs), tasks=tasks, generation=generation,
             last_completed_generation=self._group_generation, state=await self._without_released(members),
             now_ms=int(time.time() * 1000), max_delay_ms=self.worker.get("scheduled.rebalance.max.delay.ms"),
         )
-        self._members = dict(members)
         return assignments
 
     async def _without_released(self, members: Mapping[str, WorkerMetadata]) -> AssignorState | None:
@@ -508,20 +525,39 @@ class DistributedHerder(HerderBase):
             # starts); what is revoked is stopped before the member may rejoin (KIP-415), so it
             # never runs here and on its next worker at once; starting runs after this returns,
             # so a slow start never keeps the member from heartbeating or rejoining.
-            self._assigned = WorkerLoad.of([*self._assigned.connectors, *assignment.connectors],
-                                           [*self._assigned.tasks, *assignment.tasks])
-            async with self._lock:
-                await self._apply_revocations(assignment.revoked)
+            if protocol == EAGER:
+                # All this worker is to run. It stopped everything before joining, but not when the
+                # group has just turned eager (it joined expecting a cooperative round): what it still
+                # runs and is not given now stops first, so nothing runs twice; what it keeps runs on.
+                given = WorkerLoad.of(assignment.connectors, assignment.tasks)
+                stale = WorkerLoad.of(set(self._assigned.connectors) - set(given.connectors),
+                                      set(self._assigned.tasks) - set(given.tasks))
+                async with self._lock:
+                    await self._apply_revocations(stale)
+                self._assigned = given
+            else:
+                self._assigned = WorkerLoad.of([*self._assigned.connectors, *assignment.connectors],
+                                               [*self._assigned.tasks, *assignment.tasks])
+                async with self._lock:
+                    await self._apply_revocations(assignment.revoked)
             self._later(self._start_assigned(assignment, generation))
             if not assignment.revoked and not assignment.delay_ms:
                 self._settled.set()
             if self.is_leader:
                 self._clean_deleted_statuses()
-                self._later(self._ensure_session_key())
+                if protocol == SESSIONED:  # as Kafka's leader: a session key only where requests are signed
+                    self._later(self._ensure_session_key())
 
     async def on_revoked_all(self, reason: str) -> None:
-        """The session may be gone: stop everything before another worker can be given it."""
+        """The session may be gone: stop everything before another worker can be given it. Or the
+        group is eager and rebalances (:data:`EAGER_REBALANCE`): everything stops, gracefully."""
         self._settled.clear()
+        if reason == EAGER_REBALANCE:
+            log.info("eager_rebalance_stops_all", connectors=len(self._assigned.connectors),
+                     tasks=len(self._assigned.tasks))
+            async with self._lock:
+                await self._apply_revocations(self._assigned)
+            return
         log.warning("group_membership_lost", reason=reason, connectors=len(self._assigned.connectors),
                     tasks=len(self._assigned.tasks))
         # Not gracefully: the margin before the coordinator may drop us bounds the stop.
@@ -845,7 +881,7 @@ class DistributedHerder(HerderBase):
 
     async def _rotate_session_key(self) -> None:
         """One step of the session-key loop: the leader writes a new key when the current one expired."""
-        if self.is_leader and self._settled.is_set():
+        if self.is_leader and self._settled.is_set() and self.signs_requests:
             try:
                 await self._ensure_session_key()
             except ConnectdError as exc:

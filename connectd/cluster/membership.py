@@ -18,13 +18,19 @@ States and transitions::
            (Kafka's worker.unsync.backoff.ms for a worker behind the config topic)
 
 - JOINING: the member sends JoinGroup with the metadata of every sub-protocol
-  it speaks (``sessioned`` = version 2, ``compatible`` = version 1, in order of
-  preference). A broker that answers MEMBER_ID_REQUIRED gets the same request
-  again with the member id it gave. The coordinator picks a leader; the leader
+  it speaks (``sessioned`` = version 2, ``compatible`` = version 1, ``default``
+  = version 0, in order of preference). When the group's protocol is
+  ``default`` (eager: a Kafka Connect worker with ``connect.protocol=eager``
+  in the group, or this one) a member that holds work first stops all of it
+  (``on_revoked_all("eager_rebalance")``, Kafka's ``onJoinPrepare``), so
+  every round starts from nothing and each assignment is all the member runs.
+  A broker that answers MEMBER_ID_REQUIRED gets the same request again with
+  the member id it gave. The coordinator picks a leader; the leader
   decodes every member's metadata, asks :meth:`MembershipHandler.assign` and
   sends the encoded assignments in its SyncGroup; followers send an empty one.
 - STABLE: the decoded assignment goes to :meth:`MembershipHandler.on_assigned`;
-  the member then heartbeats every ``heartbeat_interval_ms``. The rebalancing is
+  the member then heartbeats every ``heartbeat_interval_ms``. Under ``sessioned``
+  and ``compatible`` the rebalancing is
   incremental and cooperative (KIP-415): a rejoin never stops work by itself;
   only ``revoked`` in an assignment says what to stop, and after such an
   assignment the member rejoins at once so the leader can hand the freed work
@@ -63,19 +69,11 @@ import time
 from typing import Any, Protocol, Self
 
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
-from aiokafka.errors import (
-    GroupCoordinatorNotAvailableError,
-    KafkaConnectionError,
-    KafkaError,
-)
-from aiokafka.protocol.group import (
-    HeartbeatRequest,
-    JoinGroupRequest,
-    LeaveGroupRequest,
-    SyncGroupRequest,
-)
+from aiokafka.errors import GroupCoordinatorNotAvailableError, KafkaConnectionError, KafkaError
+from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 
 from connectd.cluster.protocol import (
+    EAGER,
     PROTOCOL_TYPE,
     VERSIONS,
     ConnectAssignment,
@@ -90,7 +88,7 @@ from connectd.errors import ConfigError
 from connectd.logging import get_logger
 from connectd.loops import Loops
 
-__all__ = ["MembershipHandler", "WorkerGroupMember"]
+__all__ = ["EAGER_REBALANCE", "MembershipHandler", "WorkerGroupMember"]
 
 log = get_logger(__name__)
 
@@ -110,6 +108,9 @@ _GONE = {
     _FENCED_INSTANCE_ID: "fenced_instance_id",
 }
 _COORDINATOR_MOVED = (_COORDINATOR_NOT_AVAILABLE, _NOT_COORDINATOR)
+
+#: ``on_revoked_all``'s reason when an eager group rebalances (not a loss of the group).
+EAGER_REBALANCE = "eager_rebalance"
 
 _UNJOINED = "unjoined"
 _JOINING = "joining"
@@ -141,7 +142,7 @@ class MembershipHandler(Protocol):
 
         :param leader_id: this member's id.
         :param generation: the generation being formed.
-        :param protocol: ``sessioned`` or ``compatible``, as the coordinator chose.
+        :param protocol: ``sessioned``, ``compatible`` or ``default`` (eager), as the coordinator chose.
         :param members: every member's decoded metadata, this one included.
         """
 
@@ -157,7 +158,8 @@ class MembershipHandler(Protocol):
         within the member's ``revocation_margin_ms`` (see the module docstring).
 
         :param reason: ``session_deadline``, ``unknown_member_id``,
-            ``illegal_generation`` or ``fenced_instance_id``.
+            ``illegal_generation`` or ``fenced_instance_id``; or :data:`EAGER_REBALANCE`: the
+            group is eager and rebalances, the work is stopped gracefully before the member rejoins.
         """
 
 
@@ -170,8 +172,8 @@ class WorkerGroupMember:
     :param session_timeout_ms: the coordinator drops a member silent for this long.
     :param rebalance_timeout_ms: how long the coordinator waits for members to rejoin.
     :param heartbeat_interval_ms: time between heartbeats.
-    :param protocols: sub-protocols in order of preference:
-        ``["sessioned", "compatible"]`` or ``["compatible"]``.
+    :param protocols: sub-protocols in order of preference, as
+        :data:`~connectd.cluster.protocol.OFFERED` gives them.
     :param handler: the herder's side.
     :param loops: where its join, heartbeat and session-deadline loops run (the herder's); its own
         by default.
@@ -266,6 +268,11 @@ class WorkerGroupMember:
     @property
     def is_leader(self) -> bool:
         return bool(self._member_id) and self._member_id == self._leader_id
+
+    @property
+    def protocol(self) -> str | None:
+        """The sub-protocol the coordinator chose at the last JoinGroup (``None`` before one)."""
+        return self._protocol
 
     @property
     def leader_url(self) -> str | None:
@@ -387,6 +394,11 @@ class WorkerGroupMember:
         # (on_revoked_all) when its rejoin is asked for, and a JoinGroup sent meanwhile would
         # tell the leader it still runs that work: no one would be given it (Kafka's
         # onJoinPrepare likewise finishes before the JoinGroup).
+        if self._protocol == EAGER and self._holds_work:
+            # Eager: all work stops before the member joins; the leader then assigns everything afresh.
+            self._holds_work = False
+            self._tell_lease(0.0)
+            await self._revoke_all(EAGER_REBALANCE)
         async with self._callbacks:
             self._rejoin.clear()
             self._state = _JOINING

@@ -3,32 +3,39 @@
 Kafka Connect's group protocol (protocol type ``connect``): each member's
 metadata names its REST URL, the config-topic offset it has read up to and
 what it runs now; the leader answers each member with an assignment. The
-sub-protocols are ``sessioned`` (version 2, KIP-507) and ``compatible``
-(version 1, KIP-415); ``connect.protocol=eager`` is not supported.
+sub-protocols are ``sessioned`` (version 2, KIP-507), ``compatible``
+(version 1, KIP-415) and ``default`` (version 0, ``connect.protocol=eager``).
+A worker offers them as Kafka's ``WorkerCoordinator`` does
+(:data:`OFFERED`): ``sessioned`` → sessioned, compatible, default;
+``compatible`` → compatible, default; ``eager`` → default. The coordinator
+picks one every member offers, so one eager worker makes the whole group
+eager (how Kafka Connect rolls a cluster from eager to cooperative).
 
 Work is named as in Kafka Connect: a connector (its ``Connector`` instance
 runs on one worker) or a :class:`ConnectorTaskId`.
 
-Wire format (Kafka's ``IncrementalCooperativeConnectProtocol``, big-endian,
-strings are int16 length + UTF-8, arrays int32 count, nullable bytes int32
-length with -1 for null)::
+Wire format (Kafka's ``IncrementalCooperativeConnectProtocol`` and, for
+version 0, ``ConnectProtocol``; big-endian, strings are int16 length + UTF-8,
+arrays int32 count, nullable bytes int32 length with -1 for null)::
 
     metadata   = version:int16 url:string config_offset:int64
-                 allocation:nullable_bytes      # an encoded assignment, or null
+                 allocation:nullable_bytes      # versions 1, 2: an encoded assignment, or null
                  [extension]                    # connectd's, only while it has something to say
     extension  = "connectd":string flags:int8   # flags bit 0: warming (takes no work yet)
     assignment = version:int16 error:int16 leader:string leader_url:string
-                 config_offset:int64 assignment:[work] revoked:[work] delay:int32
+                 config_offset:int64 assignment:[work]
+                 revoked:[work] delay:int32     # versions 1, 2
     work       = connector:string tasks:[int32]  # task -1 is the connector itself
 
-The version is 1 for ``compatible`` and 2 for ``sessioned``; the allocation
-inside a metadata carries the same version. The extension is connectd's:
-Kafka's workers read a metadata's fields in order and ignore what follows
+The allocation inside a metadata carries the metadata's version. A version
+0 metadata ends after the config offset and a version 0 assignment after
+its work: under ``default`` an assignment is everything the member runs (it
+stopped all its work before it joined). The extension is connectd's, in
+versions 1 and 2 only: Kafka's workers read a metadata's fields in order
+and ignore what follows
 (``IncrementalCooperativeConnectProtocol.deserializeMetadata``), so a Kafka
 Connect leader reads such a member as any other; a connectd leader reads
-a metadata without it (Kafka's, or connectd's at ease) as "not warming". Version 0 (``eager``) bytes are
-decoded (they simply end early: no allocation, no revoked, no delay) but never
-written.
+a metadata without it (Kafka's, or connectd's at ease) as "not warming".
 """
 
 from __future__ import annotations
@@ -42,7 +49,9 @@ from connectd.errors import ConnectdError
 __all__ = [
     "COMPATIBLE",
     "CONFIG_MISMATCH",
+    "EAGER",
     "NO_ERROR",
+    "OFFERED",
     "SESSIONED",
     "ConnectAssignment",
     "ConnectorTaskId",
@@ -58,7 +67,10 @@ __all__ = [
 PROTOCOL_TYPE = "connect"
 COMPATIBLE = "compatible"  # version 1: incremental cooperative rebalancing (KIP-415)
 SESSIONED = "sessioned"  # version 2: and signed internal requests (KIP-507)
-VERSIONS = {COMPATIBLE: 1, SESSIONED: 2}
+EAGER = "default"  # version 0 (connect.protocol=eager): every rebalance stops all work first
+VERSIONS = {EAGER: 0, COMPATIBLE: 1, SESSIONED: 2}
+#: ``connect.protocol`` → the sub-protocols a worker offers, in order of preference (Kafka's).
+OFFERED = {"eager": [EAGER], COMPATIBLE: [COMPATIBLE, EAGER], SESSIONED: [SESSIONED, COMPATIBLE, EAGER]}
 
 NO_ERROR = 0
 CONFIG_MISMATCH = 1  # the leader could not read the config topic as far as a member had
@@ -148,7 +160,9 @@ class ProtocolError(ConnectdError):
 
 
 def encode_metadata(metadata: WorkerMetadata, version: int) -> bytes:
-    """A member's JoinGroup metadata for the sub-protocol of ``version`` (1 or 2).
+    """A member's JoinGroup metadata for the sub-protocol of ``version`` (0, 1 or 2).
+
+    Version 0 is Kafka's ``ConnectProtocol``: URL and config offset, nothing else.
 
     The allocation (what the member runs now) is written as Kafka writes it, a
     whole assignment: the last one the member received (``metadata.last``: its
@@ -161,13 +175,15 @@ def encode_metadata(metadata: WorkerMetadata, version: int) -> bytes:
     has run nothing yet).
 
     :param metadata: what to tell the leader.
-    :param version: 1 (``compatible``) or 2 (``sessioned``).
+    :param version: 0 (``default``), 1 (``compatible``) or 2 (``sessioned``).
     """
     _check_version(version)
     out = bytearray()
     out += _INT16.pack(version)
     _write_string(out, metadata.url)
     out += _INT64.pack(metadata.config_offset)
+    if version == 0:
+        return bytes(out)
     if metadata.assignment is None:
         out += _INT32.pack(-1)
     else:
@@ -188,10 +204,12 @@ def decode_metadata(data: bytes) -> WorkerMetadata:
     :raises ProtocolError: if the bytes are cut short or the version is negative.
     """
     reader = _Reader(data)
-    _read_version(reader)
+    version = _read_version(reader)
     url = reader.string()
     config_offset = reader.int64()
     assignment = None
+    if version == 0:  # ConnectProtocol's: what follows (nothing, from Kafka) is not read
+        return WorkerMetadata(url=url, config_offset=config_offset)
     if not reader.at_end():
         allocation = reader.nullable_bytes()
         if allocation is not None:
@@ -216,9 +234,12 @@ def encode_assignment(assignment: ConnectAssignment, version: int) -> bytes:
     """The leader's SyncGroup answer to one member, for the sub-protocol of ``version``.
 
     :param assignment: what the member is given and must give up.
-    :param version: 1 (``compatible``) or 2 (``sessioned``).
+    :param version: 0 (``default``: all the member runs; nothing revoked, no delay, which it
+        cannot say), 1 (``compatible``) or 2 (``sessioned``).
     """
     _check_version(version)
+    if version == 0 and (len(assignment.revoked) or assignment.delay_ms):
+        raise ValueError("a version 0 (eager) assignment has no revocations and no delay")
     out = bytearray()
     out += _INT16.pack(version)
     out += _INT16.pack(assignment.error)
@@ -226,6 +247,8 @@ def encode_assignment(assignment: ConnectAssignment, version: int) -> bytes:
     _write_string(out, assignment.leader_url)
     out += _INT64.pack(assignment.config_offset)
     _write_work(out, assignment.connectors, assignment.tasks)
+    if version == 0:
+        return bytes(out)
     _write_work(out, assignment.revoked.connectors, assignment.revoked.tasks)
     out += _INT32.pack(assignment.delay_ms)
     return bytes(out)
@@ -264,7 +287,7 @@ def decode_assignment(data: bytes) -> ConnectAssignment:
 
 def _check_version(version: int) -> None:
     if version not in VERSIONS.values():
-        raise ValueError(f"Connect protocol version {version} cannot be written (1 or 2)")
+        raise ValueError(f"Connect protocol version {version} cannot be written (0, 1 or 2)")
 
 
 def _read_version(reader: _Reader) -> int:

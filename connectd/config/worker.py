@@ -270,11 +270,6 @@ class WorkerConfig:
                                            "config of that topic, which the broker refuses when it creates the topic; "
                                            "remove the key", self._raw["offset.storage.file.filename"],
                                            severity="warning"))
-            protocol = (self._raw.get("connect.protocol") or "").strip().lower()
-            if protocol == "eager":
-                found.append(ConfigProblem(self.origin("connect.protocol"), "connect.protocol",
-                                           "eager (stop-the-world) rebalancing is not supported: connectd "
-                                           "rebalances incrementally; expected compatible or sessioned", "eager"))
             signature = self._safe_get("inter.worker.signature.algorithm")
             verification = self._safe_get("inter.worker.verification.algorithms")
             if signature is not None and verification and signature not in verification:

@@ -483,8 +483,10 @@ _DISTRIBUTED_KEYS = [
               "worker does (Kafka's default is 300000). Unset: it keeps its work and reads on.",
               default=None, importance=M, validator=Range.at_least(0), group="Cluster"),
     ConfigKey("connect.protocol", Type.STRING,
-              "Rebalance protocol: eager (stop everything), compatible (incremental cooperative) or "
-              "sessioned (incremental cooperative with signed requests between workers).",
+              "Rebalance protocol: eager (every rebalance stops all work first; offered to join a Kafka "
+              "Connect cluster on eager and roll it over), compatible (incremental cooperative) or "
+              "sessioned (incremental cooperative with signed requests between workers). A worker also "
+              "offers the protocols below its own, as Kafka's: the group runs the lowest any member speaks.",
               default="sessioned", importance=L, validator=CaseInsensitiveValidString("eager", "compatible", "sessioned"),
               group="Cluster"),
     ConfigKey("scheduled.rebalance.max.delay.ms", Type.INT,

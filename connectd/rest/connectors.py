@@ -294,15 +294,17 @@ async def _tasks_config(request: web.Request) -> web.Response:
 
 async def _put_tasks(request: web.Request) -> web.Response:
     # Kafka Connect's internal endpoint: the worker running a connector gives the leader its task
-    # configs. Only another worker of the cluster may call it: under connect.protocol=sessioned its
-    # Kafka signature is the proof (the forwarding middleware checked it), else connectd's header.
+    # configs. While the group runs sessioned its Kafka signature is the proof (the forwarding
+    # middleware checked it). Under compatible or eager Kafka Connect's workers send none and Kafka
+    # checks nothing: so neither does connectd (a Kafka worker in the group must be heard), but says so.
     herder = request.app[HERDER]
     name = request.match_info["connector"]
     if not hasattr(herder, "put_task_configs"):
         raise RestError(404, "Task configs are written by the leader of a Connect cluster; this worker is standalone")
-    sessioned = str(herder.worker.get("connect.protocol")).lower() == "sessioned"
-    if not sessioned and FORWARDED_HEADER not in request.headers:
-        raise RestError(403, "Internal request refused: only another worker of the cluster may write task configs")
+    if not getattr(herder, "signs_requests", False) and FORWARDED_HEADER not in request.headers:
+        log.warning("internal_request_unverified", path=request.path, remote=request.remote,
+                    why="the group does not run connect.protocol=sessioned: requests between workers carry no "
+                        "proof, as in Kafka Connect")
     body = await read_json(request, numbers_as_text=True)
     if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
         raise RestError(400, "Request body must be a JSON array of task configs")

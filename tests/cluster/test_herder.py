@@ -227,3 +227,80 @@ def test_a_connector_is_initialized_with_its_context_before_it_starts(worker_con
 
     assert run.instance.steps == [("initialize", True), ("start", "t")]
     assert written == [{"topics": "t"}]
+
+
+def test_an_eager_group_has_all_work_assigned_afresh_and_requests_unsigned(worker_config):
+    """connect.protocol=eager somewhere in the group: the leader deals everything round-robin (Kafka's
+    EagerAssignor), a rebalance stops all this worker runs (gracefully, UNASSIGNED written), and no
+    request between workers is signed or checked, as Kafka checks them only under sessioned."""
+    from connectd.cluster.membership import EAGER_REBALANCE
+    from connectd.cluster.protocol import EAGER, SESSIONED, WorkerMetadata
+
+    herder, started = _herder(worker_config, _snapshot("eager", 3))
+    assert herder.signs_requests  # sessioned by default, before any join
+    herder.member._protocol = EAGER
+    assert not herder.signs_requests
+    herder.member._protocol = SESSIONED
+    assert herder.signs_requests
+
+    async def scenario():
+        herder.config_store.refresh = _refreshed
+        members = {m: WorkerMetadata(f"http://{m}", 10) for m in ("a", "b")}
+        return await herder.assign("a", 4, EAGER, members)
+
+    async def _refreshed(timeout):
+        return None
+
+    assignments = asyncio.run(scenario())
+    assert {m: (a.connectors, [t.task for t in a.tasks]) for m, a in assignments.items()} \
+        == {"a": (("eager",), [1]), "b": ((), [0, 2])}
+    assert herder._assignor_state is None  # the next cooperative round trusts what members report
+
+    run = herder._connectors["eager"]
+    run.tasks = [TaskRun(0, {"topics": "t"}), TaskRun(2, {"topics": "t"})]
+    herder._assigned = WorkerLoad.of([], [ConnectorTaskId("eager", 0), ConnectorTaskId("eager", 2)])
+    stops = []
+
+    async def stop(run, task, timeout_s=None):
+        stops.append((task.id, timeout_s))
+
+    herder.supervisor._stop = stop
+    herder.status.put_task_safe = herder.status.put_task  # KafkaStatusStore's, no other worker here
+    asyncio.run(herder.on_revoked_all(EAGER_REBALANCE))
+    assert sorted(stops) == [(0, None), (2, None)]  # graceful: task.shutdown.graceful.timeout.ms
+    assert herder.assignment() == WorkerLoad()
+    assert {herder.status.task("eager", n).state for n in (0, 2)} == {"UNASSIGNED"}
+
+
+def test_a_group_turning_eager_stops_what_this_worker_runs_and_is_not_given_keeping_the_rest(
+        worker_config, wait_until_async):
+    """A worker that joined expecting a cooperative round (it stopped nothing) gets an eager assignment:
+    that is all it may run, so work given to others stops before anything starts; work it keeps runs on."""
+    from connectd.cluster.protocol import EAGER
+
+    herder, started = _herder(worker_config, _snapshot("turn", 3, **{"tasks.max": "3"}))
+    run = herder._connectors["turn"]
+    run.tasks = [TaskRun(0, {"topics": "t"}), TaskRun(1, {"topics": "t"})]
+    herder._assigned = WorkerLoad.of([], [ConnectorTaskId("turn", 0), ConnectorTaskId("turn", 1)])
+    herder.status.put_task_safe = herder.status.put_task
+    stops = []
+
+    async def stop(run, task, timeout_s=None):
+        stops.append(task.id)
+
+    herder.supervisor._stop = stop
+    assignment = ConnectAssignment(0, "l", "http://l", 10, tasks=(ConnectorTaskId("turn", 1), ConnectorTaskId("turn", 2)))
+
+    async def refreshed(timeout):
+        return None
+
+    herder.config_store.refresh = refreshed
+
+    async def scenario():
+        await herder.on_assigned(assignment, 7, "m", EAGER)
+        await wait_until_async(lambda: started, "the start, after on_assigned returned", timeout=10)
+
+    asyncio.run(scenario())
+    assert stops == [0]
+    assert herder.assignment() == WorkerLoad.of([], [ConnectorTaskId("turn", 1), ConnectorTaskId("turn", 2)])
+    assert [task for task, _ in started] == [2]  # task 1 runs on, not started again

@@ -17,8 +17,9 @@ returned :class:`AssignorState` and the members' work.
 
 Where connectd differs on purpose the test says so and docs/cluster.md has
 the line. The wire-format tests (``ConnectProtocolCompatibilityTest``) are in
-test_protocol_codec.py; only the versions 1 and 2 cases apply (eager is
-refused).
+test_protocol_codec.py. The eager protocol's cases (``WorkerCoordinatorTest``, whose
+``EagerAssignor`` deals connectors, then tasks, round-robin over the sorted members) are
+at the end, against :func:`assign_eager`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from connectd.cluster.assignor import AssignorState, assign
+from connectd.cluster.assignor import AssignorState, assign, assign_eager
 from connectd.cluster.protocol import (
     COMPATIBLE,
     SESSIONED,
@@ -896,3 +897,49 @@ def test_coordinator_task_assignment_when_worker_bounces():
     assert [len(returned[w].tasks) for w in ("leader", "member")] == [0, 0]
     assert set(returned["other"].tasks) == set(other.tasks) and len(other.tasks) == 2
     kafka.assert_delay(0)
+
+
+# --- the eager protocol (WorkerCoordinatorTest, connect.protocol=eager) ----------------------------
+
+
+def _eager(connectors: dict[str, int], members=("leader", "member"), offsets=None):
+    from connectd.cluster.protocol import ConnectorTaskId, WorkerMetadata
+
+    offsets = offsets or {}
+    metadata = {m: WorkerMetadata(f"http://{m}", offsets.get(m, 1)) for m in members}
+    tasks = [ConnectorTaskId(c, n) for c, count in connectors.items() for n in range(count)]
+    return assign_eager(leader="leader", members=metadata, config_offset=1, connectors=list(connectors), tasks=tasks)
+
+
+def _given(assignment):
+    return list(assignment.connectors), [str(t) for t in assignment.tasks]
+
+
+def test_eager_leader_perform_assignment1():
+    # configState1: connector1 with one task; the leader gets the connector, the member its task
+    result = _eager({"connector1": 1})
+    assert _given(result["leader"]) == (["connector1"], [])
+    assert _given(result["member"]) == ([], ["connector1-0"])
+    assert all(a.leader == "leader" and a.leader_url == "http://leader" and a.config_offset == 1
+               and not len(a.revoked) and a.delay_ms == 0 for a in result.values())
+
+
+def test_eager_leader_perform_assignment2():
+    # configState2: connector1 with two tasks, connector2 with one; the deal goes on from the connectors
+    result = _eager({"connector1": 2, "connector2": 1})
+    assert _given(result["leader"]) == (["connector1"], ["connector1-0", "connector2-0"])
+    assert _given(result["member"]) == (["connector2"], ["connector1-1"])
+
+
+def test_eager_leader_perform_assignment_single_task_connectors():
+    result = _eager({"connector1": 1, "connector2": 1, "connector3": 1})
+    assert _given(result["leader"]) == (["connector1", "connector3"], ["connector2-0"])
+    assert _given(result["member"]) == (["connector2"], ["connector1-0", "connector3-0"])
+
+
+def test_eager_config_mismatch_hands_every_member_the_highest_offset():
+    from connectd.cluster.protocol import CONFIG_MISMATCH
+
+    result = _eager({"connector1": 1}, offsets={"member": 7})
+    assert {m: (a.error, a.config_offset, len(a.connectors) + len(a.tasks)) for m, a in result.items()} \
+        == {"leader": (CONFIG_MISMATCH, 7, 0), "member": (CONFIG_MISMATCH, 7, 0)}

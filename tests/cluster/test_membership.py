@@ -14,10 +14,13 @@ import pytest
 from aiokafka.client import AIOKafkaClient, CoordinationType
 from aiokafka.protocol.group import LeaveGroupRequest
 
-from connectd.cluster.membership import WorkerGroupMember
+from connectd.cluster.membership import EAGER_REBALANCE, WorkerGroupMember
 from connectd.cluster.protocol import (
     CONFIG_MISMATCH,
+    EAGER,
     NO_ERROR,
+    OFFERED,
+    SESSIONED,
     ConnectAssignment,
     ConnectorTaskId,
     WorkerLoad,
@@ -99,7 +102,7 @@ def _member(broker, group, handler, **kw) -> WorkerGroupMember:
         session_timeout_ms=kw.pop("session_timeout_ms", SESSION_MS),
         rebalance_timeout_ms=kw.pop("rebalance_timeout_ms", 10000),
         heartbeat_interval_ms=kw.pop("heartbeat_interval_ms", HEARTBEAT_MS),
-        protocols=kw.pop("protocols", ["sessioned", "compatible"]),
+        protocols=kw.pop("protocols", OFFERED["sessioned"]),
         handler=handler,
         **kw,
     )
@@ -126,6 +129,7 @@ def test_a_lone_member_leads_and_gets_all_the_work(broker, group_id, wait_until_
         async with member:
             await wait_until_async(lambda: _settled((member, handler)), "the first assignment", timeout=15, interval=0.02)
             assert member.is_leader and member.leader_id == member.member_id
+            assert member.protocol == SESSIONED  # the first of what it offers, as Kafka's coordinator picks
             assert member.generation >= 0  # Kafka starts at 1, tansu at 0
             assert member.leader_url == handler.url
             _, generation, assignment = handler.assigned[-1]
@@ -167,6 +171,45 @@ def test_a_second_member_joins_cooperatively_and_the_leader_sees_its_metadata(br
                 assert a.seen_members[rounds][ma.member_id] == WorkerMetadata(a.url, 5, WorkerLoad.of(a.running))
                 assert a.revoked_all == [] and b.revoked_all == []
                 assert b.assigned[-1][2].config_offset == 9  # the highest offset any member reported
+
+    asyncio.run(main())
+
+
+def test_a_group_with_an_eager_member_runs_eager_and_every_member_stops_all_before_it_rejoins(
+        broker, group_id, wait_until_async):
+    """As Kafka Connect: every worker also offers ``default`` (eager), so a worker on
+    connect.protocol=eager makes the whole group eager; each rebalance then starts with every member
+    stopping all its work (WorkerCoordinator.onJoinPrepare), and each assignment is all it runs.
+    (The eager member joins first: the dev broker keeps the first member's protocol for the group,
+    where Kafka would switch a running group to the one every member offers.)"""
+    async def main():
+        a, b = RoundRobinHandler("a"), RoundRobinHandler("b")
+        ma, mb = _member(broker, group_id, a), _member(broker, group_id, b, protocols=OFFERED["eager"])
+        async with mb:
+            await wait_until_async(lambda: _settled((mb, b)), "b alone", timeout=15, interval=0.02)
+            assert mb.protocol == EAGER and b.revoked_all == []
+            async with ma:
+                await wait_until_async(lambda: _settled((ma, a), (mb, b)), "a and b sharing the work, eagerly",
+                                       timeout=15, interval=0.02)
+                assert ma.protocol == mb.protocol == EAGER
+                # b held all the work: it stopped all of it before its JoinGroup, and got half back.
+                assert [reason for _, reason in b.revoked_all] == [EAGER_REBALANCE]
+                revoked_at = b.revoked_all[0][0]
+                eager_rounds = [asg for t, _, asg in b.assigned if t > revoked_at]
+                assert eager_rounds and not any(len(asg.revoked) for asg in eager_rounds)
+                assert set(eager_rounds[-1].connectors) == b.running
+                # the leader saw version 0 metadata: no allocation
+                assert all(m.assignment is None for m in b.seen_members[-1].values())
+                # The leader asks for a round, a connector added (its config offset moved): again both
+                # stop everything first.
+                rounds = len(a.revoked_all), len(b.revoked_all)
+                b.config_offset += 1
+                mb.request_rejoin()
+                await wait_until_async(lambda: (len(a.revoked_all), len(b.revoked_all)) > rounds
+                                       and _settled((ma, a), (mb, b)), "another eager round", timeout=15,
+                                       interval=0.02)
+                assert len(a.revoked_all) > rounds[0] and len(b.revoked_all) > rounds[1], (a.revoked_all, b.revoked_all)
+            await wait_until_async(lambda: _settled((mb, b)), "b alone again", timeout=15, interval=0.02)
 
     asyncio.run(main())
 
@@ -344,9 +387,9 @@ def test_settings_that_leave_no_time_between_heartbeats_and_the_deadline_are_ref
     with pytest.raises(ConfigError, match="heartbeat.interval.ms"):
         WorkerGroupMember({}, "g", session_timeout_ms=3000, rebalance_timeout_ms=10000, heartbeat_interval_ms=2000,
                           protocols=["compatible"], handler=RoundRobinHandler("a"))
-    with pytest.raises(ConfigError, match="eager"):
+    with pytest.raises(ConfigError, match="connect protocols must be among"):
         WorkerGroupMember({}, "g", session_timeout_ms=3000, rebalance_timeout_ms=10000, heartbeat_interval_ms=300,
-                          protocols=["eager"], handler=RoundRobinHandler("a"))
+                          protocols=["eager"], handler=RoundRobinHandler("a"))  # its protocol's name is "default"
 
 
 def test_the_wait_between_failed_joins_doubles_up_to_retry_backoff_max_ms_with_jitter():

@@ -1,9 +1,13 @@
-"""The Connect group protocol's bytes: round trips, and golden bytes written by hand from
-Kafka's IncrementalCooperativeConnectProtocol schema."""
+"""The Connect group protocol's bytes: round trips, golden bytes written by hand from Kafka's
+ConnectProtocol and IncrementalCooperativeConnectProtocol schemas, and bytes made by Java code that
+writes them as Kafka's Schemas do (tests/support/java/KafkaConnectProtocol.java)."""
 
 from __future__ import annotations
 
+import shutil
 import struct
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -138,9 +142,84 @@ def test_bad_bytes_raise_protocol_error(raw):
         decode_assignment(raw)
 
 
-def test_only_versions_1_and_2_are_written():
-    with pytest.raises(ValueError):
-        encode_assignment(ASSIGNMENT, 0)
+def test_only_versions_0_to_2_are_written_and_version_0_cannot_revoke_or_delay():
+    with pytest.raises(ValueError, match="0, 1 or 2"):
+        encode_assignment(ASSIGNMENT, 3)
+    with pytest.raises(ValueError, match="eager"):
+        encode_assignment(ASSIGNMENT, 0)  # it revokes and delays
+    with pytest.raises(ValueError, match="eager"):
+        encode_assignment(ConnectAssignment(0, "l", "u", 1, delay_ms=5), 0)
+
+
+def test_eager_version_0_golden_bytes():
+    # ConnectProtocol: header {version}, CONFIG_STATE_V0 {url, config_offset}; nothing more, whatever
+    # the member runs (and no connectd extension: a warming member cannot say so under eager).
+    metadata = WorkerMetadata("http://w:8083", 42, WorkerLoad.of(["x"]), warming=True)
+    assert encode_metadata(metadata, 0) == i16(0) + s("http://w:8083") + i64(42)
+    assert decode_metadata(encode_metadata(metadata, 0)) == WorkerMetadata("http://w:8083", 42)
+    # ASSIGNMENT_V0 {error, leader, leader_url, config_offset, assignment}: no revoked, no delay
+    eager = ConnectAssignment(0, "leader-1", "http://l:8083/", 17, connectors=("a",), tasks=(T("a", 0), T("b", 2)))
+    raw = b"".join([i16(0), i16(0), s("leader-1"), s("http://l:8083/"), i64(17),
+                    i32(2), s("a"), i32(2), i32(-1), i32(0), s("b"), i32(1), i32(2)])
+    assert encode_assignment(eager, 0) == raw
+    assert decode_assignment(raw) == eager
+
+
+def test_version_0_metadata_is_read_as_kafka_reads_it_whatever_follows():
+    # ConnectProtocol.deserializeMetadata reads the two fields and no further.
+    raw = i16(0) + s("http://e") + i64(3) + i32(-1) + s("connectd") + b"\x01"
+    assert decode_metadata(raw) == WorkerMetadata("http://e", 3, None)
+
+
+JAVA_SOURCE = Path(__file__).parent.parent / "support" / "java" / "KafkaConnectProtocol.java"
+
+
+@pytest.fixture(scope="module")
+def kafka_bytes(tmp_path_factory):
+    """``kafka_bytes(*args) -> bytes``: what KafkaConnectProtocol.java writes for *args*."""
+    if shutil.which("javac") is None:
+        pytest.skip("javac is needed to write the bytes as Kafka's Schemas do")
+    classes = tmp_path_factory.mktemp("java")
+    subprocess.run(["javac", "-d", str(classes), str(JAVA_SOURCE)], check=True, capture_output=True, timeout=120)
+
+    def run(*args: object) -> bytes:
+        done = subprocess.run(["java", "-cp", str(classes), "KafkaConnectProtocol", *map(str, args)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return bytes.fromhex(done.stdout.strip())
+
+    return run
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_assignments_are_the_bytes_kafkas_schemas_write(kafka_bytes, version):
+    revoked = WorkerLoad() if version == 0 else WorkerLoad.of(["c"], [T("c", 1)])
+    delay = 0 if version == 0 else 2500
+    assignment = ConnectAssignment(0, "leader-é", "http://l:8083/", 2**40, connectors=("a",),
+                                   tasks=(T("a", 0), T("a", 7)), revoked=revoked, delay_ms=delay)
+    java = kafka_bytes("assignment", version, 0, "leader-é", "http://l:8083/", 2**40, "a:-1,0,7",
+                       *(() if version == 0 else ("c:-1,1", delay)))
+    assert encode_assignment(assignment, version) == java
+    assert decode_assignment(java) == assignment
+    mismatch = kafka_bytes("assignment", version, CONFIG_MISMATCH, "l", "http://l", 99, "",
+                           *(() if version == 0 else ("", 0)))
+    assert decode_assignment(mismatch) == ConnectAssignment(CONFIG_MISMATCH, "l", "http://l", 99)
+    assert encode_assignment(ConnectAssignment(CONFIG_MISMATCH, "l", "http://l", 99), version) == mismatch
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_metadata_is_the_bytes_kafkas_schemas_write(kafka_bytes, version):
+    first = WorkerMetadata("http://w:8083/", -1)
+    assert encode_metadata(first, version) == kafka_bytes("metadata", version, "http://w:8083/", -1, "null")
+    load = WorkerLoad.of(["x"], [T("x", 0), T("x", 3)])
+    running = WorkerMetadata("http://w:8083/", 42, load)
+    if version == 0:  # eager: what it runs is not said
+        assert encode_metadata(running, 0) == kafka_bytes("metadata", 0, "http://w:8083/", 42)
+        return
+    allocation = kafka_bytes("assignment", version, 0, "", "", 42, "x:-1,0,3", "", 0)
+    java = kafka_bytes("metadata", version, "http://w:8083/", 42, allocation.hex())
+    assert encode_metadata(running, version) == java
+    assert decode_metadata(java) == running
 
 
 def test_an_assignment_ending_after_the_config_offset_takes_kafkas_defaults():

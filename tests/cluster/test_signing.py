@@ -79,7 +79,9 @@ def test_key_sizes_and_expiry():
 
 def _herder(keys: list[SessionKey], protocol: str = "sessioned") -> SimpleNamespace:
     settings = {"connect.protocol": protocol, "inter.worker.verification.algorithms": ACCEPTED}
-    return SimpleNamespace(worker=SimpleNamespace(get=settings.__getitem__), session_keys=lambda: keys)
+    # the group runs the protocol asked for (DistributedHerder.signs_requests: only sessioned signs)
+    return SimpleNamespace(worker=SimpleNamespace(get=settings.__getitem__), session_keys=lambda: keys,
+                           signs_requests=protocol == "sessioned")
 
 
 def _kafka_signed(key: SessionKey, body: bytes) -> dict[str, str]:

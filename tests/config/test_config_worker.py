@@ -215,11 +215,10 @@ def test_same_topic_used_twice(tmp_path) -> None:
     assert errors[0].message == "expected a topic different from config.storage.topic's"
 
 
-def test_eager_rebalancing_is_refused_saying_why(tmp_path) -> None:
-    errors = _errors(_config(tmp_path, "connect.protocol=EAGER", "worker.unsync.backoff.ms=1000", base=DISTRIBUTED))
-    assert [(p.key, p.value) for p in errors] == [("connect.protocol", "eager")]
-    assert "incrementally" in errors[0].message
-    assert _errors(_config(tmp_path, "connect.protocol=compatible", base=DISTRIBUTED)) == []
+@pytest.mark.parametrize("protocol", ["EAGER", "compatible", "sessioned"])
+def test_each_of_kafkas_rebalance_protocols_is_taken(tmp_path, protocol) -> None:
+    assert _errors(_config(tmp_path, f"connect.protocol={protocol}", base=DISTRIBUTED)) == []
+    assert _errors(_config(tmp_path, "connect.protocol=lazy", base=DISTRIBUTED))[0].key == "connect.protocol"
 
 
 def test_all_three_topics_the_same(tmp_path) -> None:

@@ -268,3 +268,53 @@ def test_file_source_to_sink_under_load_while_workers_join_and_leave_and_offsets
                "the lines written while the source was away", timeout=180)
     values = Counter(m.value().decode() for m in consume_records(topic_name))
     assert values["line 000000"] == 1  # not read again from the start
+
+
+def _protocols(workers, name: str) -> list[str]:
+    """The group protocol of each JoinGroup in worker *name*'s log, oldest first."""
+    log = (workers.directory / f"{name}.log").read_text(errors="replace")
+    return [json.loads(line)["protocol"] for line in log.splitlines() if '"event": "group_joined"' in line]
+
+
+def test_a_cluster_on_eager_is_rolled_over_to_sessioned_one_worker_at_a_time(
+        cluster, broker, topic_name, wait_until):
+    """Kafka Connect's way from eager to cooperative rebalancing, with connectd's workers: all on
+    connect.protocol=eager, then restarted one at a time on sessioned. While any worker speaks only
+    eager the group runs it (every rebalance stops all work and deals it out again); the sink goes on
+    writing every line through each step."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=30)
+    workers = cluster(**{"connect.protocol": "eager"})
+    for name in ("w1", "w2"):
+        workers.start(name)
+    workers.wait_up("w1", "w2")
+    out = workers.directory / "out.txt"
+    code, body = workers.call("w1", "POST", "/connectors", {"name": "s", "config": {
+        "connector.class": "FileStreamSink", "topics": topic_name, "tasks.max": "2", "file": str(out)}})
+    assert code == 201, body
+
+    def written(count: int) -> bool:
+        return out.exists() and {line for line in out.read_text().splitlines()} >= {
+            f"line {i:06d}" for i in range(count)}
+
+    def running_on_both() -> dict[str, str]:
+        placed = workers.placement("w1", ["s"], tasks_each=2)
+        return placed if len(set(placed.values())) == 2 else {}
+
+    sent = 0
+    for step, rolled in enumerate([None, "w1", "w2"]):
+        if rolled is not None:
+            workers.terminate(rolled)
+            workers.start(rolled, **{"connect.protocol": "sessioned"})
+            workers.wait_up(rolled)
+        # eager deals round-robin over the 2 members: the connector and a task on one, a task on the other
+        wait_until(running_on_both, f"step {step}: both tasks RUNNING, one a worker", timeout=180)
+        _produce(broker, topic_name, sent, 200, 2)
+        sent += 200
+        wait_until(lambda n=sent: written(n), f"step {step}: the sink to write {sent} lines", timeout=120)
+        # the group's protocol: eager while a worker speaks only it, whichever worker was the first
+        if rolled != "w2":
+            assert {_protocols(workers, n)[-1] for n in ("w1", "w2")} == {"default"}
+    # Every worker offers sessioned now. Kafka's coordinator moves the group to it at the next rebalance;
+    # the dev broker keeps the protocol a group was first formed with for as long as it knows the group
+    # (tests/cluster/test_membership.py shows what each worker offers).
