@@ -8,7 +8,12 @@ One run, one broker, one SparkSession (``--master``, ``local[2]`` by default):
    such lines, in a standalone herder in this process; a consumer counts the
    records arriving in its topic. Records/s from the first record seen to
    the last; the connector's creation to its first record apart;
-3. where the time goes: Spark's progress per micro-batch (latestOffset is
+3. the Python peer, in the same run: quixstreams' Source API reading the same
+   file line by line and producing each line (the same producer settings as
+   the raw baseline), counted the same way (skipped, and said so, where
+   quixstreams is not installed: ``pip install -e '.[bench]'`` in a
+   benchmark's own environment, as it pins an older confluent-kafka);
+4. where the time goes: Spark's progress per micro-batch (latestOffset is
    taking what the poller thread buffered; addBatch is an executor producing
    the batch and the worker storing its offsets).
 
@@ -66,6 +71,52 @@ async def source_run(herder: Any, bootstrap: str, topic: str, path: Path, record
     }
 
 
+try:  # the peer's source, at module level: quixstreams runs it in a process of its own (spawned)
+    from quixstreams.sources import Source
+
+    class FileSource(Source):
+        """The file's lines, each produced as it is read: what a quixstreams user writes."""
+
+        def __init__(self, path: Path, name: str) -> None:
+            super().__init__(name=name)
+            self.path = path
+
+        def run(self) -> None:
+            with open(self.path, "rb") as lines:
+                for line in lines:
+                    if not self.running:
+                        return
+                    self.produce(value=line[:-1])
+except ImportError:
+    FileSource = None  # type: ignore[assignment,misc]
+
+
+def peer_run(bootstrap: str, topic: str, path: Path, records: int, state_dir: Path) -> dict[str, Any]:
+    """quixstreams' Source API producing the file's lines into *topic*, counted as connectd's are."""
+    if FileSource is None:
+        return {"skipped": "quixstreams is not installed (pip install -e '.[bench]')"}
+    import quixstreams
+    from quixstreams import Application
+
+    counter = rp.TopicCounter(bootstrap, topic, records)
+    counter.start()
+    app = Application(broker_address=bootstrap, consumer_group="bench-quix", auto_create_topics=False,
+                      state_dir=str(state_dir), producer_extra_config=dict(rp.PRODUCER_TUNING))
+    started = time.monotonic()
+    app.add_source(FileSource(path, name="bench-file"), topic=app.topic(topic, value_serializer="bytes"))
+    app.run()  # returns once the source's run() returned and its producer was flushed
+    counter.join(max(60, records / 2000))
+    counter.halt.set()
+    if counter.count < records:
+        raise RuntimeError(f"quixstreams: {counter.count} of {records} records arrived")
+    return {
+        "quixstreams": quixstreams.__version__,
+        **rp.steady_rates(counter.count, counter.first_count, counter.first, counter.last,
+                          counter.value_bytes + counter.key_bytes),
+        "start_to_last_record_s": round(counter.last - started, 1),
+    }
+
+
 async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, path: Path, records: int,
                memory: Any) -> dict[str, Any]:
     herder = await rp.started_herder(bootstrap, spark, tmp)
@@ -94,10 +145,13 @@ def main() -> int:
         rp.PARTITIONS = 1
         rp.create_topic(bootstrap, "bench-raw", 1)
         rp.create_topic(bootstrap, "bench-file", 1)
+        rp.create_topic(bootstrap, "bench-quix", 1)
         summary["raw_produce"] = rp.raw_produce(bootstrap, "bench-raw", args.records)
         print(json.dumps(summary["raw_produce"]), file=sys.stderr)
         path = tmp / "in.txt"
         write_lines(path, args.records)
+        summary["peer"] = peer_run(bootstrap, "bench-quix", path, args.records, tmp / "quix-state")
+        print(json.dumps(summary["peer"]), file=sys.stderr)
         t0 = time.monotonic()
         spark = rp.bench_spark(bootstrap, tmp, args.master, **dict(item.split("=", 1) for item in args.conf))
         summary["spark_start_s"] = round(time.monotonic() - t0, 1)
@@ -110,6 +164,8 @@ def main() -> int:
             rp.bench_spark_stop(spark)
     summary["ratio_to_raw"] = round(summary["connectd"]["records_per_s"]
                                     / summary["raw_produce"]["records_per_s"], 3)
+    if "records_per_s" in summary["peer"]:
+        summary["ratio_to_peer"] = round(summary["connectd"]["records_per_s"] / summary["peer"]["records_per_s"], 3)
     summary["loadavg_end"] = rp.loadavg()
     print(json.dumps(summary, indent=2))
     return 0
