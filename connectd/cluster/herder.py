@@ -190,10 +190,12 @@ class DistributedHerder(HerderBase):
         return not self._spark_attached.is_set()
 
     def attach_spark(self, spark: Any) -> None:
-        """Spark is up and warm: this worker takes work from now on, and rejoins to say so."""
+        """Spark is up and warm: this worker takes work from now on, and rejoins to say so. Not in
+        an eager group: its metadata cannot say it warms, so it was given work already (which
+        waited for Spark and starts now), and a rejoin would stop all the group's work for nothing."""
         super().attach_spark(spark)
         self._spark_attached.set()
-        if self._started:
+        if self._started and self.member.protocol != EAGER:
             log.info("worker_warm_rejoining")
             self.member.request_rejoin()
 

@@ -242,6 +242,14 @@ def test_an_eager_group_has_all_work_assigned_afresh_and_requests_unsigned(worke
     assert not herder.signs_requests
     herder.member._protocol = SESSIONED
     assert herder.signs_requests
+    # Spark warm: a rejoin says so to a cooperative leader; an eager group would only stop everything
+    rejoins = []
+    herder.member.request_rejoin = lambda: rejoins.append(herder.member.protocol)
+    herder._started = True
+    for protocol in (SESSIONED, EAGER):
+        herder.member._protocol = protocol
+        herder.attach_spark(_NO_SPARK)
+    assert rejoins == [SESSIONED]
 
     async def scenario():
         herder.config_store.refresh = _refreshed
