@@ -244,12 +244,13 @@ _PATHS: dict[str, Any] = {
             {"204": _NO_CONTENT, **_errors(400, 403, 404, 409, 503)}, parameters=[_CONNECTOR],
             body=_body({"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}},
                        [{"file": "/tmp/in.txt", "topic": "lines"}], "the task configs, one object per task"),
-            description="Only another worker of a distributed cluster may call it. Under "
+            description="Another worker of a distributed cluster calls it. While the group runs "
                         "connect.protocol=sessioned the request carries Kafka Connect's signature made with the "
                         "cluster's session key (X-Connect-Authorization: the HMAC of the body, and "
                         "X-Connect-Request-Signature-Algorithm), as a Kafka Connect worker sends it: 400 without "
-                        "one, 403 for a wrong one, 503 before this worker has the key; otherwise it carries "
-                        "X-Connectd-Forwarded-By. A standalone worker answers 404."),
+                        "one, 403 for a wrong one, 503 before this worker has the key. Under compatible or eager "
+                        "it is unsigned, as Kafka Connect's workers send it, and taken (logged as "
+                        "internal_request_unverified). A standalone worker answers 404."),
     },
     "/connectors/{connector}/tasks-config": {"get": _operation(
         "getTasksConfig", "connectors", "deprecated: the task configs as a map `<connector>-<task>` → config",
