@@ -10,7 +10,16 @@ loop's end::
        ▲                     the step tried again after a back-off doubling from the
        │                     loop's pause (0.5 s at least) up to 30 s
        └──a step succeeds──── (``background_loop_recovered``, with how many failed)
-    any ──cancelled (the owner stops)──► STOPPED
+    any ──the owner stops it──► STOPPING: cancelled; no step begins any more ──► STOPPED
+
+A stop does not rely on the cancellation alone: Python 3.11's
+``asyncio.wait_for`` can lose a cancellation that arrives as its timeout
+fires (turned into the ``TimeoutError`` a step expects and handles), and a
+``while True`` around such a step then ran for ever and its owner's stop
+with it (a worker that ignored SIGTERM; a test that hung). So the loop looks
+at its STOPPING flag before every step, and :meth:`Loops.stop` cancels
+again every 5 s until the task has ended, saying so
+(``background_loop_stop_slow``) if one cancellation was not enough.
 
 What a failing step concerns is the step's to say: the herder's task
 checks fail the task they were checking (FAILED, with the trace) before
@@ -27,6 +36,7 @@ the step logs them as warnings and returns.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -41,6 +51,7 @@ log = get_logger(__name__)
 UNHEALTHY_AFTER_S = 30.0
 _BACKOFF_MAX_S = 30.0
 _FIRST_BACKOFF_S = 0.5
+_RECANCEL_S = 5.0  # a loop not ended this long after its cancellation is cancelled again (cleanups get this long)
 
 
 @dataclass
@@ -50,6 +61,7 @@ class _Loop:
     failures: int = 0
     failing_since: float | None = None  # monotonic time of the first failure since the last success
     last_error: str | None = None
+    stopping: bool = False  # the owner stops it: no step begins any more
 
 
 class Loops:
@@ -75,9 +87,19 @@ class Loops:
     async def stop(self, name: str) -> None:
         """End the loop *name* (cancelled, awaited) and forget it; nothing if there is none."""
         loop = self._loops.pop(name, None)
-        if loop is not None and loop.task is not None:
+        if loop is None or loop.task is None:
+            return
+        loop.stopping = True
+        cancels = 0
+        while not loop.task.done():
             loop.task.cancel()
-            await asyncio.gather(loop.task, return_exceptions=True)
+            cancels += 1
+            if cancels == 2:
+                log.warning("background_loop_stop_slow", loop=loop.name,
+                            why="a cancellation was lost in a step; cancelled again")
+            await asyncio.wait({loop.task}, timeout=_RECANCEL_S)
+        with contextlib.suppress(BaseException):  # its outcome was its own to log; retrieved so asyncio does not
+            loop.task.result()
 
     def problems(self) -> list[str]:
         """Why loops cannot go on, one sentence each; empty when every loop is sound."""
@@ -93,7 +115,7 @@ class Loops:
         return found
 
     async def _forever(self, loop: _Loop, step: Callable[[], Awaitable[object]], pause_s: float) -> None:
-        while True:
+        while not loop.stopping:
             try:
                 await step()
             except asyncio.CancelledError:

@@ -64,6 +64,7 @@ Network errors are retried after ``retry_backoff_ms`` (the client's setting).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from typing import Any, Protocol, Self
@@ -550,10 +551,9 @@ class WorkerGroupMember:
         member_id, generation, joining = self._member_id, self._generation, self._state != _STABLE
         sent = time.monotonic()
         try:
-            response = await asyncio.wait_for(
-                self._send(HeartbeatRequest(self._group_id, generation, member_id), ConnectionGroup.DEFAULT),
-                self._session_timeout_ms / 1000,
-            )
+            async with asyncio.timeout(self._session_timeout_ms / 1000):  # not wait_for: see _sleep
+                response = await self._send(HeartbeatRequest(self._group_id, generation, member_id),
+                                            ConnectionGroup.DEFAULT)
         except asyncio.CancelledError:
             raise
         except (TimeoutError, KafkaError, OSError) as exc:
@@ -723,10 +723,12 @@ class WorkerGroupMember:
         await self._sleep(wait)
 
     async def _sleep(self, seconds: float) -> None:
-        try:
-            await asyncio.wait_for(self._closing.wait(), max(seconds, 0))
-        except TimeoutError:
-            pass
+        """*seconds*, or until the member closes. ``asyncio.timeout``, not ``wait_for``: Python 3.11's
+        ``wait_for`` can turn a cancellation that arrives as it times out into the ``TimeoutError``
+        suppressed here, and the loop that sleeps would not stop (connectd.loops)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(seconds, 0)):
+                await self._closing.wait()
 
     async def _wait_any(self, *events: asyncio.Event) -> None:
         waiters = [asyncio.create_task(event.wait()) for event in (*events, self._closing)]
