@@ -443,12 +443,12 @@ class DistributedHerder(HerderBase):
             log.warning("leader_config_unread", error=str(exc))
         snapshot = self.snapshot
         tasks = [task for c in snapshot.connector_configs for task in snapshot.tasks(c)]
-        self._members = dict(members)
         if protocol == EAGER:
             # Every member stopped all its work before it joined: everything is assigned afresh. The
             # incremental assignor's memory is dropped, as a new leader's (the next cooperative round
             # trusts what members report they run).
             self._assignor_state = None
+            self._members = dict(members)
             return assign_eager(leader=leader_id, members=members, config_offset=snapshot.offset,
                                 connectors=list(snapshot.connector_configs), tasks=tasks)
         assignments, self._assignor_state = assign(
@@ -457,6 +457,7 @@ class DistributedHerder(HerderBase):
             last_completed_generation=self._group_generation, state=await self._without_released(members),
             now_ms=int(time.time() * 1000), max_delay_ms=self.worker.get("scheduled.rebalance.max.delay.ms"),
         )
+        self._members = dict(members)  # after: _without_released finds departed workers in the last round's
         return assignments
 
     async def _without_released(self, members: Mapping[str, WorkerMetadata]) -> AssignorState | None:
