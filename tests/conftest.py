@@ -98,6 +98,33 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture(scope="session")
+def java_program(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Callable[..., str]]:
+    """``java_program(name)(*args) -> stdout``: tests/support/java/<name>.java, compiled once a
+    session, run with *args* (a run that fails fails the test with its stderr). Skips where the
+    machine has no JDK."""
+    if shutil.which("javac") is None:
+        pytest.skip("javac is needed to run the Java code these bytes are checked against")
+    compiled: dict[str, Path] = {}
+
+    def program(name: str) -> Callable[..., str]:
+        if name not in compiled:
+            classes = tmp_path_factory.mktemp(f"java-{name}")
+            source = Path(__file__).parent / "support" / "java" / f"{name}.java"
+            subprocess.run(["javac", "-d", str(classes), str(source)], check=True, capture_output=True, timeout=120)
+            compiled[name] = classes
+
+        def run(*args: object) -> str:
+            done = subprocess.run(["java", "-cp", str(compiled[name]), name, *map(str, args)], capture_output=True,
+                                  text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        return run
+
+    return program
+
+
+@pytest.fixture(scope="session")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Test certificates and stores (``tests/support/pki.py``): name → file."""
     if shutil.which("openssl") is None:

@@ -223,8 +223,7 @@ class DistributedHerder(HerderBase):
         first join, this worker's ``connect.protocol`` says), as Kafka's ``internalRequestValidationEnabled``.
         A group with a worker that speaks less (a Kafka Connect worker on eager or compatible) runs
         that, and no worker signs."""
-        protocol = self.member.protocol
-        return (protocol if protocol is not None else (SESSIONED if self.protocol == SESSIONED else None)) == SESSIONED
+        return (self.member.protocol or self.protocol) == SESSIONED
 
     def connectors(self) -> list[str]:
         return sorted(self.snapshot.connector_configs)

@@ -4,10 +4,7 @@ writes them as Kafka's Schemas do (tests/support/java/KafkaConnectProtocol.java)
 
 from __future__ import annotations
 
-import shutil
 import struct
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -171,24 +168,11 @@ def test_version_0_metadata_is_read_as_kafka_reads_it_whatever_follows():
     assert decode_metadata(raw) == WorkerMetadata("http://e", 3, None)
 
 
-JAVA_SOURCE = Path(__file__).parent.parent / "support" / "java" / "KafkaConnectProtocol.java"
-
-
 @pytest.fixture(scope="module")
-def kafka_bytes(tmp_path_factory):
+def kafka_bytes(java_program):
     """``kafka_bytes(*args) -> bytes``: what KafkaConnectProtocol.java writes for *args*."""
-    if shutil.which("javac") is None:
-        pytest.skip("javac is needed to write the bytes as Kafka's Schemas do")
-    classes = tmp_path_factory.mktemp("java")
-    subprocess.run(["javac", "-d", str(classes), str(JAVA_SOURCE)], check=True, capture_output=True, timeout=120)
-
-    def run(*args: object) -> bytes:
-        done = subprocess.run(["java", "-cp", str(classes), "KafkaConnectProtocol", *map(str, args)],
-                              capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        return bytes.fromhex(done.stdout.strip())
-
-    return run
+    run = java_program("KafkaConnectProtocol")
+    return lambda *args: bytes.fromhex(run(*args).strip())
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

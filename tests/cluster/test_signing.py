@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import base64
-import shutil
-import subprocess
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -109,15 +106,9 @@ def test_kafkas_internal_endpoints_require_kafkas_signature():
 
 @pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ["HmacSHA256", "HmacSHA512"])
-def test_kafkas_signature_is_what_javas_mac_makes(tmp_path, algorithm):
+def test_kafkas_signature_is_what_javas_mac_makes(java_program, algorithm):
     """Golden, from Java: InternalRequestSignature.addToRequest's Mac over the body, base64."""
-    if shutil.which("javac") is None:
-        pytest.skip("javac is needed to run Kafka's way of signing")
-    source = Path(__file__).parent.parent / "support" / "java" / "KafkaRequestSignature.java"
-    subprocess.run(["javac", "-d", str(tmp_path), str(source)], check=True, capture_output=True, timeout=120)
     key = new_session_key(algorithm)
     body = '[{"connector.class":"FileStreamSource","tasks.max":"1","topic":"t-é"}]'
-    java = subprocess.run(["java", "-cp", str(tmp_path), "KafkaRequestSignature", algorithm,
-                           base64.b64encode(key.key).decode(), body], check=True, capture_output=True, text=True,
-                          timeout=60).stdout.strip()
+    java = java_program("KafkaRequestSignature")(algorithm, base64.b64encode(key.key).decode(), body).strip()
     assert sign_body(key, algorithm, body.encode()) == java

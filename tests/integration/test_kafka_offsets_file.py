@@ -14,21 +14,11 @@ from connectd.runtime.offsets.store import FileOffsetStore, canonical, ordered
 
 pytestmark = pytest.mark.integration
 
-JAVA_SOURCE = Path(__file__).parent.parent / "support" / "java" / "KafkaOffsetsFile.java"
-
-
 @pytest.fixture(scope="module")
-def kafka_offsets_file(tmp_path_factory):
+def kafka_offsets_file(java_program):
     """``write(path, {key: value or None})`` and ``read(path) -> (class, {key: value or None})``, as
     Kafka's FileOffsetBackingStore writes and reads the file."""
-    classes = tmp_path_factory.mktemp("java")
-    subprocess.run(["javac", "-d", str(classes), str(JAVA_SOURCE)], check=True, capture_output=True, timeout=120)
-
-    def run(*args: str) -> str:
-        done = subprocess.run(["java", "-cp", str(classes), "KafkaOffsetsFile", *args], capture_output=True,
-                              text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+    run = java_program("KafkaOffsetsFile")
 
     class Kafka:
         @staticmethod

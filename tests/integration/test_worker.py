@@ -90,13 +90,14 @@ def test_sigusr1_logs_where_every_task_of_the_worker_waits():
     stream = io.StringIO()
     configure_logging("INFO", json=True, stream=stream)
 
-    async def waits_for_ever(never: asyncio.Event) -> None:
+    async def waits_for_ever(waiting: asyncio.Event, never: asyncio.Event) -> None:
+        waiting.set()
         await never.wait()
 
     async def scenario():
-        never = asyncio.Event()
-        task = asyncio.get_running_loop().create_task(waits_for_ever(never), name="group-heartbeat")
-        await asyncio.sleep(0)  # the task reaches its wait
+        waiting, never = asyncio.Event(), asyncio.Event()
+        task = asyncio.get_running_loop().create_task(waits_for_ever(waiting, never), name="group-heartbeat")
+        await waiting.wait()  # the task is in its wait now
         _log_tasks()
         task.cancel()
 
