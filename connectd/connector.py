@@ -268,6 +268,15 @@ class SourceTask(Task):
 
     context: SourceTaskContext
 
+    #: ``False`` (the default): the task runs on an executor's host, in a process of its own for
+    #: its run, which polls it, transforms and converts its records and produces them; Spark's
+    #: batches carry back only offsets and counts. If a batch goes to another host, the task is
+    #: started there again from the stored offsets (as after a restart). ``True``: the task must
+    #: be polled on the driver's host (it reads something only that host has); it then runs in
+    #: Spark's planner process there and its records travel to an executor in each batch. See
+    #: docs/plugin-authors.md.
+    poll_on_driver: ClassVar[bool] = False
+
     @abc.abstractmethod
     def poll(self) -> list[SourceRecord] | None:
         """New records, or ``None``/``[]`` when there are none right now.

@@ -129,8 +129,8 @@ class WorkerMetrics:
             "connectd_source_records_polled", "Records a source task's poll() returned (before transforms).",
             _TASK, registry=registry)
         self.source_active = Gauge(
-            "connectd_source_records_active", "Records a source task polled and has not yet written, as its last "
-            "micro-batch was taken (that batch's and those not yet committed).", _TASK, registry=registry)
+            "connectd_source_records_active", "Records a source task polled and has not yet written, sampled once "
+            "per micro-batch (that batch's and those polled ahead).", _TASK, registry=registry)
         self.record_failures = Counter(
             "connectd_task_record_failures", "Records whose conversion, transformation or put failed (each "
             "attempt's final failure; reported errant records and source records Kafka did not take under "

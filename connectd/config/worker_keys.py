@@ -308,9 +308,10 @@ _WORKER_KEYS = [
               "do not linger.",
               default=500, importance=L, validator=Range.between(0, 60000), group="Tasks"),
     ConfigKey("source.batch.max.records", Type.INT,
-              "connectd extension: the most records one micro-batch of a record-level source task holds. "
-              "The task is polled while the last batch is produced; a batch is what was polled meanwhile, "
-              "up to this bound (polling waits while this many are waiting to be produced).",
+              "connectd extension: the most records one micro-batch of a record-level source task produces, "
+              "and the most its poll thread buffers ahead (polling waits while this many are waiting to be "
+              "produced). A batch also ends after 1 s, or once nothing more was polled for 50 ms; its "
+              "offsets are stored when it ends.",
               default=50000, importance=L, validator=Range.at_least(1), group="Tasks"),
     ConfigKey("executor.check.timeout.ms", Type.LONG,
               "connectd extension: with a cluster master (spark.master not local), how long Spark's executors "

@@ -4,7 +4,9 @@ Both herders (standalone and distributed) start and stop tasks here, so a
 source or sink task is built the same way whoever decided it runs on this
 worker::
 
-    start(task) ── record-level source ─► start_source_query      (poll in Spark's reader process)
+    start(task) ── record-level source ─► start_source_query      (polled and produced in the task's
+                │                         process on an executor's host; poll_on_driver: in Spark's
+                │                         planner process, produced by an executor)
                 ├─ Spark-level source  ─► start_spark_source_query (the plugin's own DataFrame)
                 ├─ record-level sink   ─► start_sink_query: offset ranges put in an executor
                 │                         (executor_sink), offsets committed here after the batch;
@@ -262,6 +264,7 @@ class TaskAssembler:
             paused=paused,
             metrics=handle.metrics,
             lease_file=self.lease_file,
+            on_executors=not getattr(task_class, "poll_on_driver", False),
         )
 
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 from confluent_kafka import KafkaException
@@ -13,8 +15,8 @@ from connectd.metrics import WorkerMetrics
 from connectd.runtime.error_handling import ErrorPolicy
 from connectd.runtime.kafka.clients import client_option
 from connectd.runtime.offsets.store import FileOffsetStore, TopicOffsetStore, close_producers
-from connectd.runtime.spark.queries import start_source_query
 from connectd.runtime.source.task import _ProduceFailures
+from connectd.runtime.spark.queries import start_source_query
 
 pytestmark = pytest.mark.integration
 
@@ -30,14 +32,14 @@ def read_topic(consume_records, topic: str, expected: int) -> list:
 
 
 def run(spark, worker: dict[str, str], path, topic, connector_extra=None, offsets_topic=None, producer_extra=None,
-        task_class="connectd_file.tasks.FileStreamSourceTask", metrics=None):
+        task_class="connectd_file.tasks.FileStreamSourceTask", metrics=None, on_executors=True):
     connector = {"name": "lines", "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
                  **(connector_extra or {})}
     return start_source_query(
         spark, connector="lines", task_id=0, task_class=task_class,
         task_config=connector, connector_config=connector, worker_config=worker,
         producer_config={"bootstrap.servers": worker["bootstrap.servers"], **(producer_extra or {})},
-        max_records=500, metrics=metrics,
+        max_records=500, metrics=metrics, on_executors=on_executors,
         **({"offsets_path": worker["offset.storage.file.filename"]} if offsets_topic is None else
            {"offsets": {"kind": "topic", "topic": offsets_topic, "client": client_option(worker, "producer")}}),
     )
@@ -267,7 +269,46 @@ def run_recording(spark, broker, worker_config, tmp_path, topic: str, task: str,
     create_topic(broker, topic)
     calls = tmp_path / "events.txt"
     return run(spark, worker_config.settings(), tmp_path / "unused", topic, {**config, "events.file": str(calls)},
-               task_class=f"recording_source.{task}"), calls
+               task_class=f"recording_source.{task}", on_executors=task != "DriverPolledSourceTask"), calls
+
+
+def command_line(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
+
+
+def test_records_are_polled_and_produced_on_the_executors_host_never_in_the_worker_process(
+        spark, broker, topic_name, tmp_path, wait_until, consume_records, worker_config):
+    """The task lives in its host process: start, every poll() and stop there, and the records
+    with it (commit_record learns where Kafka put each one in that same process)."""
+    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "RecordingSourceTask",
+                                 {"count": "40", "per.poll": "4"})
+    try:
+        assert len(read_topic(consume_records, topic_name, 40)) == 40
+        host = wait_until(lambda: {pid for pid, call, _ in events(calls) if call == "start"}, "the task to start")
+        assert len(host) == 1 and os.getpid() not in host
+        assert "connectd.runtime.source.host" in command_line(next(iter(host)))
+        wait_until(lambda: [d for _, c, d in events(calls) if c == "commit_record"], "commit_record for 40",
+                   until=lambda committed: len(committed) == 40)
+    finally:
+        assert query.stop(graceful_timeout_s=30) is True
+    assert {pid for pid, _, _ in events(calls)} == host  # poll, commit_record, commit, stop: one process
+    assert [call for _, call, _ in events(calls)].count("stop") == 1
+
+
+def test_a_task_that_must_be_polled_on_the_driver_is_polled_in_the_planner_process(
+        spark, broker, topic_name, tmp_path, wait_until, consume_records, worker_config):
+    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "DriverPolledSourceTask",
+                                 {"count": "20"})
+    try:
+        assert len(read_topic(consume_records, topic_name, 20)) == 20
+        polled_in = wait_until(lambda: {pid for pid, call, _ in events(calls) if call == "start"}, "the task to start")
+    finally:
+        assert query.stop(graceful_timeout_s=30) is True
+    (pid,) = polled_in
+    assert pid != os.getpid() and "connectd.runtime.source.host" not in command_line(pid)
 
 
 DROP_WITH_HEADER = {  # a Filter dropping the records that carry the header "drop"
@@ -280,11 +321,16 @@ DROP_WITH_HEADER = {  # a Filter dropping the records that carry the header "dro
 }
 
 
+BOTH_PLACES = pytest.mark.parametrize("task", ["RecordingSourceTask", "DriverPolledSourceTask"],
+                                      ids=["on-executors", "poll-on-driver"])
+
+
+@BOTH_PLACES
 def test_commit_record_tells_the_task_where_kafka_put_each_record_and_commit_follows(
-        spark, broker, topic_name, tmp_path, wait_until, consume_records, worker_config):
+        spark, broker, topic_name, tmp_path, wait_until, consume_records, worker_config, task):
     """As Kafka Connect's commitRecord: every record polled, in poll order, with its topic, partition
     and offset once acknowledged; None for one a transform dropped; commit() after its batch is stored."""
-    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "RecordingSourceTask",
+    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, task,
                                  {"count": "50", "per.poll": "7", "header.every": "5", **DROP_WITH_HEADER})
     try:
         committed = wait_until(lambda: [d for _, call, d in events(calls) if call == "commit_record"],
@@ -326,9 +372,10 @@ def test_poll_raising_a_retriable_error_is_polled_again(spark, broker, topic_nam
     assert [call for _, call, _ in events(calls)].count("poll_failed") == 3
 
 
+@BOTH_PLACES
 def test_poll_raising_fails_the_task_with_its_error_and_stop_is_called_once(
-        spark, broker, topic_name, tmp_path, wait_until, worker_config):
-    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "RecordingSourceTask",
+        spark, broker, topic_name, tmp_path, wait_until, worker_config, task):
+    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, task,
                                  {"count": "50", "fail.at": "25"})
     try:
         wait_until(query.is_active, "the query to fail", until=lambda active: not active, timeout=90)
@@ -341,3 +388,58 @@ def test_poll_raising_fails_the_task_with_its_error_and_stop_is_called_once(
     # what was stored before the failure was acknowledged to the task; nothing after it
     committed = [" ".join(detail.split()[:2]) for _, call, detail in recorded if call == "commit_record"]
     assert committed == [f"n {i}" for i in range(len(committed))] and len(committed) <= 20
+
+
+def test_a_host_killed_mid_batch_loses_nothing_its_successor_resumes_from_the_stored_offset(
+        spark, broker, topic_name, tmp_path, wait_until, consume_records, worker_config):
+    """SIGKILL of the task's process while it produces: the batch under way fails (nothing of it is
+    stored) or, killed between batches, the next batch starts a new process; either way the task
+    starts again from the last stored offset and every record arrives (at least once)."""
+    query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "CountingSourceTask",
+                                 {"count": "200000", "per.poll": "500"})
+    queries = [query]
+    try:
+        (pid,) = wait_until(lambda: {p for p, call, _ in events(calls) if call == "start"}, "the task to start")
+        wait_until(lambda: len(consume_records(topic_name, 1, partitions=1, timeout=30)), "a first record")
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: len([c for _, c, _ in events(calls) if c == "start"]) > 1 or not query.is_active(),
+                   "a new process for the task, or the query to fail")
+        if not query.is_active():  # the batch under way failed with the process
+            assert "ended during batch" in (query.failure() or "")
+            queries.append(run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
+                               {"count": "200000", "per.poll": "500", "events.file": str(calls)},
+                               task_class="recording_source.CountingSourceTask"))
+        seen = {m.value().decode() for m in consume_records(topic_name, 200000, partitions=1, timeout=180)}
+        assert seen == {f"n {i}" for i in range(200000)}
+        starts = [detail for _, call, detail in events(calls) if call == "start"]
+        assert len(starts) == 2 and int(starts[1]) > 0  # resumed from a stored offset, not from the start
+    finally:
+        for each in queries:
+            each.stop(graceful_timeout_s=30)
+
+
+def test_a_host_that_did_not_run_the_batch_before_starts_its_task_again_from_the_stored_offsets(
+        broker, topic_name, tmp_path, worker_config, consume_records):
+    """The batch before went to another executor host: what this one polled since may overlap it, so
+    its task is stopped and started again from the offsets the worker stored meanwhile."""
+    from connectd.runtime.source.host import TaskHost
+
+    create_topic(broker, topic_name)
+    calls, offsets = tmp_path / "events.txt", tmp_path / "offsets.json"
+    config = {"count": "100", "per.poll": "10", "topic": topic_name, "events.file": str(calls)}
+    spec = {"connector": "c", "task_id": 0, "task_class": "recording_source.CountingSourceTask",
+            "task_config": config, "connector_config": {"name": "c", **config},
+            "worker_config": worker_config.settings(), "offsets": {"kind": "file", "path": str(offsets)},
+            "producer": json.dumps({"bootstrap.servers": broker.bootstrap_servers}), "run": "r1"}
+    host = TaskHost({"task.secret.spec": json.dumps(spec), "max.records": "30"})
+    try:
+        first = host.handle({"seq": 1, "prev": 0, "mode": "run", "stored": []})
+        assert first["records"] > 0
+        # batch 2 ran elsewhere and stored offset 49; batch 3 comes here
+        FileOffsetStore(offsets).put("c", {json.dumps({"source": "counter"}): {"i": 49}})
+        third = host.handle({"seq": 3, "prev": 2, "mode": "run", "stored": []})
+        assert third["records"] > 0
+    finally:
+        host.close()
+    assert [(call, detail) for _, call, detail in events(calls) if call in ("start", "stop")][:3] == [
+        ("start", "0"), ("stop", ""), ("start", "50")]

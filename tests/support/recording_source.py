@@ -79,3 +79,9 @@ class RecordingSourceTask(CountingSourceTask):
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         where = "None" if metadata is None else f"{metadata.topic}:{metadata.partition}:{metadata.offset}"
         self._event("commit_record", f"{record.value} {where}")
+
+
+class DriverPolledSourceTask(RecordingSourceTask):
+    """A :class:`RecordingSourceTask` that must be polled on the driver's host."""
+
+    poll_on_driver = True

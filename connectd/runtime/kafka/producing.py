@@ -39,6 +39,7 @@ from connectd.runtime.kafka.clients import CLIENT_OPTION, client_settings
 __all__ = [
     "arrow_write_schema",
     "executor_producer",
+    "flush_produced",
     "produce_batches",
 ]
 
@@ -83,6 +84,8 @@ class _Written(WriterCommitMessage):
     #: records Kafka did not take, passed over (``produce_batches(failed=…)``)
     failed: int = 0
     source_offsets: dict[str, str] = field(default_factory=dict)
+    #: deliveries that failed a batch (no ``failed`` callback), for :func:`flush_produced`
+    failures: list[str] = field(default_factory=list)
 
 
 _producers: dict[str, Any] = {}
@@ -136,7 +139,8 @@ _RECORD_REFUSALS = frozenset({"MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "_UNK
 
 
 def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
-                    acks: list[Any] | None = None, failed: Callable[..., None] | None = None) -> _Written:
+                    acks: list[Any] | None = None, failed: Callable[..., None] | None = None,
+                    written: _Written | None = None, flush: bool = True, poll_every: int = 1000) -> _Written:
     """Produce Arrow batches of :data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` rows; return
     once every record is acknowledged.
 
@@ -154,8 +158,17 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
         goes on without it, its offsets moving past it (Kafka Connect's ``errors.tolerance=all``
         for sources, KIP-779); without it, such a record fails the batch. A producer the cluster
         refused, or records not acknowledged in time, fail the batch either way.
+    :param written: what earlier calls for the same batch produced (with ``flush=False``): this
+        call's records are added to it.
+    :param flush: wait for every acknowledgement (:func:`flush_produced`) before returning; without
+        it the records are only handed to the producer, and a later call flushes them all.
+    :param poll_every: serve the producer's callbacks after every so many records; 0: only when
+        its queue is full, and at the flush. A ``poll()`` gives up the GIL: in a process where
+        another thread runs Python (a source task's poll thread) each one waits for it, up to
+        milliseconds.
     """
-    failures: list[str] = []
+    written = _Written() if written is None else written
+    failures = written.failures
 
     def delivered(error: Any, message: Any) -> None:
         if error is None:
@@ -183,7 +196,6 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
                 acks[index] = [message.partition(), message.offset(), message.timestamp()[1]]
         return delivered_at
 
-    written = _Written()
     produce, poll = producer.produce, producer.poll
     for batch in batches:
         names = batch.schema.names
@@ -208,7 +220,7 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
                     refused(error, topic, key=key, value=value)
                     continue
                 written.records += 1
-                if not written.records % 1000:
+                if poll_every and not written.records % poll_every:
                     poll(0)
             continue
         rows = zip(*(columns.get(name, empty) for name in _WRITE_COLUMNS[:6]), strict=True)
@@ -234,8 +246,17 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
                 refused(error, topic, **kwargs)
                 continue
             written.records += 1
-            if not written.records % 1000:
+            if poll_every and not written.records % poll_every:
                 poll(0)
+    return flush_produced(producer, written, flush_timeout) if flush else written
+
+
+def flush_produced(producer: Any, written: _Written, flush_timeout: float) -> _Written:
+    """Wait until every record :func:`produce_batches` handed to *producer* is acknowledged.
+
+    :raises RuntimeError: a record was not acknowledged within *flush_timeout* seconds, or failed.
+    """
+    failures = written.failures
     deadline = time.monotonic() + flush_timeout
     remaining = producer.flush(0)
     while remaining and time.monotonic() < deadline:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["active_topics_file", "read_active_topics", "remove_active_topics", "reset_active_topics", "reset_marker"]
+__all__ = ["active_topics_file", "read_active_topics", "record_topics", "remove_active_topics", "reset_active_topics",
+           "reset_marker"]
 
 
 def active_topics_file(run_dir: str | os.PathLike[str]) -> str:
@@ -50,3 +51,33 @@ def remove_active_topics(run_dir: str | os.PathLike[str]) -> None:
             os.unlink(name)
         except FileNotFoundError:
             pass
+
+
+def record_topics(path: str, topics: set[str], written: set[str]) -> None:
+    """Add to the file *path* the *topics* of a batch not listed before (*written*, which grows).
+
+    A reset marker beside it makes the file this batch's topics alone (and *written* with it);
+    then the marker goes, only once the file holds no topic from before the reset. Best effort:
+    a file that cannot be written loses no data, and the topics are offered again with the next
+    batch.
+    """
+    marker = reset_marker(path)
+    try:
+        if os.path.exists(marker):
+            tmp = f"{path}.tmp"
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write("".join(f"{topic}\n" for topic in sorted(topics)))
+            os.replace(tmp, path)
+            written.clear()
+            written.update(topics)
+            os.unlink(marker)
+            return
+        new = topics - written
+        if new:
+            # Whole lines in one appending write; a line the herder catches half-written
+            # has no newline yet and is left for its next read.
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write("".join(f"{topic}\n" for topic in sorted(new)))
+            written |= new
+    except OSError:
+        pass

@@ -22,9 +22,11 @@ _IDLE_CHECK_S = 0.1
 class Poller:
     """Polls the task on its own thread into a bounded buffer (states in the module docstring)."""
 
-    def __init__(self, poll: Any, max_records: int, idle: Any, name: str) -> None:
+    def __init__(self, poll: Any, max_records: int, idle: Any, name: str, buffered: Any = None) -> None:
         # () -> (Arrow batch or None, {partition: offset}, topics, polled records or None) or None
         self._poll = poll
+        #: () -> None, called (on the poller's thread) after each poll() that buffered something
+        self._on_buffered = buffered
         self._name = name
         self._idle = idle
         self.max_records = max_records
@@ -90,7 +92,32 @@ class Poller:
             self._topics |= topics
             if records:
                 self._polled.extend(records)
+            self._cond.notify_all()
+        if self._on_buffered is not None:
+            self._on_buffered()
         return 0.0
+
+    @property
+    def backlog(self) -> int:
+        """Records buffered, not yet taken."""
+        return self._buffered
+
+    def has_data(self) -> bool:
+        """Whether anything is buffered (or the poll() failed: :meth:`take` raises it)."""
+        with self._cond:
+            return bool(self._batches or self._offsets or self._polled or self._error is not None)
+
+    def wait_for_data(self, timeout: float) -> None:
+        """Wait up to *timeout* seconds until something is buffered, the poll() failed or the
+        thread ended."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not (self._batches or self._offsets or self._polled or self._error is not None or self._stopping
+                       or not self._thread.is_alive()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
 
     def take(self) -> tuple[list[Any], dict[str, str], set[str], list[Any]] | None:
         """Everything buffered (Arrow batches, last offsets, topics, polled records for

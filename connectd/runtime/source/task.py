@@ -1,4 +1,8 @@
-"""A record-level source task as a Spark streaming source (format ``connectd-source-task``).
+"""A record-level source task polled in Spark's planner process (format ``connectd-source-task``):
+the path of a task that declares ``SourceTask.poll_on_driver``. Every other task runs in a process
+of its own on an executor's host (:mod:`connectd.runtime.source.executor`,
+:mod:`connectd.runtime.source.host`), which reuses this reader's task machinery (start, poll
+thread, transforms, converters, ``commit_record``) there.
 
 The plugin's :class:`~connectd.SourceTask` lives in Spark's long-lived
 Python process for the query (where ``latestOffset`` runs), so it keeps its
@@ -144,7 +148,7 @@ from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original,
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 from connectd.runtime.kafka.clients import client_settings
 from connectd.runtime.kafka.producing import executor_producer, produce_batches, write_arrow_batch
-from connectd.runtime.source.active_topics import active_topics_file, reset_marker
+from connectd.runtime.source.active_topics import active_topics_file, record_topics
 from connectd.runtime.source.handoff import Batch, ipc, ipc_file
 from connectd.runtime.source.poller import Poller
 from connectd.transforms.chain import TransformationChain
@@ -272,6 +276,8 @@ class SourceTaskReader(DataSourceStreamReader):
         #: A source partition's identity (canonical text) -> the ordered text it first came as: one
         #: partition travels as one text, in its map's order (the offsets key Kafka would write).
         self._partition_texts: dict[str, str] = {}
+        #: () -> None after each poll() that buffered records (the task's host flags them: host.py)
+        self._on_buffered: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -502,32 +508,9 @@ class SourceTaskReader(DataSourceStreamReader):
             log.error("source_task_commit_failed", error=repr(error))
 
     def _record_topics(self, topics: set[str]) -> None:
-        """Tell the herder about topics not written to before (see the module's docstring).
-
-        Best effort: a file that cannot be written loses no data, so the
-        batch goes on and the topics are offered again with the next one.
-        """
-        path = self.topics_file
-        assert path is not None
-        marker = reset_marker(path)
-        try:
-            if os.path.exists(marker):
-                tmp = f"{path}.tmp"
-                with open(tmp, "w", encoding="utf-8") as handle:
-                    handle.write("".join(f"{topic}\n" for topic in sorted(topics)))
-                os.replace(tmp, path)
-                self._topics_written = set(topics)
-                os.unlink(marker)  # only once the file holds no topic from before the reset
-                return
-            new = topics - self._topics_written
-            if new:
-                # Whole lines in one appending write; a line the herder catches half-written
-                # has no newline yet and is left for its next read.
-                with open(path, "a", encoding="utf-8") as handle:
-                    handle.write("".join(f"{topic}\n" for topic in sorted(new)))
-                self._topics_written |= new
-        except OSError:
-            pass
+        """Tell the herder about topics not written to before (see the module's docstring)."""
+        assert self.topics_file is not None
+        record_topics(self.topics_file, topics, self._topics_written)
 
     # --- set-up, in the long-lived process ---
 
@@ -580,7 +563,7 @@ class SourceTaskReader(DataSourceStreamReader):
         self._last_commit = time.monotonic()
         self._register()
         self._acks = type(task).commit_record is not SourceTask.commit_record
-        self._poller = Poller(self._poll_once, self.max_records, self._held, self._name())
+        self._poller = Poller(self._poll_once, self.max_records, self._held, self._name(), self._on_buffered)
 
     def take_counts(self) -> dict[str, float]:
         """What the task did since the last call, for its metrics (only what changed): ``polls``

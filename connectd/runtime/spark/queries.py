@@ -42,13 +42,15 @@ from pyspark.sql import functions as F
 
 from connectd.connector import TopicPartition
 from connectd.metrics import timed_commit
-from connectd.runtime.sink import executor as executor_sink
+from connectd.runtime.fencing import LEASE_OPTION, fenced, lease_expired
 from connectd.runtime.kafka import clients as kafka_clients
 from connectd.runtime.kafka import io as kafka_io
 from connectd.runtime.kafka import reading as kafka_reading
-from connectd.runtime.source import task as source_task
-from connectd.runtime.fencing import LEASE_OPTION, fenced, lease_expired
 from connectd.runtime.offsets.store import store_offsets_hook
+from connectd.runtime.sink import executor as executor_sink
+from connectd.runtime.source import executor as source_executor
+from connectd.runtime.source import task as source_task
+from connectd.runtime.source.active_topics import active_topics_file, record_topics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -233,6 +235,7 @@ def register_data_sources(spark: SparkSession) -> None:
         spark.dataSource.register(kafka_io.KafkaDataSource)
         spark.dataSource.register(executor_sink.SinkTaskDataSource)
         spark.dataSource.register(source_task.SourceTaskDataSource)
+        spark.dataSource.register(source_executor.SourceExecutorDataSource)
         spark._connectd_data_sources = True
 
 
@@ -257,6 +260,7 @@ def start_source_query(
     trigger_interval: str = "100 milliseconds",
     metrics: Any = None,
     lease_file: str | None = None,
+    on_executors: bool = True,
 ) -> TaskQuery:
     """Start a source task's query: plugin → transforms → converters → Kafka → offset store.
 
@@ -272,6 +276,9 @@ def start_source_query(
     :param metrics: the task's :class:`connectd.metrics.TaskMetrics`, told of each batch and offset commit.
     :param lease_file: the worker's lease (:mod:`connectd.runtime.fencing`): once it ended, no batch is
         taken and no batch's offsets are stored.
+    :param on_executors: the task runs on an executor's host, its records produced there
+        (:mod:`connectd.runtime.source.executor`); ``False`` (``SourceTask.poll_on_driver``): it
+        is polled in Spark's planner process on this host (:mod:`connectd.runtime.source.task`).
     """
     if (offsets is None) == (offsets_path is None):
         raise ValueError("start_source_query needs one of offsets and offsets_path")
@@ -288,22 +295,29 @@ def start_source_query(
         # for dead-letter records, produced by the reader's own process
         "producer": _as_option(producer_config),
         "admin": _as_option(admin_config if admin_config is not None else producer_config),
+        "run": uuid.uuid4().hex,
     }
+    local = spark.sparkContext.master.startswith("local")  # executors on this host
+    tracking = str(worker_config.get("topic.tracking.enable", "true")).strip().lower() != "false"
 
     def build(workdir: Path) -> StreamingQuery:
         stream = (
-            spark.readStream.format(source_task.FORMAT)
+            spark.readStream.format(source_executor.FORMAT if on_executors else source_task.FORMAT)
             .option(source_task.SPEC_OPTION, json.dumps(spec))
             .option("stop.file", str(workdir / "stop"))
             .option("pause.file", str(workdir / "pause"))
             .option("max.records", str(max_records))
             .options(**({LEASE_OPTION: lease_file} if lease_file else {}))
         )
-        if spark.sparkContext.master.startswith("local"):  # executors on this host: batches as files
+        if local and on_executors:  # the task's host flags records waiting in the run directory
+            stream = stream.option("host.local", "true")
+        elif local:  # executors on this host: batches as files
             stream = stream.option("handoff.dir", str(workdir / "batches"))
         stored_dir = workdir / "stored"
         stream = stream.option("stored.dir", str(stored_dir)).load()
         store = json.dumps({**offsets_spec, "connector": connector})
+        topics_file = active_topics_file(workdir) if tracking and on_executors else None
+        topics_written: set[str] = set()
 
         def each_batch(frame: Any, batch_id: int) -> None:
             # Collecting the batch is producing it (source_task.SourceTaskReader.read, in an
@@ -327,6 +341,9 @@ def start_source_query(
                 metrics.batch(time.monotonic() - began, records, "source")
                 for text in stored:
                     metrics.task_counts(json.loads(text).get("stats", {}))
+            if topics_file is not None:  # the host reports each batch's topics (KIP-558)
+                for text in stored:
+                    record_topics(topics_file, set(json.loads(text).get("topics") or ()), topics_written)
             for index, text in enumerate(stored):  # commit_record and commit follow (source_task, "Acknowledgements")
                 stored_dir.mkdir(exist_ok=True)
                 temporary = stored_dir / f"{batch_id:012d}-{index}.tmp"

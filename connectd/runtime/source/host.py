@@ -1,0 +1,506 @@
+"""A record-level source task's process on an executor's host: polled, transformed, converted and
+produced there, in one process.
+
+Spark gives a query's micro-batches to whichever of its Python workers is free, a different one
+from batch to batch as soon as two queries run, so a task kept in a Python worker (as a sink
+task's instance is) would start again at almost every batch. A source task keeps state between
+polls (a file position, a replication stream), so it lives in a process of its own on the
+executor's host, one per task and run, which the batches' ``read()`` reaches through a Unix
+socket, whichever Python worker runs them::
+
+    planner (Spark's, on the driver's host)   executor Python worker       the task's host process
+    ───────────────────────────────────────   ──────────────────────       ───────────────────────
+    latestOffset: a batch when the host       read(): connect (spawn       poll thread: poll() ─►
+      flags records waiting (its ready file),   the host at the first       transforms ─► converters,
+      or always without a shared file system    batch) ── request ──►       buffered (max.records)
+    partitions: {seq, mode, stored seqs}                                    produce what is buffered
+                                                                            and what comes, until the
+                                                                            batch ends; flush
+                                              ◄── offsets, counts ──
+                                              yield them (no record)
+    worker, foreachBatch: store the offsets, write <stored dir>/<batch>.json; the planner passes
+    the stored seqs with the next request: commit_record and commit() follow on the host
+
+A batch ends when it produced ``max.records``, after ``BATCH_S``, once the
+buffer stayed empty ``DRAINED_S`` after records, or when the task is being
+stopped or paused. Polling goes on while a batch is planned, up to
+``max.records`` buffered, so Spark's planning costs no poll time.
+
+Requests (``mode``)::
+
+    run     settle the stored seqs; start the task if need be; produce; reply offsets + counts
+    stop    settle; the poll() under way returns (5 s at most); produce what was polled
+            before the stop (not while paused); no poll() after it
+    final   settle (the stop batch's commit_record and commit()); task.stop(); the host exits
+    settle  settle, or commit() when offset.flush.interval.ms passed: nothing is polled
+
+Host states::
+
+    LISTENING ──first run request──► RUNNING (task started; poll thread) ──final──► ended
+    RUNNING ──a request whose previous seq is not the last one here (the batch before ran on
+              another host)──► task stopped, started again from the stored offsets
+    RUNNING ──a batch fails (poll(), produce, flush)──► the error is the reply; task stopped; ended
+    any ──no request for IDLE_STOP_S, or the run over as this host sees it (its run directory
+          gone; the stop file there and no request for RUN_OVER_S; the lease ended)──► task
+          stopped; ended
+    any ──SIGTERM, or the executor's Python daemon (the parent of the worker that started the
+          host) ended──► task stopped; ended
+
+Without the driver's file system (a cluster master), the host polls ahead of its batches for
+``PREFETCH_S`` at most: a host whose batches went to another host soon stops polling, and is
+stopped ``IDLE_STOP_S`` later. While its task runs, a host on the driver's host registers in
+the run's instances directory, so stopping the query waits for ``task.stop()``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from typing import Any
+
+from connectd.connector import SourceTask
+from connectd.logging import configure_spark_process, get_logger
+from connectd.runtime.fencing import LEASE_OPTION, lease_expired
+from connectd.runtime.kafka.producing import executor_producer, flush_produced, produce_batches
+from connectd.runtime.source.task import SourceTaskReader, _ProduceFailures
+
+__all__ = ["BATCH_S", "IDLE_STOP_S", "exchange", "main", "socket_path"]
+
+log = get_logger(__name__)
+
+#: The longest a batch goes on producing.
+BATCH_S = 1.0
+#: A batch that had records ends once nothing more came for this long.
+DRAINED_S = 0.05
+#: A host that has had no request for this long stops its task and ends.
+IDLE_STOP_S = 30.0
+#: With the stop file there, a host that has had no request for this long ends.
+RUN_OVER_S = 3.0
+#: Without the driver's file system, how long after a batch the host goes on polling.
+PREFETCH_S = 2.0
+#: How long a batch's read() waits for a new host to listen.
+_SPAWN_WAIT_S = 60.0
+_ACCEPT_WAIT_S = 0.25
+_HEADER = struct.Struct(">I")
+
+
+def socket_path(key: str) -> str:
+    """The Unix socket of the host for *key* (run, connector, task) on this host, in a directory
+    only this user may enter."""
+    directory = os.path.join(tempfile.gettempdir(), f"connectd-{os.getuid()}")
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    if os.stat(directory).st_uid != os.getuid():
+        raise RuntimeError(f"{directory} belongs to another user: source task hosts cannot listen there")
+    return os.path.join(directory, f"source-{hashlib.sha256(key.encode()).hexdigest()[:24]}.sock")
+
+
+def _send(conn: socket.socket, message: dict[str, Any]) -> None:
+    data = json.dumps(message).encode()
+    conn.sendall(_HEADER.pack(len(data)) + data)
+
+
+def _recv(conn: socket.socket) -> dict[str, Any] | None:
+    header = _recv_exactly(conn, _HEADER.size)
+    if header is None:
+        return None
+    body = _recv_exactly(conn, _HEADER.unpack(header)[0])
+    return None if body is None else json.loads(body)
+
+
+def _recv_exactly(conn: socket.socket, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = conn.recv(min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+# --- the client: a batch's read(), in an executor's Python worker ---
+
+_spawned: list[subprocess.Popen[bytes]] = []
+
+
+def exchange(key: str, options_json: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Send *request* to the host of *key*, spawning it (with *options_json*, the reader's options)
+    for a ``run`` request if none listens; ``{}`` for another request when none does.
+
+    :raises RuntimeError: the host failed the batch (its error and trace), or ended without a reply.
+    """
+    for process in list(_spawned):  # reap hosts that ended
+        if process.poll() is not None:
+            _spawned.remove(process)
+    path = socket_path(key)
+    conn = _connect(path)
+    if conn is None:
+        if request["mode"] != "run":
+            return {}  # no task here: nothing to settle or stop
+        conn = _spawn_and_connect(path, options_json)
+    with conn:
+        _send(conn, request)
+        reply = _recv(conn)
+    if reply is None:
+        raise RuntimeError(f"the process of source task {key.partition('|')[2]} ended during batch "
+                           f"{request['seq']} (its log says why)")
+    if "error" in reply:
+        raise RuntimeError(reply["error"])
+    return reply
+
+
+def _connect(path: str) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError):
+        conn.close()
+        return None
+    return conn
+
+
+def _spawn_and_connect(path: str, options_json: str) -> socket.socket:
+    """Start the host (one at a time per socket: a lock beside it) and connect once it listens."""
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        conn = _connect(path)
+        if conn is not None:
+            return conn
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a host that died without removing it
+        # The host outlives the Python worker that starts it (Spark ends idle ones), not the
+        # executor: it watches the worker's parent, Spark's daemon (or the executor's JVM).
+        process = subprocess.Popen([sys.executable, "-m", "connectd.runtime.source.host", path, str(os.getppid())],
+                                   stdin=subprocess.PIPE, start_new_session=True, close_fds=True)
+        _spawned.append(process)
+        assert process.stdin is not None
+        with process.stdin:
+            process.stdin.write(options_json.encode())
+        deadline = time.monotonic() + _SPAWN_WAIT_S
+        while True:
+            conn = _connect(path)
+            if conn is not None:
+                return conn
+            if process.poll() is not None:
+                raise RuntimeError(f"the source task's process ended with code {process.returncode} before it "
+                                   "listened (its log says why)")
+            if time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"the source task's process did not listen within {_SPAWN_WAIT_S:.0f} s")
+            time.sleep(0.01)
+
+
+# --- the host process ---
+
+
+class _HostedTask(SourceTaskReader):
+    """The reader's task machinery (start, poll thread, conversion, commit_record), in the host."""
+
+    def __init__(self, options: dict[str, str], host: TaskHost) -> None:
+        super().__init__(options)
+        self._host = host
+        self._on_buffered = host.buffered
+
+    def _held(self) -> bool:
+        return self._host.held()
+
+    def _registration(self) -> str | None:
+        if not self._host.local:
+            return None  # the run directory is on another host
+        path = super()._registration()
+        return None if path is None else os.path.join(os.path.dirname(path), f"source-{os.getpid()}")
+
+
+class TaskHost:
+    """One task's run on this host: the requests of its batches, one at a time (states above)."""
+
+    def __init__(self, options: dict[str, str], watched: int | None = None) -> None:
+        self.options = options
+        self._watched = _ProcessWatch(watched) if watched else None
+        stop_file = options.get("stop.file")
+        self.workdir = os.path.dirname(stop_file) if stop_file else None
+        #: The driver's run directory is visible here (executors on the driver's host).
+        self.local = self.workdir is not None and os.path.isdir(self.workdir)
+        self.ready_file = os.path.join(self.workdir, "ready") if self.local and self.workdir else None
+        self.lease_file = options.get(LEASE_OPTION)
+        self.task = _HostedTask(options, self)
+        self.stopping = False
+        self.ended = False
+        self.last_seq: int | None = None
+        self.last_request = time.monotonic()
+        self._in_batch = False
+        self._batch_ended = time.monotonic()
+        self._flag_lock = threading.Lock()
+        self._flagged = False
+        #: seq -> (records polled, where Kafka put them), until the batch is stored (commit_record)
+        self._kept: dict[int, tuple[list[Any], list[Any]]] = {}
+
+    # poller thread
+
+    def held(self) -> bool:
+        """Not polled: stopping, paused, the lease over, or (no shared file system) idle too long."""
+        if self.stopping or lease_expired(self.lease_file):
+            return True
+        if not self.local:
+            return not self._in_batch and time.monotonic() - self._batch_ended > PREFETCH_S
+        return SourceTaskReader._held(self.task)
+
+    def buffered(self) -> None:
+        """The poller buffered records: flag them for the planner when no batch is producing."""
+        if self.ready_file is None:
+            return
+        with self._flag_lock:
+            if not self._in_batch and not self._flagged:
+                self._touch_ready()
+
+    def _touch_ready(self) -> None:
+        with contextlib.suppress(OSError):  # the run directory may be gone: the run is over
+            with open(self.ready_file, "a", encoding="utf-8"):  # type: ignore[arg-type]
+                pass
+            self._flagged = True
+
+    # main thread
+
+    def run_over(self) -> bool:
+        """Nothing more will come (see the module's states)."""
+        if self._watched is not None and self._watched.ended():
+            log.warning("source_task_host_orphaned", watched=self._watched.pid)
+            return True
+        idle = time.monotonic() - self.last_request
+        if idle > IDLE_STOP_S:
+            return True
+        if not self.local or self.workdir is None:
+            return False
+        if not os.path.isdir(self.workdir):
+            return True
+        stopped = os.path.exists(os.path.join(self.workdir, "stop")) or lease_expired(self.lease_file)
+        return stopped and idle > RUN_OVER_S
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.last_request = time.monotonic()
+        with self._flag_lock:
+            self._in_batch = True
+        try:
+            return self._handle(request)
+        finally:
+            self._batch_ended = self.last_request = time.monotonic()
+            with self._flag_lock:
+                self._in_batch = False
+                if self.ready_file is not None:
+                    poller = self.task._poller
+                    if poller is not None and poller.has_data():
+                        self._touch_ready()
+                    else:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(self.ready_file)
+                        self._flagged = False
+
+    def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        seq, mode = int(request["seq"]), request["mode"]
+        task = self.task
+        if task._task is not None and self.last_seq is not None and int(request["prev"]) != self.last_seq:
+            # The batch before ran on another host: what this one polled since may overlap it.
+            log.info("source_task_restarted_on_host", last_here=self.last_seq, seq=seq)
+            self._restart()
+            task = self.task
+        self.last_seq = seq
+        self._settle(request.get("stored") or [])
+        if mode == "final":
+            self.ended = True
+            task.stop()
+            return {"records": 0}
+        if mode == "settle" or task._task is None and mode != "run":
+            if task._task is not None and task._commit_due():
+                task._commit_task()
+            return {"records": 0}
+        if mode == "stop":
+            self.stopping = True
+            taken = task._take_at_stop()
+            return self._produce(seq, [taken] if taken is not None else [], None)
+        task._ensure_started()
+        if task._commit_due():
+            task._commit_task()
+        return self._produce(seq, None, BATCH_S)
+
+    def _restart(self) -> None:
+        old, self._kept = self.task, {}
+        try:
+            old.stop()
+        finally:
+            self.task = _HostedTask(self.options, self)
+
+    def _settle(self, seqs: list[int]) -> None:
+        """``commit_record`` for the records of the stored batches *seqs*, then ``commit()``."""
+        task = self.task
+        if not seqs or task._task is None:
+            return
+        for seq in seqs:
+            kept = self._kept.pop(int(seq), None)
+            if kept is not None:
+                task._commit_records(*kept)
+        task._commit_task()
+
+    def _produce(self, seq: int, taken: list[Any] | None, window: float | None) -> dict[str, Any]:
+        """Produce *taken*, or (``None``) what the poller buffers for up to *window* seconds (see the
+        module's docstring for when a batch ends); every record acknowledged before the reply."""
+        task = self.task
+        spec = task.spec
+        poller = task._poller
+        producer = executor_producer(spec.get("producer", "{}"), every_delivery=task._acks)
+        policy = task._errors.policy if task._errors is not None else None
+        refused = _ProduceFailures(spec, policy) if policy is not None and policy.tolerate_all else None
+        report = refused.report if refused is not None else None
+        acks: list[Any] | None = [] if task._acks else None
+        offsets: dict[str, str] = {}
+        topics: set[str] = set()
+        polled: list[Any] = []
+        written = None
+        began = time.monotonic()
+        last_data = began
+
+        def produce(chunk: Any) -> None:
+            nonlocal written
+            batches, chunk_offsets, chunk_topics, chunk_polled = chunk
+            if task._admin is not None:
+                from connectd.runtime.source.topic_creation import ensure_topics  # lazy: only tasks creating topics
+
+                ensure_topics(task._admin, chunk_topics, task._topic_rules, task._known_topics)
+            # No poll() between records (see produce_batches): the poll thread would hold each up.
+            written = produce_batches(producer, batches, task.flush_timeout, acks, report, written, flush=False,
+                                      poll_every=0)
+            offsets.update(chunk_offsets)
+            topics.update(chunk_topics)
+            if chunk_polled:
+                polled.extend(chunk_polled)
+
+        try:
+            if taken is not None:
+                for chunk in taken:
+                    produce(chunk)
+            else:
+                assert poller is not None
+                while True:
+                    chunk = poller.take()
+                    now = time.monotonic()
+                    if chunk is not None:
+                        produce(chunk)
+                        last_data = now
+                        if written is not None and written.records >= task.max_records:
+                            break
+                        continue
+                    if now - began >= (window or 0) or written is not None and now - last_data >= DRAINED_S:
+                        break
+                    if self.held():
+                        break
+                    poller.wait_for_data(min(began + (window or 0) - now, DRAINED_S))
+            # Records polled and not yet written (Kafka Connect's source-record-active-count), as the
+            # batch waits for its acknowledgements: its own and those polled ahead.
+            active = (written.records if written is not None else 0) + (poller.backlog if poller is not None else 0)
+            if written is not None:
+                flush_produced(producer, written, task.flush_timeout)
+            if refused is not None:
+                refused.flush()  # dead-lettered before the batch's offsets move past them
+        finally:
+            if refused is not None:
+                refused.close()
+        stats = {**task.take_counts(), "active": active}
+        if refused is not None:
+            for key, value in refused.counts().items():
+                stats[key] = stats.get(key, 0) + value
+        records = written.records if written is not None else 0
+        had_batch = bool(offsets or polled or records)
+        if task._acks and had_batch:
+            self._kept[seq] = (polled, acks or [])
+        # Whether stored batches must be told back (commit_record, commit()): the planner asks for a
+        # batch to do only that when nothing else is polled.
+        hooks = task._acks or type(task._task).commit is not SourceTask.commit
+        return {"offsets": offsets, "records": records, "topics": sorted(topics),
+                "stored": {"seqs": [seq] if had_batch else [], "acks": None, "stats": stats, "hooks": hooks}}
+
+    def close(self) -> None:
+        if self.task._task is not None:
+            self.task.stop()
+
+
+class _ProcessWatch:
+    """Whether a process (not a child of this one) has ended: a pidfd where Linux has them."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._fd: int | None = None
+        with contextlib.suppress(OSError, AttributeError):
+            self._fd = os.pidfd_open(pid)
+
+    def ended(self) -> bool:
+        if self._fd is not None:
+            import select  # lazy: the host only
+
+            return bool(select.select([self._fd], [], [], 0)[0])
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+def serve(path: str, options: dict[str, str], watched: int | None = None) -> None:
+    """Listen on *path* and handle the task's batches until its run is over (states above);
+    also once the process *watched* ended (the executor's Python daemon)."""
+    spec = json.loads(options["task.secret.spec"])
+    configure_spark_process(connector=spec["connector"], task=int(spec["task_id"]))
+    host = TaskHost(options, watched)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(4)
+    server.settimeout(_ACCEPT_WAIT_S)
+    try:
+        while not host.ended:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                if host.run_over():
+                    break
+                continue
+            with conn:
+                conn.settimeout(None)
+                request = _recv(conn)
+                if request is None:
+                    continue
+                try:
+                    reply = host.handle(request)
+                except Exception as error:  # noqa: BLE001 - the batch fails with it; so does the task
+                    host.ended = True
+                    reply = {"error": f"source task {spec['connector']}-{spec['task_id']} failed: {error!r}\n"
+                                      + "".join(traceback.format_exception(error))}
+                with contextlib.suppress(OSError):  # the batch was cancelled: its worker went
+                    _send(conn, reply)
+    finally:
+        for name in (path, f"{path}.lock"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+        server.close()
+        host.close()
+
+
+def main() -> None:
+    """``python -m connectd.runtime.source.host SOCKET [WATCHED_PID]``, the reader's options (JSON) on stdin."""
+    path = sys.argv[1]
+    options = json.loads(sys.stdin.read())
+    serve(path, options, int(sys.argv[2]) if len(sys.argv) > 2 else None)
+
+
+if __name__ == "__main__":
+    main()
