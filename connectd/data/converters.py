@@ -137,6 +137,12 @@ class StringConverter(Converter, HeaderConverter):
             return SchemaAndValue(Schema.OPTIONAL_STRING, None)
         return SchemaAndValue(Schema.OPTIONAL_STRING, self._codec.decode(bytes(data)))
 
+    def from_connect_batch(self, topic, schemas_and_values, headers=None):  # type: ignore[no-untyped-def]
+        # Strings (the usual values) and nulls without a call each; anything else as one record.
+        encode, convert = self._codec.encode, self.from_connect_data
+        return [None if value is None else encode(value) if type(value) is str else convert(topic, schema, value)
+                for schema, value in schemas_and_values]
+
     def to_connect_batch(self, topic, datas, headers=None):  # type: ignore[no-untyped-def]
         check_batch_headers(datas, headers)
         decode, schema = self._codec.decode, Schema.OPTIONAL_STRING

@@ -37,6 +37,7 @@ from connectd.logging import RepeatFilter
 from connectd.runtime.kafka.clients import CLIENT_OPTION, client_settings
 
 __all__ = [
+    "ColumnBatch",
     "arrow_write_schema",
     "executor_producer",
     "flush_produced",
@@ -56,6 +57,21 @@ def write_arrow_batch(rows: list[tuple]) -> Any:
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
     return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)],
                                       schema=schema)
+
+
+class ColumnBatch:
+    """Records as one Python list per :data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` column, for
+    :func:`produce_batches` where they never leave the process (no Arrow to build and take apart)."""
+
+    __slots__ = ("columns", "num_rows")
+
+    def __init__(self, columns: dict[str, list[Any]], num_rows: int) -> None:
+        self.columns = columns
+        self.num_rows = num_rows
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple]) -> ColumnBatch:
+        return cls({name: list(column) for name, column in zip(_WRITE_COLUMNS, zip(*rows), strict=True)}, len(rows))
 
 
 _ARROW_SCHEMA: Any = None
@@ -141,8 +157,8 @@ _RECORD_REFUSALS = frozenset({"MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "_UNK
 def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
                     acks: list[Any] | None = None, failed: Callable[..., None] | None = None,
                     written: _Written | None = None, flush: bool = True, poll_every: int = 1000) -> _Written:
-    """Produce Arrow batches of :data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` rows; return
-    once every record is acknowledged.
+    """Produce Arrow batches (or :class:`ColumnBatch`\es) of :data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA`
+    rows; return once every record is acknowledged.
 
     Columns are taken by name, each turned into a Python list at once (no Row
     object per record). A row whose topic is null only moves its source
@@ -198,9 +214,13 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
 
     produce, poll = producer.produce, producer.poll
     for batch in batches:
-        names = batch.schema.names
-        columns = {name: batch.column(i).to_pylist() for i, name in enumerate(names)
-                   if batch.column(i).null_count < batch.num_rows}  # an all-null column is not read
+        if isinstance(batch, ColumnBatch):
+            columns = {name: column for name, column in batch.columns.items()
+                       if column.count(None) < batch.num_rows}  # an all-null column is not read
+        else:
+            names = batch.schema.names
+            columns = {name: batch.column(i).to_pylist() for i, name in enumerate(names)
+                       if batch.column(i).null_count < batch.num_rows}
         empty = [None] * batch.num_rows
         for name, last in zip(columns.get("source_partition", ()), columns.get("source_offset", ()), strict=True):
             if name is not None:
@@ -227,23 +247,22 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
         for topic, partition, key, value, timestamp, headers in rows:
             if topic is None:
                 continue
-            kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
+            callback = delivered
             if acks is not None:
-                kwargs["on_delivery"] = delivered_as(len(acks))
+                callback = delivered_as(len(acks))
                 acks.append(None)
-            if partition is not None:
-                kwargs["partition"] = partition
-            if timestamp is not None:
-                kwargs["timestamp"] = timestamp
-            if headers:
-                kwargs["headers"] = [(h["key"], h["value"]) for h in headers]
+            # Positional arguments: a keyword dict per record costs as much as the produce() itself.
+            # Partition -1 lets the partitioner choose; timestamp 0 is "now".
+            args = (value, key, -1 if partition is None else partition, callback, 0 if timestamp is None else timestamp)
+            # headers only by keyword (confluent-kafka takes no positional headers)
+            extra = {"headers": [(h["key"], h["value"]) for h in headers]} if headers else {}
             try:
                 try:
-                    produce(topic, **kwargs)
+                    produce(topic, *args, **extra)
                 except BufferError:
-                    _produce_when_room(producer, topic, **kwargs)
+                    _produce_when_room(producer, topic, *args, **extra)
             except KafkaException as error:
-                refused(error, topic, **kwargs)
+                refused(error, topic, key=key, value=value, partition=args[2], **extra)
                 continue
             written.records += 1
             if poll_every and not written.records % poll_every:
@@ -277,13 +296,13 @@ def _raise_if_refused(producer: Any) -> None:
                            "until its settings change")
 
 
-def _produce_when_room(producer: Any, topic: str, **kwargs: Any) -> None:
+def _produce_when_room(producer: Any, topic: str, *args: Any, **kwargs: Any) -> None:
     """Produce once the local queue has room (deliveries drain while it waits)."""
     while True:
         _raise_if_refused(producer)
         producer.poll(0.05)
         try:
-            producer.produce(topic, **kwargs)
+            producer.produce(topic, *args, **kwargs)
             return
         except BufferError:
             continue

@@ -63,12 +63,13 @@ class Poller:
             if pause:
                 time.sleep(pause)
 
-    def _poll_into_buffer(self) -> float | None:
-        """One ``poll()`` (unless idle), its records buffered.
+    def _poll_into_buffer(self, here: bool = False) -> float | None:
+        """One ``poll()`` (unless idle; *here*: :meth:`poll_here`'s, which is called while the
+        thread is idle), its records buffered.
 
         :returns: how long to pause before the next, or ``None`` when ``poll()`` failed the task.
         """
-        if self._idle():
+        if not here and self._idle():
             return _IDLE_CHECK_S
         try:
             polled = self._poll()
@@ -107,18 +108,6 @@ class Poller:
         with self._cond:
             return bool(self._batches or self._offsets or self._polled or self._error is not None)
 
-    def wait_for_data(self, timeout: float) -> None:
-        """Wait up to *timeout* seconds until something is buffered, the poll() failed or the
-        thread ended."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not (self._batches or self._offsets or self._polled or self._error is not None or self._stopping
-                       or not self._thread.is_alive()):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._cond.wait(left)
-
     def take(self) -> tuple[list[Any], dict[str, str], set[str], list[Any]] | None:
         """Everything buffered (Arrow batches, last offsets, topics, polled records for
         ``commit_record``), or ``None`` if nothing is.
@@ -134,6 +123,31 @@ class Poller:
             self._batches, self._offsets, self._topics, self._polled, self._buffered = [], {}, set(), [], 0
             self._cond.notify_all()
             return taken
+
+    def poll_here(self, timeout: float) -> None:
+        """One ``poll()`` on the calling thread, its records buffered, once the thread's own poll()
+        under way (if any) returned, *timeout* seconds at most; for a caller that holds the thread
+        idle meanwhile (a task's host while it produces a batch: one thread running Python then,
+        not two taking the GIL from each other). Nothing once the task failed or is stopping."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._polling:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
+            if self._stopping or self._error is not None:
+                return
+            self._polling = True
+        try:
+            pause = self._poll_into_buffer(here=True)
+        finally:
+            with self._cond:
+                self._polling = False
+                self._looks += 1
+                self._cond.notify_all()
+        if pause:
+            time.sleep(pause)
 
     def first_poll(self, timeout: float) -> None:
         """Wait up to *timeout* seconds for the first ``poll()`` (or look whether to make one) to end."""

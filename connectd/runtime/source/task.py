@@ -147,7 +147,7 @@ from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original, TaskCounts, apply_stages
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 from connectd.runtime.kafka.clients import client_settings
-from connectd.runtime.kafka.producing import executor_producer, produce_batches, write_arrow_batch
+from connectd.runtime.kafka.producing import ColumnBatch, executor_producer, produce_batches, write_arrow_batch
 from connectd.runtime.source.active_topics import active_topics_file, record_topics
 from connectd.runtime.source.handoff import Batch, ipc, ipc_file
 from connectd.runtime.source.poller import Poller
@@ -278,6 +278,9 @@ class SourceTaskReader(DataSourceStreamReader):
         self._partition_texts: dict[str, str] = {}
         #: () -> None after each poll() that buffered records (the task's host flags them: host.py)
         self._on_buffered: Any = None
+        #: Polled records stay Python lists (:class:`ColumnBatch`), not Arrow: where they are produced
+        #: in the process that polled them (host.py), nothing needs Arrow.
+        self._columns_only = False
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -625,7 +628,7 @@ class SourceTaskReader(DataSourceStreamReader):
             batch, topics = self._convert_batch(transformed)
         except Exception:  # noqa: BLE001 - find the failing record(s) under the connector's error handling
             rows = [row for row in map(self._convert, transformed) if row is not None]
-            batch, topics = (write_arrow_batch(rows) if rows else None), {row[0] for row in rows}
+            batch, topics = (self._rows_batch(rows) if rows else None), {row[0] for row in rows}
         if self._dlq is not None:
             self._dlq.flush()
         return batch, offsets, topics, None
@@ -663,18 +666,13 @@ class SourceTaskReader(DataSourceStreamReader):
             polled.append((record, None if row is None else row[0]))
         if self._dlq is not None:
             self._dlq.flush()
-        return (write_arrow_batch(rows) if rows else None), offsets, {row[0] for row in rows}, polled
+        return (self._rows_batch(rows) if rows else None), offsets, {row[0] for row in rows}, polled
 
     def _convert_batch(self, records: list[Any]) -> tuple[Any, set[str]]:
         """Every record converted, per topic with the converters' batch methods, as one Arrow batch.
 
         Raises on any failure, which :meth:`_convert` then finds record by record.
         """
-        # lazy: pyarrow (~40 ms) is not at the worker's start-up, which imports this module (assembly)
-        import pyarrow as pa
-
-        from connectd.runtime.kafka.producing import arrow_write_schema
-
         if not records:
             return None, set()
         converters = self._converters
@@ -697,11 +695,22 @@ class SourceTaskReader(DataSourceStreamReader):
             columns["topic"] += [topic] * len(group)
             columns["partition"] += [record.kafka_partition for record in group]
             columns["timestamp"] += [record.timestamp for record in group]
-        schema = arrow_write_schema()
         n = len(columns["topic"])
+        if self._columns_only:
+            return ColumnBatch(columns, n), topics
+        # lazy: pyarrow (~40 ms) is not at the worker's start-up, which imports this module (assembly)
+        import pyarrow as pa
+
+        from connectd.runtime.kafka.producing import arrow_write_schema
+
+        schema = arrow_write_schema()
         arrays = [pa.array(columns[f.name], type=f.type) if f.name in columns else pa.nulls(n, type=f.type)
                   for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema), topics
+
+    def _rows_batch(self, rows: list[tuple]) -> Any:
+        """Converted *rows* (:data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` order) as one batch."""
+        return ColumnBatch.from_rows(rows) if self._columns_only else write_arrow_batch(rows)
 
     def _transform(self, records: list[Any]) -> list[Any]:
         try:

@@ -146,10 +146,22 @@ class FileStreamSourceTask(SourceTask):
         data, begin = self._buffer, 0
         now_ms = time.time_ns() // 1_000_000
         records: list[SourceRecord] = []
-        for end, after in _lines(data, 0, self.batch_size):
-            position = None if self.path is None else self.position + after
-            records.append(self._record(data[begin:end], position, now_ms))
-            begin = after
+        if b"\r" not in data:  # the common case, \n alone: split at once, one record per line inline
+            *lines, rest = data.split(b"\n", self.batch_size)
+            begin = len(data) - len(rest)
+            topic, partition, string, track = self.topic, self.partition, Schema.STRING, self.path is not None
+            after = self.position or 0
+            append = records.append
+            for line in lines:
+                after += len(line) + 1
+                append(SourceRecord(topic=topic, kafka_partition=None, key_schema=None, key=None, value_schema=string,
+                                    value=line.decode("utf-8", errors="replace"), timestamp=now_ms,
+                                    source_partition=partition, source_offset={"position": after if track else None}))
+        else:
+            for end, after in _lines(data, 0, self.batch_size):
+                position = None if self.path is None else self.position + after
+                records.append(self._record(data[begin:end], position, now_ms))
+                begin = after
         if records:
             if self.path is not None:
                 self.position += begin
