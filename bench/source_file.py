@@ -13,11 +13,16 @@ One run, one broker, one SparkSession (``--master``, ``local[2]`` by default):
    the raw baseline), counted the same way (skipped, and said so, where
    quixstreams is not installed: ``pip install -e '.[bench]'`` in a
    benchmark's own environment, as it pins an older confluent-kafka);
-4. where the time goes: Spark's progress per micro-batch (latestOffset is
-   taking what the poller thread buffered; addBatch is an executor producing
-   the batch and the worker storing its offsets).
+4. where the time goes: Spark's progress per micro-batch (addBatch is the
+   task's process producing the batch and the worker storing its offsets);
+5. a second FileStreamSource connector created on the same, running worker:
+   its creation to its first record in Kafka (``running_worker_first_record_s``).
 
-Run:  .venv/bin/python bench/source_file.py [--records 1000000] [--master local[2]] [--conf spark.key=value]
+``--with-sink`` is the pipeline variant: a FileStreamSink connector reads the
+topic while the source writes it (the rate is still the source's).
+
+Run:  .venv/bin/python bench/source_file.py [--records 1000000] [--master local[2]] [--with-sink]
+      [--conf spark.key=value]
 Prints a JSON summary (BENCHMARKS.md, "Sources at speed", holds the figures).
 """
 
@@ -117,11 +122,38 @@ def peer_run(bootstrap: str, topic: str, path: Path, records: int, state_dir: Pa
     }
 
 
+async def first_record_on_a_running_worker(herder: Any, bootstrap: str, tmp: Path) -> float:
+    """Seconds from a new FileStreamSource connector's creation to its first record in Kafka, on
+    the worker that has run the benchmark's connector (Spark warm)."""
+    path = tmp / "second.txt"
+    write_lines(path, 100)
+    rp.create_topic(bootstrap, "bench-file-second", 1)
+    counter = rp.TopicCounter(bootstrap, "bench-file-second", 1)
+    counter.start()
+    began = time.monotonic()
+    await herder.put({"name": "bench-file-second", "connector.class": "FileStreamSource", "file": str(path),
+                      "topic": "bench-file-second"})
+    try:
+        await rp.wait_for("the second connector's first record", lambda: counter.count >= 1, 120, herder,
+                          "bench-file-second", counter)
+    finally:
+        counter.halt.set()
+        await asyncio.to_thread(counter.join, 10)
+    return round(counter.first - began, 2)
+
+
 async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, path: Path, records: int,
-               memory: Any) -> dict[str, Any]:
+               memory: Any, with_sink: bool) -> dict[str, Any]:
     herder = await rp.started_herder(bootstrap, spark, tmp)
     try:
-        return await source_run(herder, bootstrap, topic, path, records, memory)
+        if with_sink:  # the pipeline: a sink reads the topic while the source writes it
+            await herder.put({"name": "bench-file-sink", "connector.class": "FileStreamSink", "topics": topic,
+                              "file": str(tmp / "out.txt")})
+        result = await source_run(herder, bootstrap, topic, path, records, memory)
+        if with_sink:
+            result["sink_lines_when_source_done"] = sum(1 for _ in open(tmp / "out.txt", "rb"))
+        result["running_worker_first_record_s"] = await first_record_on_a_running_worker(herder, bootstrap, tmp)
+        return result
     finally:
         await herder.stop()
 
@@ -130,6 +162,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--master", default="local[2]", help="spark.master (default local[2])")
+    parser.add_argument("--with-sink", action="store_true",
+                        help="the pipeline variant: a FileStreamSink reads the topic while the source writes it")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="more settings of the worker, spark.* or connectd's (repeatable)")
     args = parser.parse_args()
@@ -138,6 +172,7 @@ def main() -> int:
     from connectd.broker import EmbeddedBroker
 
     summary: dict[str, Any] = {"records": args.records, "master": args.master, "conf": args.conf,
+                               "with_sink": args.with_sink,
                                "machine": rp.machine_info(), "loadavg_start": rp.loadavg(),
                                "date": time.strftime("%Y-%m-%d")}
     with tempfile.TemporaryDirectory(prefix="connectd-bench-") as tmp_name, EmbeddedBroker(host="127.0.0.1") as broker:
@@ -158,7 +193,8 @@ def main() -> int:
         memory = rp.MemoryPeak(broker.pid)
         memory.start()
         try:
-            summary["connectd"] = asyncio.run(runs(bootstrap, spark, tmp, "bench-file", path, args.records, memory))
+            summary["connectd"] = asyncio.run(runs(bootstrap, spark, tmp, "bench-file", path, args.records, memory,
+                                                   args.with_sink))
         finally:
             memory.halt.set()
             rp.bench_spark_stop(spark)
