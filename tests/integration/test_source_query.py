@@ -373,6 +373,19 @@ def test_poll_raising_a_retriable_error_is_polled_again(spark, broker, topic_nam
 
 
 @BOTH_PLACES
+def test_records_reach_kafka_with_their_headers(spark, broker, topic_name, tmp_path, consume_records, worker_config,
+                                                task):
+    query, _ = run_recording(spark, broker, worker_config, tmp_path, topic_name, task,
+                             {"count": "10", "header.every": "5"})
+    try:
+        got = read_topic(consume_records, topic_name, 10)
+    finally:
+        assert query.stop(graceful_timeout_s=30) is True
+    assert [(m.value().decode(), m.headers()) for m in got] == [
+        (f"n {i}", [("drop", b"yes")] if i % 5 == 0 else None) for i in range(10)]
+
+
+@BOTH_PLACES
 def test_poll_raising_fails_the_task_with_its_error_and_stop_is_called_once(
         spark, broker, topic_name, tmp_path, wait_until, worker_config, task):
     query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, task,
@@ -419,10 +432,13 @@ def test_a_host_killed_mid_batch_loses_nothing_its_successor_resumes_from_the_st
 
 
 def test_a_host_that_did_not_run_the_batch_before_starts_its_task_again_from_the_stored_offsets(
-        broker, topic_name, tmp_path, worker_config, consume_records):
+        broker, topic_name, tmp_path, worker_config, consume_records, monkeypatch):
     """The batch before went to another executor host: what this one polled since may overlap it, so
     its task is stopped and started again from the offsets the worker stored meanwhile."""
+    from connectd.runtime.source import task as source_task
     from connectd.runtime.source.host import TaskHost
+
+    monkeypatch.setattr(source_task, "configure_spark_process", lambda **context: None)  # not this process's logging
 
     create_topic(broker, topic_name)
     calls, offsets = tmp_path / "events.txt", tmp_path / "offsets.json"
@@ -443,3 +459,26 @@ def test_a_host_that_did_not_run_the_batch_before_starts_its_task_again_from_the
         host.close()
     assert [(call, detail) for _, call, detail in events(calls) if call in ("start", "stop")][:3] == [
         ("start", "0"), ("stop", ""), ("start", "50")]
+
+
+def test_a_batch_of_a_source_that_always_has_records_ends_on_time(broker, topic_name, tmp_path, worker_config,
+                                                                  monkeypatch):
+    """Every poll() returns records, never max.records in all: the batch ends after BATCH_S all the
+    same, so its offsets are stored (a batch that never ended would store none)."""
+    from connectd.runtime.source import task as source_task
+    from connectd.runtime.source.host import TaskHost
+
+    monkeypatch.setattr(source_task, "configure_spark_process", lambda **context: None)  # not this process's logging
+    create_topic(broker, topic_name)
+    config = {"count": str(10**9), "per.poll": "1", "topic": topic_name, "events.file": str(tmp_path / "events")}
+    spec = {"connector": "c", "task_id": 0, "task_class": "recording_source.CountingSourceTask",
+            "task_config": config, "connector_config": {"name": "c", **config},
+            "worker_config": worker_config.settings(), "offsets": {"kind": "file", "path": str(tmp_path / "offsets")},
+            "producer": json.dumps({"bootstrap.servers": broker.bootstrap_servers}), "run": "r1"}
+    host = TaskHost({"task.secret.spec": json.dumps(spec), "max.records": str(10**9)})
+    try:
+        reply = host.handle({"seq": 1, "prev": 0, "mode": "run", "stored": []})
+    finally:
+        host.close()
+    assert 0 < reply["records"] < 10**9
+    assert reply["offsets"] == {'{"source":"counter"}': json.dumps({"i": reply["records"] - 1}).replace(" ", "")}

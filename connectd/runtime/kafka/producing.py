@@ -157,8 +157,8 @@ _RECORD_REFUSALS = frozenset({"MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "_UNK
 def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
                     acks: list[Any] | None = None, failed: Callable[..., None] | None = None,
                     written: _Written | None = None, flush: bool = True, poll_every: int = 1000) -> _Written:
-    """Produce Arrow batches (or :class:`ColumnBatch`\es) of :data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA`
-    rows; return once every record is acknowledged.
+    """Produce Arrow batches (or :class:`ColumnBatch` ones) of
+    :data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` rows; return once every record is acknowledged.
 
     Columns are taken by name, each turned into a Python list at once (no Row
     object per record). A row whose topic is null only moves its source
@@ -214,7 +214,8 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
 
     produce, poll = producer.produce, producer.poll
     for batch in batches:
-        if isinstance(batch, ColumnBatch):
+        header_pairs = isinstance(batch, ColumnBatch)  # its headers are (key, value) pairs already
+        if header_pairs:
             columns = {name: column for name, column in batch.columns.items()
                        if column.count(None) < batch.num_rows}  # an all-null column is not read
         else:
@@ -255,7 +256,8 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
             # Partition -1 lets the partitioner choose; timestamp 0 is "now".
             args = (value, key, -1 if partition is None else partition, callback, 0 if timestamp is None else timestamp)
             # headers only by keyword (confluent-kafka takes no positional headers)
-            extra = {"headers": [(h["key"], h["value"]) for h in headers]} if headers else {}
+            extra = {} if not headers else {"headers": headers if header_pairs else
+                                            [(h["key"], h["value"]) for h in headers]}
             try:
                 try:
                     produce(topic, *args, **extra)

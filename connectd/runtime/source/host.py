@@ -10,7 +10,7 @@ socket, whichever Python worker runs them::
 
     planner (Spark's, on the driver's host)   executor Python worker       the task's host process
     ───────────────────────────────────────   ──────────────────────       ───────────────────────
-    latestOffset: a batch when the host       read(): connect (spawn       poll thread: poll() ─►
+    latestOffset: a batch when the host       read(): connect (start       poll thread: poll() ─►
       flags records waiting (its ready file),   the host at the first       transforms ─► converters,
       or always without a shared file system    batch) ── request ──►       buffered (max.records)
     partitions: {seq, mode, stored seqs}                                    produce what is buffered
@@ -20,6 +20,11 @@ socket, whichever Python worker runs them::
                                               yield them (no record)
     worker, foreachBatch: store the offsets, write <stored dir>/<batch>.json; the planner passes
     the stored seqs with the next request: commit_record and commit() follow on the host
+
+With executors on the driver's host (a local master) the worker starts the host as it starts
+the query (:func:`prepare`), so its imports and the task's ``start()`` overlap Spark's start of
+the query; elsewhere the first batch's ``read()`` starts it. A lock beside the socket, held by a
+starting host until it listens, keeps it to one host per task and run.
 
 A batch ends when it produced ``max.records``, after ``BATCH_S``, once the
 buffer stayed empty ``DRAINED_S`` after records, or when the task is being
@@ -36,13 +41,15 @@ Requests (``mode``)::
 
 Host states::
 
-    LISTENING ──first run request──► RUNNING (task started; poll thread) ──final──► ended
+    LISTENING ──at once (not paused)──► RUNNING (task started; poll thread) ──final──► ended
+              (a start() that fails is the first request's reply)
     RUNNING ──a request whose previous seq is not the last one here (the batch before ran on
               another host)──► task stopped, started again from the stored offsets
     RUNNING ──a batch fails (poll(), produce, flush)──► the error is the reply; task stopped; ended
-    any ──no request for IDLE_STOP_S, or the run over as this host sees it (its run directory
-          gone; the stop file there and no request for RUN_OVER_S; the lease ended)──► task
-          stopped; ended
+    any ──the run over as this host sees it: with the driver's file system, its run directory
+          gone, or the stop file there (or the lease ended) and no request for RUN_OVER_S
+          (an idle source has no batch then, so idleness alone ends nothing); without it, no
+          request for IDLE_STOP_S──► task stopped; ended
     any ──SIGTERM, or the executor's Python daemon (the parent of the worker that started the
           host) ended──► task stopped; ended
 
@@ -75,7 +82,7 @@ from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 from connectd.runtime.kafka.producing import executor_producer, flush_produced, produce_batches
 from connectd.runtime.source.task import SourceTaskReader, _ProduceFailures
 
-__all__ = ["BATCH_S", "IDLE_STOP_S", "exchange", "main", "socket_path"]
+__all__ = ["BATCH_S", "IDLE_STOP_S", "exchange", "main", "prepare", "socket_path"]
 
 log = get_logger(__name__)
 
@@ -83,7 +90,7 @@ log = get_logger(__name__)
 BATCH_S = 1.0
 #: A batch that had records ends once nothing more came for this long.
 DRAINED_S = 0.05
-#: A host that has had no request for this long stops its task and ends.
+#: Without the driver's file system, a host that has had no request for this long stops its task and ends.
 IDLE_STOP_S = 30.0
 #: With the stop file there, a host that has had no request for this long ends.
 RUN_OVER_S = 3.0
@@ -171,34 +178,64 @@ def _connect(path: str) -> socket.socket | None:
 
 
 def _spawn_and_connect(path: str, options_json: str) -> socket.socket:
-    """Start the host (one at a time per socket: a lock beside it) and connect once it listens."""
+    """Start the host unless one listens or is starting (a lock beside the socket, which a host holds
+    until it listens) and connect once it listens."""
     with open(f"{path}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         conn = _connect(path)
         if conn is not None:
             return conn
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # a host that died without removing it
         # The host outlives the Python worker that starts it (Spark ends idle ones), not the
         # executor: it watches the worker's parent, Spark's daemon (or the executor's JVM).
-        process = subprocess.Popen([sys.executable, "-m", "connectd.runtime.source.host", path, str(os.getppid())],
-                                   stdin=subprocess.PIPE, start_new_session=True, close_fds=True)
-        _spawned.append(process)
-        assert process.stdin is not None
-        with process.stdin:
-            process.stdin.write(options_json.encode())
-        deadline = time.monotonic() + _SPAWN_WAIT_S
-        while True:
-            conn = _connect(path)
-            if conn is not None:
-                return conn
-            if process.poll() is not None:
-                raise RuntimeError(f"the source task's process ended with code {process.returncode} before it "
-                                   "listened (its log says why)")
-            if time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"the source task's process did not listen within {_SPAWN_WAIT_S:.0f} s")
-            time.sleep(0.01)
+        process = _spawn(path, options_json, os.getppid(), lock, own_session=True)
+    deadline = time.monotonic() + _SPAWN_WAIT_S
+    while True:
+        conn = _connect(path)
+        if conn is not None:
+            return conn
+        if process.poll() is not None:
+            raise RuntimeError(f"the source task's process ended with code {process.returncode} before it "
+                               "listened (its log says why)")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"the source task's process did not listen within {_SPAWN_WAIT_S:.0f} s")
+        time.sleep(0.01)
+
+
+def _spawn(path: str, options_json: str, watched: int, lock: Any, own_session: bool) -> subprocess.Popen[bytes]:
+    """The host for *path*, started; it holds *lock* (locked by the caller) until it listens.
+
+    :param own_session: out of the spawner's process group: Spark's daemon ends its group with
+        SIGHUP as it stops, before the host had a chance to stop its task (which it does once it
+        sees the daemon gone). A host the worker starts stays in the worker's group, with it.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # a host that died without removing it
+    process = subprocess.Popen(
+        [sys.executable, "-m", "connectd.runtime.source.host", path, str(watched), str(lock.fileno())],
+        stdin=subprocess.PIPE, start_new_session=own_session, pass_fds=(lock.fileno(),))
+    _spawned.append(process)
+    assert process.stdin is not None
+    with process.stdin:
+        process.stdin.write(options_json.encode())
+    return process
+
+
+def prepare(key: str, options_json: str) -> None:
+    """Start the host of *key* now, on this host, ahead of its first batch: with executors on the
+    driver's host, its start-up (imports, the task's ``start()``, a first ``poll()``) then overlaps
+    Spark's start of the query. It watches this process. Returns at once."""
+    for process in list(_spawned):
+        if process.poll() is not None:
+            _spawned.remove(process)
+    path = socket_path(key)
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        conn = _connect(path)
+        if conn is not None:
+            conn.close()
+            return
+        _spawn(path, options_json, os.getpid(), lock, own_session=False)
 
 
 # --- the host process ---
@@ -215,6 +252,9 @@ class _HostedTask(SourceTaskReader):
 
     def _held(self) -> bool:
         return self._host.held()
+
+    def _settle(self) -> bool:
+        return False  # stored batches come with the requests (TaskHost._settle), not from stored.dir
 
     def _registration(self) -> str | None:
         if not self._host.local:
@@ -245,6 +285,7 @@ class TaskHost:
         self._batch_ended = time.monotonic()
         self._flag_lock = threading.Lock()
         self._flagged = False
+        self._start_error: Exception | None = None
         #: seq -> (records polled, where Kafka put them), until the batch is stored (commit_record)
         self._kept: dict[int, tuple[list[Any], list[Any]]] = {}
 
@@ -289,14 +330,24 @@ class TaskHost:
             log.warning("source_task_host_orphaned", watched=self._watched.pid)
             return True
         idle = time.monotonic() - self.last_request
-        if idle > IDLE_STOP_S:
-            return True
         if not self.local or self.workdir is None:
-            return False
+            return idle > IDLE_STOP_S
+        # Here an idle source has no batch at all (the planner waits for the ready flag): the run goes
+        # on while its directory does, the stop file is not there and the executor's daemon lives.
         if not os.path.isdir(self.workdir):
             return True
         stopped = os.path.exists(os.path.join(self.workdir, "stop")) or lease_expired(self.lease_file)
         return stopped and idle > RUN_OVER_S
+
+    def start(self) -> None:
+        """Start the task now, before the first request asks (unless paused or stopping): its first
+        ``poll()`` then overlaps Spark's planning. A failure is the first request's reply."""
+        if self.halted():
+            return
+        try:
+            self.task._ensure_started()
+        except Exception as error:  # noqa: BLE001 - the first batch fails with it, so does the task
+            self._start_error = error
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         self.last_request = time.monotonic()
@@ -319,6 +370,8 @@ class TaskHost:
 
     def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
         seq, mode = int(request["seq"]), request["mode"]
+        if self._start_error is not None:
+            raise self._start_error
         task = self.task
         if task._task is not None and self.last_seq is not None and int(request["prev"]) != self.last_seq:
             # The batch before ran on another host: what this one polled since may overlap it.
@@ -338,11 +391,11 @@ class TaskHost:
         if mode == "stop":
             self.stopping = True
             taken = task._take_at_stop()
-            return self._produce(seq, [taken] if taken is not None else [], None)
+            return self._produce(seq, [taken] if taken is not None else [])
         task._ensure_started()
         if task._commit_due():
             task._commit_task()
-        return self._produce(seq, None, BATCH_S)
+        return self._produce(seq, None)
 
     def _restart(self) -> None:
         old, self._kept = self.task, {}
@@ -362,7 +415,7 @@ class TaskHost:
                 task._commit_records(*kept)
         task._commit_task()
 
-    def _produce(self, seq: int, taken: list[Any] | None, window: float | None) -> dict[str, Any]:
+    def _produce(self, seq: int, taken: list[Any] | None, window: float = BATCH_S) -> dict[str, Any]:
         """Produce *taken*, or (``None``) what the poller buffers for up to *window* seconds (see the
         module's docstring for when a batch ends); every record acknowledged before the reply."""
         task = self.task
@@ -413,10 +466,11 @@ class TaskHost:
                     if chunk is not None:
                         produce(chunk)
                         last_data = now
-                        if written is not None and written.records >= task.max_records:
+                        # a source that always has records ends its batch on time too
+                        if written is not None and written.records >= task.max_records or now - began >= window:
                             break
                         continue
-                    if now - began >= (window or 0) or written is not None and now - last_data >= DRAINED_S:
+                    if now - began >= window or written is not None and now - last_data >= DRAINED_S:
                         break
                     if self.halted():
                         break
@@ -474,9 +528,10 @@ class _ProcessWatch:
         return False
 
 
-def serve(path: str, options: dict[str, str], watched: int | None = None) -> None:
+def serve(path: str, options: dict[str, str], watched: int | None = None, lock_fd: int | None = None) -> None:
     """Listen on *path* and handle the task's batches until its run is over (states above);
-    also once the process *watched* ended (the executor's Python daemon)."""
+    also once the process *watched* ended (the executor's Python daemon, or the worker that
+    started it ahead). *lock_fd*: the spawner's lock, released once listening."""
     spec = json.loads(options["task.secret.spec"])
     configure_spark_process(connector=spec["connector"], task=int(spec["task_id"]))
     host = TaskHost(options, watched)
@@ -484,7 +539,10 @@ def serve(path: str, options: dict[str, str], watched: int | None = None) -> Non
     server.bind(path)
     server.listen(4)
     server.settimeout(_ACCEPT_WAIT_S)
+    if lock_fd is not None:
+        os.close(lock_fd)
     try:
+        host.start()
         while not host.ended:
             try:
                 conn, _ = server.accept()
@@ -514,10 +572,11 @@ def serve(path: str, options: dict[str, str], watched: int | None = None) -> Non
 
 
 def main() -> None:
-    """``python -m connectd.runtime.source.host SOCKET [WATCHED_PID]``, the reader's options (JSON) on stdin."""
+    """``python -m connectd.runtime.source.host SOCKET [WATCHED_PID [LOCK_FD]]``, the reader's options
+    (JSON) on stdin."""
     path = sys.argv[1]
     options = json.loads(sys.stdin.read())
-    serve(path, options, int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    serve(path, options, int(sys.argv[2]) if len(sys.argv) > 2 else None, int(sys.argv[3]) if len(sys.argv) > 3 else None)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from connectd.runtime.kafka import reading as kafka_reading
 from connectd.runtime.offsets.store import store_offsets_hook
 from connectd.runtime.sink import executor as executor_sink
 from connectd.runtime.source import executor as source_executor
+from connectd.runtime.source import host as source_host
 from connectd.runtime.source import task as source_task
 from connectd.runtime.source.active_topics import active_topics_file, record_topics
 
@@ -301,20 +302,18 @@ def start_source_query(
     tracking = str(worker_config.get("topic.tracking.enable", "true")).strip().lower() != "false"
 
     def build(workdir: Path) -> StreamingQuery:
-        stream = (
-            spark.readStream.format(source_executor.FORMAT if on_executors else source_task.FORMAT)
-            .option(source_task.SPEC_OPTION, json.dumps(spec))
-            .option("stop.file", str(workdir / "stop"))
-            .option("pause.file", str(workdir / "pause"))
-            .option("max.records", str(max_records))
-            .options(**({LEASE_OPTION: lease_file} if lease_file else {}))
-        )
-        if local and on_executors:  # the task's host flags records waiting in the run directory
-            stream = stream.option("host.local", "true")
-        elif local:  # executors on this host: batches as files
-            stream = stream.option("handoff.dir", str(workdir / "batches"))
         stored_dir = workdir / "stored"
-        stream = stream.option("stored.dir", str(stored_dir)).load()
+        options = {source_task.SPEC_OPTION: json.dumps(spec), "stop.file": str(workdir / "stop"),
+                   "pause.file": str(workdir / "pause"), "max.records": str(max_records),
+                   "stored.dir": str(stored_dir), **({LEASE_OPTION: lease_file} if lease_file else {})}
+        if local and on_executors:  # the task's host flags records waiting in the run directory
+            options["host.local"] = "true"
+            # Its process starts now, beside this one, while Spark starts the query.
+            source_host.prepare(source_executor.run_key(spec), json.dumps(options))
+        elif local:  # executors on this host: batches as files
+            options["handoff.dir"] = str(workdir / "batches")
+        stream = (spark.readStream.format(source_executor.FORMAT if on_executors else source_task.FORMAT)
+                  .options(**options).load())
         store = json.dumps({**offsets_spec, "connector": connector})
         topics_file = active_topics_file(workdir) if tracking and on_executors else None
         topics_written: set[str] = set()
