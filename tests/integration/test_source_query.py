@@ -431,54 +431,52 @@ def test_a_host_killed_mid_batch_loses_nothing_its_successor_resumes_from_the_st
             each.stop(graceful_timeout_s=30)
 
 
-def test_a_host_that_did_not_run_the_batch_before_starts_its_task_again_from_the_stored_offsets(
-        broker, topic_name, tmp_path, worker_config, consume_records, monkeypatch):
-    """The batch before went to another executor host: what this one polled since may overlap it, so
-    its task is stopped and started again from the offsets the worker stored meanwhile."""
+@pytest.fixture
+def hosted_task(broker, topic_name, tmp_path, worker_config, monkeypatch):
+    """A factory of TaskHosts (the task's process, in this one) for a CountingSourceTask writing to
+    *topic_name*, its offsets in ``tmp_path / "offsets.json"``, its calls in ``tmp_path / "events.txt"``;
+    closed at the end."""
     from connectd.runtime.source import task as source_task
     from connectd.runtime.source.host import TaskHost
 
     monkeypatch.setattr(source_task, "configure_spark_process", lambda **context: None)  # not this process's logging
-
     create_topic(broker, topic_name)
-    calls, offsets = tmp_path / "events.txt", tmp_path / "offsets.json"
-    config = {"count": "100", "per.poll": "10", "topic": topic_name, "events.file": str(calls)}
-    spec = {"connector": "c", "task_id": 0, "task_class": "recording_source.CountingSourceTask",
-            "task_config": config, "connector_config": {"name": "c", **config},
-            "worker_config": worker_config.settings(), "offsets": {"kind": "file", "path": str(offsets)},
-            "producer": json.dumps({"bootstrap.servers": broker.bootstrap_servers}), "run": "r1"}
-    host = TaskHost({"task.secret.spec": json.dumps(spec), "max.records": "30"})
-    try:
-        first = host.handle({"seq": 1, "prev": 0, "mode": "run", "stored": []})
-        assert first["records"] > 0
-        # batch 2 ran elsewhere and stored offset 49; batch 3 comes here
-        FileOffsetStore(offsets).put("c", {json.dumps({"source": "counter"}): {"i": 49}})
-        third = host.handle({"seq": 3, "prev": 2, "mode": "run", "stored": []})
-        assert third["records"] > 0
-    finally:
+    hosts = []
+
+    def make(config: dict[str, str], max_records: int) -> TaskHost:
+        config = {**config, "topic": topic_name, "events.file": str(tmp_path / "events.txt")}
+        spec = {"connector": "c", "task_id": 0, "task_class": "recording_source.CountingSourceTask",
+                "task_config": config, "connector_config": {"name": "c", **config},
+                "worker_config": worker_config.settings(),
+                "offsets": {"kind": "file", "path": str(tmp_path / "offsets.json")},
+                "producer": json.dumps({"bootstrap.servers": broker.bootstrap_servers}), "run": "r1"}
+        hosts.append(TaskHost({"task.secret.spec": json.dumps(spec), "max.records": str(max_records)}))
+        return hosts[-1]
+
+    yield make
+    for host in hosts:
         host.close()
-    assert [(call, detail) for _, call, detail in events(calls) if call in ("start", "stop")][:3] == [
+
+
+def test_a_host_that_did_not_run_the_batch_before_starts_its_task_again_from_the_stored_offsets(
+        hosted_task, tmp_path):
+    """The batch before went to another executor host: what this one polled since may overlap it, so
+    its task is stopped and started again from the offsets the worker stored meanwhile."""
+    host = hosted_task({"count": "100", "per.poll": "10"}, max_records=30)
+    first = host.handle({"seq": 1, "prev": 0, "mode": "run", "stored": []})
+    assert first["records"] > 0
+    # batch 2 ran elsewhere and stored offset 49; batch 3 comes here
+    FileOffsetStore(tmp_path / "offsets.json").put("c", {json.dumps({"source": "counter"}): {"i": 49}})
+    third = host.handle({"seq": 3, "prev": 2, "mode": "run", "stored": []})
+    assert third["records"] > 0
+    assert [(call, detail) for _, call, detail in events(tmp_path / "events.txt") if call in ("start", "stop")][:3] == [
         ("start", "0"), ("stop", ""), ("start", "50")]
 
 
-def test_a_batch_of_a_source_that_always_has_records_ends_on_time(broker, topic_name, tmp_path, worker_config,
-                                                                  monkeypatch):
+def test_a_batch_of_a_source_that_always_has_records_ends_on_time(hosted_task):
     """Every poll() returns records, never max.records in all: the batch ends after BATCH_S all the
     same, so its offsets are stored (a batch that never ended would store none)."""
-    from connectd.runtime.source import task as source_task
-    from connectd.runtime.source.host import TaskHost
-
-    monkeypatch.setattr(source_task, "configure_spark_process", lambda **context: None)  # not this process's logging
-    create_topic(broker, topic_name)
-    config = {"count": str(10**9), "per.poll": "1", "topic": topic_name, "events.file": str(tmp_path / "events")}
-    spec = {"connector": "c", "task_id": 0, "task_class": "recording_source.CountingSourceTask",
-            "task_config": config, "connector_config": {"name": "c", **config},
-            "worker_config": worker_config.settings(), "offsets": {"kind": "file", "path": str(tmp_path / "offsets")},
-            "producer": json.dumps({"bootstrap.servers": broker.bootstrap_servers}), "run": "r1"}
-    host = TaskHost({"task.secret.spec": json.dumps(spec), "max.records": str(10**9)})
-    try:
-        reply = host.handle({"seq": 1, "prev": 0, "mode": "run", "stored": []})
-    finally:
-        host.close()
+    host = hosted_task({"count": str(10**9), "per.poll": "1"}, max_records=10**9)
+    reply = host.handle({"seq": 1, "prev": 0, "mode": "run", "stored": []})
     assert 0 < reply["records"] < 10**9
     assert reply["offsets"] == {'{"source":"counter"}': json.dumps({"i": reply["records"] - 1}).replace(" ", "")}

@@ -28,8 +28,10 @@ starting host until it listens, keeps it to one host per task and run.
 
 A batch ends when it produced ``max.records``, after ``BATCH_S``, once the
 buffer stayed empty ``DRAINED_S`` after records, or when the task is being
-stopped or paused. Polling goes on while a batch is planned, up to
-``max.records`` buffered, so Spark's planning costs no poll time.
+stopped or paused. While a batch produces, it polls on its own thread, the poll thread held
+(two threads running Python take the GIL from each other); while it waits for Kafka's
+acknowledgements and between batches, the poll thread polls ahead, up to ``max.records``
+buffered, so Spark's planning costs no poll time.
 
 Requests (``mode``)::
 
@@ -50,8 +52,9 @@ Host states::
           gone, or the stop file there (or the lease ended) and no request for RUN_OVER_S
           (an idle source has no batch then, so idleness alone ends nothing); without it, no
           request for IDLE_STOP_S──► task stopped; ended
-    any ──SIGTERM, or the executor's Python daemon (the parent of the worker that started the
-          host) ended──► task stopped; ended
+    any ──SIGTERM, or the process it watches ended (the executor's Python daemon, the parent of
+          the worker that started the host; or the worker that started it ahead)──► task
+          stopped; ended
 
 Without the driver's file system (a cluster master), the host polls ahead of its batches for
 ``PREFETCH_S`` at most: a host whose batches went to another host soon stops polling, and is
@@ -574,9 +577,9 @@ def serve(path: str, options: dict[str, str], watched: int | None = None, lock_f
 def main() -> None:
     """``python -m connectd.runtime.source.host SOCKET [WATCHED_PID [LOCK_FD]]``, the reader's options
     (JSON) on stdin."""
-    path = sys.argv[1]
-    options = json.loads(sys.stdin.read())
-    serve(path, options, int(sys.argv[2]) if len(sys.argv) > 2 else None, int(sys.argv[3]) if len(sys.argv) > 3 else None)
+    path, *numbers = sys.argv[1:]
+    watched, lock_fd = ([int(n) for n in numbers] + [None, None])[:2]
+    serve(path, json.loads(sys.stdin.read()), watched, lock_fd)
 
 
 if __name__ == "__main__":
