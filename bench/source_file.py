@@ -1,4 +1,5 @@
-"""FileStreamSource → Kafka through connectd, beside raw confluent-kafka, on the embedded broker.
+"""FileStreamSource (or datagen) → Kafka through connectd, beside raw confluent-kafka and quixstreams, on the
+embedded broker.
 
 One run, one broker, one SparkSession (``--master``, ``local[2]`` by default):
 
@@ -16,9 +17,13 @@ One run, one broker, one SparkSession (``--master``, ``local[2]`` by default):
 4. where the time goes: Spark's progress per micro-batch (addBatch is the
    task's process producing the batch and the worker storing its offsets);
 5. a second FileStreamSource connector created on the same, running worker:
-   its creation to its first record in Kafka (``running_worker_first_record_s``).
+   its creation to its first record in Kafka (``running_worker_first_record_s``);
+6. four FileStreamSource tasks at once (the others deleted): the peak memory of the worker's
+   whole process tree (``four_sources``).
 
-``--with-sink`` is the pipeline variant: a FileStreamSink connector reads the
+``--source datagen`` runs datagen's orders (JsonConverter without schemas) instead of the file,
+on both sides: connectd's DatagenConnector, and a quixstreams Source producing what the same
+generator and converters make. ``--with-sink`` is the pipeline variant: a FileStreamSink connector reads the
 topic while the source writes it (the rate is still the source's).
 
 Run:  .venv/bin/python bench/source_file.py [--records 1000000] [--master local[2]] [--with-sink]
@@ -49,16 +54,19 @@ def write_lines(path: Path, records: int) -> None:
             out.write(pool[i % len(pool)] + b"\n")
 
 
-async def source_run(herder: Any, bootstrap: str, topic: str, path: Path, records: int,
+async def source_run(herder: Any, bootstrap: str, topic: str, path: Path | None, records: int,
                      memory: Any) -> dict[str, Any]:
     counter = rp.TopicCounter(bootstrap, topic, records)
     counter.start()
     cpu = rp.cpu_sample()
     t_put = time.monotonic()
-    await herder.put({"name": "bench-file-source", "connector.class": "FileStreamSource", "file": str(path),
-                      "topic": topic})
+    if path is None:  # datagen
+        await herder.put({"name": "bench-file-source", **DATAGEN, "kafka.topic": topic, "iterations": str(records)})
+    else:
+        await herder.put({"name": "bench-file-source", "connector.class": "FileStreamSource", "file": str(path),
+                          "topic": topic})
     try:
-        await rp.wait_for("file → Kafka", lambda: counter.count >= records, max(180, records / 2000), herder,
+        await rp.wait_for("source → Kafka", lambda: counter.count >= records, max(180, records / 2000), herder,
                           "bench-file-source", counter)
     finally:
         counter.halt.set()
@@ -92,12 +100,56 @@ try:  # the peer's source, at module level: quixstreams runs it in a process of 
                     if not self.running:
                         return
                     self.produce(value=line[:-1])
+    class DatagenSource(Source):
+        """datagen's orders, produced as generated: the same generator and converters connectd's
+        DatagenConnector uses (what a quixstreams user with those records would write), each record's
+        key and JSON value produced as soon as its poll returned."""
+
+        def __init__(self, records: int, topic: str, name: str) -> None:
+            super().__init__(name=name)
+            self.records, self.topic = records, topic
+
+        def run(self) -> None:
+            from connectd_datagen.task import DatagenTask
+
+            from connectd.connector import OffsetStorageReader, SourceTaskContext
+            from connectd.data.converters import StringConverter
+            from connectd.data.json_converter import JsonConverter
+
+            config = {**DATAGEN, "kafka.topic": self.topic, "iterations": str(self.records), "task.id": "0"}
+            task = DatagenTask()
+            task.context = SourceTaskContext(config, OffsetStorageReader(lambda partitions: {}))
+            task.initialize(task.context)
+            task.start(config)
+            keys, values = StringConverter(), JsonConverter()
+            keys.configure({}, is_key=True)
+            values.configure({"schemas.enable": "false"}, is_key=False)
+            sent = 0
+            try:
+                while self.running and sent < self.records:
+                    polled = task.poll()
+                    if not polled:
+                        continue
+                    for key, value in zip(keys.from_connect_batch(self.topic, [(r.key_schema, r.key) for r in polled]),
+                                          values.from_connect_batch(self.topic,
+                                                                    [(r.value_schema, r.value) for r in polled]),
+                                          strict=True):
+                        self.produce(key=key, value=value)
+                    sent += len(polled)
+            finally:
+                task.stop()
 except ImportError:
-    FileSource = None  # type: ignore[assignment,misc]
+    FileSource = DatagenSource = None  # type: ignore[assignment,misc]
+
+#: The datagen connector both sides run (``--source datagen``): orders, as fast as it goes.
+DATAGEN = {"connector.class": "DatagenConnector", "quickstart": "orders", "max.interval": "0", "batch.size": "5000",
+           "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+           "value.converter.schemas.enable": "false"}
 
 
-def peer_run(bootstrap: str, topic: str, path: Path, records: int, state_dir: Path) -> dict[str, Any]:
-    """quixstreams' Source API producing the file's lines into *topic*, counted as connectd's are."""
+def peer_run(bootstrap: str, topic: str, path: Path, records: int, state_dir: Path, source: str) -> dict[str, Any]:
+    """quixstreams' Source API producing the file's lines (or datagen's orders) into *topic*, counted
+    as connectd's are."""
     if FileSource is None:
         return {"skipped": "quixstreams is not installed (pip install -e '.[bench]')"}
     import quixstreams
@@ -108,7 +160,8 @@ def peer_run(bootstrap: str, topic: str, path: Path, records: int, state_dir: Pa
     app = Application(broker_address=bootstrap, consumer_group="bench-quix", auto_create_topics=False,
                       state_dir=str(state_dir), producer_extra_config=dict(rp.PRODUCER_TUNING))
     started = time.monotonic()
-    app.add_source(FileSource(path, name="bench-file"), topic=app.topic(topic, value_serializer="bytes"))
+    peer = FileSource(path, name="bench-file") if source == "file" else DatagenSource(records, topic, "bench-datagen")
+    app.add_source(peer, topic=app.topic(topic, key_serializer="bytes", value_serializer="bytes"))
     app.run()  # returns once the source's run() returned and its producer was flushed
     counter.join(max(60, records / 2000))
     counter.halt.set()
@@ -142,7 +195,31 @@ async def first_record_on_a_running_worker(herder: Any, bootstrap: str, tmp: Pat
     return round(counter.first - began, 2)
 
 
-async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, path: Path, records: int,
+async def sources_memory(herder: Any, bootstrap: str, tmp: Path, memory: Any, tasks: int = 4,
+                         lines: int = 200_000) -> dict[str, Any]:
+    """Peak memory of the worker's whole process tree with *tasks* FileStreamSource tasks running at
+    once (the benchmark's other connectors deleted first), each moving *lines* lines."""
+    for name in list(herder.connectors()):
+        await herder.delete(name)
+    rp.create_topic(bootstrap, "bench-file-many", 1)
+    counter = rp.TopicCounter(bootstrap, "bench-file-many", tasks * lines)
+    counter.start()
+    memory.take()  # the peaks from here on
+    for index in range(tasks):
+        path = tmp / f"many-{index}.txt"
+        write_lines(path, lines)
+        await herder.put({"name": f"bench-file-many-{index}", "connector.class": "FileStreamSource",
+                          "file": str(path), "topic": "bench-file-many"})
+    try:
+        await rp.wait_for(f"{tasks} sources → Kafka", lambda: counter.count >= tasks * lines,
+                          max(180, tasks * lines / 2000), herder, "bench-file-many-0", counter)
+    finally:
+        counter.halt.set()
+        await asyncio.to_thread(counter.join, 10)
+    return {"tasks": tasks, "records": counter.count, "memory_mib": memory.take()}
+
+
+async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, path: Path | None, records: int,
                memory: Any, with_sink: bool) -> dict[str, Any]:
     herder = await rp.started_herder(bootstrap, spark, tmp)
     try:
@@ -153,6 +230,7 @@ async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, path: Path, re
         if with_sink:
             result["sink_lines_when_source_done"] = sum(1 for _ in open(tmp / "out.txt", "rb"))
         result["running_worker_first_record_s"] = await first_record_on_a_running_worker(herder, bootstrap, tmp)
+        result["four_sources"] = await sources_memory(herder, bootstrap, tmp, memory)
         return result
     finally:
         await herder.stop()
@@ -162,6 +240,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--master", default="local[2]", help="spark.master (default local[2])")
+    parser.add_argument("--source", choices=("file", "datagen"), default="file",
+                        help="FileStreamSource on a file of 200-byte lines (default), or datagen's orders "
+                             "(JsonConverter without schemas); the peer produces the same records")
     parser.add_argument("--with-sink", action="store_true",
                         help="the pipeline variant: a FileStreamSink reads the topic while the source writes it")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -172,7 +253,7 @@ def main() -> int:
     from connectd.broker import EmbeddedBroker
 
     summary: dict[str, Any] = {"records": args.records, "master": args.master, "conf": args.conf,
-                               "with_sink": args.with_sink,
+                               "source": args.source, "with_sink": args.with_sink,
                                "machine": rp.machine_info(), "loadavg_start": rp.loadavg(),
                                "date": time.strftime("%Y-%m-%d")}
     with tempfile.TemporaryDirectory(prefix="connectd-bench-") as tmp_name, EmbeddedBroker(host="127.0.0.1") as broker:
@@ -183,9 +264,10 @@ def main() -> int:
         rp.create_topic(bootstrap, "bench-quix", 1)
         summary["raw_produce"] = rp.raw_produce(bootstrap, "bench-raw", args.records)
         print(json.dumps(summary["raw_produce"]), file=sys.stderr)
-        path = tmp / "in.txt"
-        write_lines(path, args.records)
-        summary["peer"] = peer_run(bootstrap, "bench-quix", path, args.records, tmp / "quix-state")
+        path = tmp / "in.txt" if args.source == "file" else None
+        if path is not None:
+            write_lines(path, args.records)
+        summary["peer"] = peer_run(bootstrap, "bench-quix", path, args.records, tmp / "quix-state", args.source)
         print(json.dumps(summary["peer"]), file=sys.stderr)
         t0 = time.monotonic()
         spark = rp.bench_spark(bootstrap, tmp, args.master, **dict(item.split("=", 1) for item in args.conf))
