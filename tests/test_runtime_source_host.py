@@ -61,7 +61,7 @@ def test_without_the_run_directory_here_the_run_ends_after_a_while_without_reque
 
 
 def test_the_executors_daemon_gone_ends_the_run(run_dir):
-    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    daemon = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
         host = task_host(run_dir, watched=daemon.pid)
         assert not host.run_over()
