@@ -71,10 +71,15 @@ def test_nothing_buffered_offers_no_batch_and_an_idle_task_is_not_polled(wait_un
 
 
 def test_an_error_from_poll_is_raised_by_the_next_take(wait_until):
+    """…and is signalled as records are: a task's host asks the planner for the batch that fails the
+    task by it, which would otherwise never come (an idle source has no batch)."""
     polls = Polls()
     polls.error = RuntimeError("the source is gone")
-    poller = Poller(polls, max_records=100, idle=lambda: False, name="t")
+    signalled = threading.Event()
+    poller = Poller(polls, max_records=100, idle=lambda: False, name="t", buffered=signalled.set)
     try:
+        wait_until(signalled.is_set, "the failed poll() signalled")
+        assert poller.has_data()
         def raised() -> bool:
             try:
                 poller.take()
@@ -489,9 +494,9 @@ def test_a_poll_not_returning_at_stop_is_waited_for_once_then_woken_by_stop(tmp_
     not after a second wait for the same poll()."""
     import time
 
-    from connectd.runtime.source import task as source_task
+    from connectd.runtime.source import runner as source_runner
 
-    monkeypatch.setattr(source_task, "_STOP_WAIT_S", 1.5)
+    monkeypatch.setattr(source_runner, "_STOP_WAIT_S", 1.5)
     polls = Polls(size=10)
     polls.release.clear()  # blocked until the task's stop()
     entered = threading.Event()
@@ -517,8 +522,8 @@ def test_a_poll_not_returning_at_stop_is_waited_for_once_then_woken_by_stop(tmp_
 #: once the reader's stop is under way, or as the loop ended and the stop is not reached.
 _PLANNER = """
 import json, signal, sys
-from connectd.runtime.source import task as source_task
-source_task.configure_spark_process = lambda **context: None  # not this test's logging
+from connectd.runtime.source import runner as source_runner, task as source_task
+source_runner.configure_spark_process = lambda **context: None  # not this test's logging
 spec, moment, stop_file = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 reader = source_task.SourceTaskReader({source_task.SPEC_OPTION: json.dumps(spec), "stop.file": stop_file})
 reader._ensure_started()

@@ -81,6 +81,8 @@ class Poller:
                 return _EMPTY_POLL_PAUSE_S
             with self._cond:
                 self._error = error
+            if self._on_buffered is not None:
+                self._on_buffered()  # a batch must come to fail the task: a host flags it as it flags records
             return None
         if polled is None:
             return _EMPTY_POLL_PAUSE_S
