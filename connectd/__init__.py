@@ -2,88 +2,141 @@
 
 This module is the public API for plugin authors; everything not listed in
 ``__all__`` is internal and may change.
+
+Its names load on first use (PEP 562): a process that needs only part of connectd (Spark's
+Python workers planning or reading a source task's batches, a source task's own process)
+does not import the whole plugin API and its dependencies at ``import connectd``.
 """
 
 from __future__ import annotations
 
-from importlib import metadata as _metadata
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from connectd.config.definitions import (
-    CaseInsensitiveValidString,
-    ConfigDef,
-    ConfigKey,
-    ConfigProblem,
-    Importance,
-    NonEmptyString,
-    OneOf,
-    Range,
-    RegexValid,
-    TopicName,
-    Type,
-    Validator,
-    ValidList,
-)
-from connectd.config.providers import ConfigProvider
-from connectd.connector import (
-    Connector,
-    ConnectorContext,
-    ErrantRecordReporter,
-    OffsetStorageReader,
-    RecordMetadata,
-    SinkConnector,
-    SinkTask,
-    SinkTaskContext,
-    SourceConnector,
-    SourceTask,
-    SourceTaskContext,
-    SparkSinkTask,
-    SparkSourceTask,
-    Task,
-    TopicPartition,
-)
-from connectd.data import (
-    ConnectRecord,
-    Converter,
-    DataError,
-    Date,
-    Decimal,
-    Field,
-    Header,
-    HeaderConverter,
-    Headers,
-    Schema,
-    SchemaAndValue,
-    SchemaBuilder,
-    SchemaType,
-    SinkRecord,
-    SourceRecord,
-    Struct,
-    Time,
-    Timestamp,
-    TimestampType,
-    converter_config_def,
-)
-from connectd.data._text import java_string
-from connectd.errors import (
-    ConfigError,
-    ConnectdError,
-    ConnectException,
-    ConnectorError,
-    PluginError,
-    RetriableException,
-)
-from connectd.hookspecs import hookimpl
-from connectd.override_policy import (
-    ConnectorClientConfigOverridePolicy,
-    ConnectorClientConfigRequest,
-)
-from connectd.secrets import Secret
-from connectd.transforms.base import Predicate, Transformation
+if TYPE_CHECKING:
+    from connectd.config.definitions import (
+        CaseInsensitiveValidString,
+        ConfigDef,
+        ConfigKey,
+        ConfigProblem,
+        Importance,
+        NonEmptyString,
+        OneOf,
+        Range,
+        RegexValid,
+        TopicName,
+        Type,
+        Validator,
+        ValidList,
+    )
+    from connectd.config.providers import ConfigProvider
+    from connectd.connector import (
+        Connector,
+        ConnectorContext,
+        ErrantRecordReporter,
+        OffsetStorageReader,
+        RecordMetadata,
+        SinkConnector,
+        SinkTask,
+        SinkTaskContext,
+        SourceConnector,
+        SourceTask,
+        SourceTaskContext,
+        SparkSinkTask,
+        SparkSourceTask,
+        Task,
+        TopicPartition,
+    )
+    from connectd.data import (
+        ConnectRecord,
+        Converter,
+        DataError,
+        Date,
+        Decimal,
+        Field,
+        Header,
+        HeaderConverter,
+        Headers,
+        Schema,
+        SchemaAndValue,
+        SchemaBuilder,
+        SchemaType,
+        SinkRecord,
+        SourceRecord,
+        Struct,
+        Time,
+        Timestamp,
+        TimestampType,
+        converter_config_def,
+    )
+    from connectd.data._text import java_string
+    from connectd.errors import (
+        ConfigError,
+        ConnectdError,
+        ConnectException,
+        ConnectorError,
+        PluginError,
+        RetriableException,
+    )
+    from connectd.hookspecs import hookimpl
+    from connectd.override_policy import ConnectorClientConfigOverridePolicy, ConnectorClientConfigRequest
+    from connectd.secrets import Secret
+    from connectd.transforms.base import Predicate, Transformation
 
-try:
-    __version__ = _metadata.version("connectd")
-except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-    __version__ = "0.0.0+unknown"
+#: Each public name and the module that defines it.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys((
+        "CaseInsensitiveValidString", "ConfigDef", "ConfigKey", "ConfigProblem", "Importance", "NonEmptyString",
+        "OneOf", "Range", "RegexValid", "TopicName", "Type", "Validator", "ValidList"
+    ), "connectd.config.definitions"),
+    **dict.fromkeys(("ConfigProvider",), "connectd.config.providers"),
+    **dict.fromkeys((
+        "Connector", "ConnectorContext", "ErrantRecordReporter", "OffsetStorageReader", "RecordMetadata",
+        "SinkConnector", "SinkTask", "SinkTaskContext", "SourceConnector", "SourceTask", "SourceTaskContext",
+        "SparkSinkTask", "SparkSourceTask", "Task", "TopicPartition"
+    ), "connectd.connector"),
+    **dict.fromkeys((
+        "ConnectRecord", "Converter", "DataError", "Date", "Decimal", "Field", "Header", "HeaderConverter", "Headers",
+        "Schema", "SchemaAndValue", "SchemaBuilder", "SchemaType", "SinkRecord", "SourceRecord", "Struct", "Time",
+        "Timestamp", "TimestampType", "converter_config_def"
+    ), "connectd.data"),
+    **dict.fromkeys(("java_string",), "connectd.data._text"),
+    **dict.fromkeys((
+        "ConfigError", "ConnectdError", "ConnectException", "ConnectorError", "PluginError", "RetriableException"
+    ), "connectd.errors"),
+    **dict.fromkeys(("hookimpl",), "connectd.hookspecs"),
+    **dict.fromkeys((
+        "ConnectorClientConfigOverridePolicy", "ConnectorClientConfigRequest"
+    ), "connectd.override_policy"),
+    **dict.fromkeys(("Secret",), "connectd.secrets"),
+    **dict.fromkeys(("Predicate", "Transformation"), "connectd.transforms.base"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib import metadata
+
+        try:
+            value: Any = metadata.version("connectd")
+        except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            value = "0.0.0+unknown"
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    else:
+        try:  # a submodule, as `import connectd; connectd.errors` found it when this module imported it
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "CaseInsensitiveValidString",

@@ -283,9 +283,10 @@ def test_a_source_task_is_initialized_with_its_context_before_start(tmp_path, wo
     context's configs() is the task config and transactionContext() is null without exactly-once."""
     import json
 
+    from connectd.runtime.source import runner as source_runner
     from connectd.runtime.source import task as source_task
 
-    monkeypatch.setattr(source_task, "configure_spark_process", lambda **context: None)  # not this process's logging
+    monkeypatch.setattr(source_runner, "configure_spark_process", lambda **context: None)  # not this process's logging
     config = {"name": "c", "connector.class": "X", "x": "1"}
     spec = {"connector": "c", "task_id": 0, "task_class": f"{InitializedTask.__module__}.InitializedTask",
             "task_config": config, "connector_config": config, "worker_config": worker_config.settings(),

@@ -34,11 +34,12 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from aiokafka.abc import AbstractTokenProvider
+from typing import TYPE_CHECKING, Any
 
 from connectd.config.definitions import ConfigProblem
+
+if TYPE_CHECKING:
+    from aiokafka.abc import AbstractTokenProvider
 
 __all__ = ["SASL_KEYS", "parse_jaas", "sasl_settings"]
 
@@ -169,6 +170,9 @@ class _Tokens:
         return self.get()
 
     def aiokafka(self) -> AbstractTokenProvider:
+        # lazy: producers in Spark's processes (a source task's, a sink's) read these settings too
+        from aiokafka.abc import AbstractTokenProvider
+
         tokens = self
 
         class Provider(AbstractTokenProvider):

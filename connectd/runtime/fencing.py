@@ -34,8 +34,6 @@ import os
 import threading
 import time
 
-from connectd.logging import get_logger
-
 __all__ = ["LEASE_OPTION", "fenced", "lease_expired", "write_lease"]
 
 #: The query option naming the lease file.
@@ -68,6 +66,8 @@ def fenced(path: str | os.PathLike[str] | None, what: str) -> bool:
     having ended: the work may have a new owner, whose offsets stand. Said in the log."""
     if not lease_expired(path):
         return False
+    from connectd.logging import get_logger  # lazy: Spark's planners and readers of source batches import this module
+
     get_logger(__name__).warning("offsets_not_stored_lease_ended", batch=what,
                                  reason="this worker's group session may have ended: its work may run elsewhere")
     return True

@@ -143,7 +143,7 @@ def test_failures_are_counted_and_dead_lettered_as_the_policy_says(broker, topic
     headers = dict(dead.headers())
     assert (dead.key(), dead.value(), headers["h"]) == (b"k", b"big", b"v")
     assert headers["__connect.errors.stage"] == b"KAFKA_PRODUCE"
-    assert headers["__connect.errors.class.name"] == b"connectd.runtime.source.task.SourceTaskReader"
+    assert headers["__connect.errors.class.name"] == b"connectd.runtime.source.runner.SourceTaskRunner"
     assert headers["__connect.errors.topic"] == topic_name.encode()
     assert "__connect.errors.partition" not in headers  # the producer had not chosen one
 
@@ -436,10 +436,10 @@ def hosted_task(broker, topic_name, tmp_path, worker_config, monkeypatch):
     """A factory of TaskHosts (the task's process, in this one) for a CountingSourceTask writing to
     *topic_name*, its offsets in ``tmp_path / "offsets.json"``, its calls in ``tmp_path / "events.txt"``;
     closed at the end."""
-    from connectd.runtime.source import task as source_task
+    from connectd.runtime.source import runner as source_runner
     from connectd.runtime.source.host import TaskHost
 
-    monkeypatch.setattr(source_task, "configure_spark_process", lambda **context: None)  # not this process's logging
+    monkeypatch.setattr(source_runner, "configure_spark_process", lambda **context: None)  # not this process's logging
     create_topic(broker, topic_name)
     hosts = []
 

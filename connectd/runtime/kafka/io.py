@@ -13,7 +13,7 @@ reader's consumer lives only in the long-lived process, producers are cached
 per worker process.
 
 The reader is :class:`~connectd.runtime.kafka.reading.KafkaStreamReader` (reading, for sink
-tasks), the writer :class:`~connectd.runtime.kafka.producing.KafkaStreamWriter` (writing, for
+tasks), the writer :class:`~connectd.runtime.kafka.writing.KafkaStreamWriter` (writing, for
 source tasks); what both share (options, schemas) is in :mod:`connectd.runtime.kafka.clients`.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 
 from connectd.runtime.kafka.clients import FORMAT, RANGE_SCHEMA, ROW_SCHEMA
-from connectd.runtime.kafka.producing import KafkaStreamWriter
 from connectd.runtime.kafka.reading import KafkaStreamReader
+from connectd.runtime.kafka.writing import KafkaStreamWriter
 
 __all__ = [
     "KafkaDataSource",

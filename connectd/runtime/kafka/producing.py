@@ -1,40 +1,32 @@
-"""Kafka inside Spark, writing (source tasks): the ``connectd-kafka`` streaming writer.
+"""Kafka inside Spark, producing (source tasks): the producers of executor processes and the
+batches they produce, taken column by column — Spark's Arrow batches or a source task host's
+:class:`ColumnBatch` — no Row object per record, with an idempotent producer (``acks=all``).
 
-Writing (source tasks)
-----------------------
-Each executor task produces its rows — Spark's Arrow batches, taken column by
-column (:class:`DataSourceStreamArrowWriter`), no Row object per record — with
-an idempotent producer (``acks=all``) and flushes before returning, so a batch counts as written
-only when every record is acknowledged; a delivery error fails the batch
-(which Spark then retries or the task reports). Rows may carry the source
-partition and offset (JSON text) of the record; the commit message of each
-executor task holds the last offset per source partition, and the writer's
-``commit`` — in the long-lived process, after every write succeeded —
-passes them to the callback named by the ``commit.hook`` option
-(``module:function``) with the ``commit.hook.arg`` option (or
-``commit.hook.secret.arg``, which Spark redacts), which stores them. A row whose topic is null only
-moves an offset (its record was dropped by a transform) and is not
-produced. Offsets are thus stored
-only after the data is durable.
+A batch counts as written only when every record is acknowledged; a delivery error fails it. Rows
+may carry the source partition and offset (JSON text) of the record, gathered per source partition
+for the offsets stored after the batch. A row whose topic is null only moves an offset (its record
+was dropped by a transform) and is not produced. Spark's writer that uses them is
+:class:`connectd.runtime.kafka.writing.KafkaStreamWriter`.
+
+This module imports no pyspark: a source task's own process (:mod:`connectd.runtime.source.host`)
+produces with it.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
-from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from connectd.logging import RepeatFilter
-from connectd.runtime.kafka.clients import CLIENT_OPTION, client_settings
+from connectd.runtime.kafka.clients import client_settings
 
 __all__ = [
     "ColumnBatch",
@@ -95,7 +87,7 @@ COMMIT_HOOK_SECRET_ARG = "commit.hook.secret.arg"
 
 
 @dataclass
-class _Written(WriterCommitMessage):
+class _Written:
     records: int = 0
     #: records Kafka did not take, passed over (``produce_batches(failed=…)``)
     failed: int = 0
@@ -308,38 +300,6 @@ def _produce_when_room(producer: Any, topic: str, *args: Any, **kwargs: Any) -> 
             return
         except BufferError:
             continue
-
-
-class KafkaStreamWriter(DataSourceStreamArrowWriter):
-    """Produces each micro-batch to Kafka; stores source offsets only after every write is durable.
-
-    It takes Spark's Arrow batches as they come (:func:`produce_batches`).
-    """
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.client_json = options.get(CLIENT_OPTION, "{}")
-        self.commit_hook = options.get("commit.hook")
-        # The redacted spelling, for an argument that holds client settings.
-        self.commit_hook_arg = options.get(COMMIT_HOOK_SECRET_ARG, options.get("commit.hook.arg", ""))
-        self.flush_timeout = float(options.get("flush.timeout.s", "60"))
-
-    def write(self, batches: Iterator[Any]) -> _Written:
-        return produce_batches(executor_producer(self.client_json), batches, self.flush_timeout)
-
-    def commit(self, messages: list[_Written | None], batch_id: int) -> None:
-        offsets: dict[str, str] = {}
-        for message in messages:
-            if message is not None:
-                offsets.update(message.source_offsets)
-        if self.commit_hook:
-            module, _, name = self.commit_hook.partition(":")
-            hook = getattr(importlib.import_module(module), name)
-            hook(self.commit_hook_arg, batch_id, offsets, sum(m.records for m in messages if m is not None))
-
-    def abort(self, messages: list[_Written | None], batch_id: int) -> None:
-        # Nothing to undo: records already produced are at-least-once duplicates
-        # of the batch's replay, and no offset was stored.
-        return None
 
 
 def append_commits_to_file(path: str, batch_id: int, offsets: dict[str, str], records: int) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
-from connectd.runtime.source.task import RESULT_SCHEMA, SPEC_OPTION
+from connectd.runtime.source.wire import RESULT_SCHEMA, SPEC_OPTION, exchange
 
 __all__ = ["FORMAT", "SourceExecutorDataSource", "SourceExecutorReader", "run_key"]
 
@@ -150,8 +150,6 @@ class SourceExecutorReader(DataSourceStreamReader):
         return [Request({"seq": last, "prev": first, "mode": mode, "stored": stored})]
 
     def read(self, partition: Request) -> Iterator[tuple[str | None, str | None, int | None, str | None]]:
-        from connectd.runtime.source.host import exchange  # lazy: executors only
-
         reply = exchange(self.key, self.options_json, partition.request)
         for source_partition, source_offset in (reply.get("offsets") or {}).items():
             yield source_partition, source_offset, None, None

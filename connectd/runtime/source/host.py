@@ -22,8 +22,8 @@ socket, whichever Python worker runs them::
     the stored seqs with the next request: commit_record and commit() follow on the host
 
 With executors on the driver's host (a local master) the worker starts the host as it starts
-the query (:func:`prepare`), so its imports and the task's ``start()`` overlap Spark's start of
-the query; elsewhere the first batch's ``read()`` starts it. A lock beside the socket, held by a
+the query (:func:`connectd.runtime.source.wire.prepare`), so its imports and the task's
+``start()`` overlap Spark's start of the query; elsewhere the first batch's ``read()`` starts it. A lock beside the socket, held by a
 starting host until it listens, keeps it to one host per task and run.
 
 A batch ends when it produced ``max.records``, after ``BATCH_S``, once the
@@ -65,15 +65,10 @@ the run's instances directory, so stopping the query waits for ``task.stop()``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
 import os
 import socket
-import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -83,9 +78,10 @@ from connectd.connector import SourceTask
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 from connectd.runtime.kafka.producing import executor_producer, flush_produced, produce_batches
-from connectd.runtime.source.task import SourceTaskReader, _ProduceFailures
+from connectd.runtime.source.runner import SourceTaskRunner, _ProduceFailures
+from connectd.runtime.source.wire import SPEC_OPTION, recv, send
 
-__all__ = ["BATCH_S", "IDLE_STOP_S", "exchange", "main", "prepare", "socket_path"]
+__all__ = ["BATCH_S", "IDLE_STOP_S", "TaskHost", "main", "serve"]
 
 log = get_logger(__name__)
 
@@ -99,153 +95,12 @@ IDLE_STOP_S = 30.0
 RUN_OVER_S = 3.0
 #: Without the driver's file system, how long after a batch the host goes on polling.
 PREFETCH_S = 2.0
-#: How long a batch's read() waits for a new host to listen.
-_SPAWN_WAIT_S = 60.0
+#: How often the host looks whether its run is over while no request comes.
 _ACCEPT_WAIT_S = 0.25
-_HEADER = struct.Struct(">I")
 
 
-def socket_path(key: str) -> str:
-    """The Unix socket of the host for *key* (run, connector, task) on this host, in a directory
-    only this user may enter."""
-    directory = os.path.join(tempfile.gettempdir(), f"connectd-{os.getuid()}")
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    if os.stat(directory).st_uid != os.getuid():
-        raise RuntimeError(f"{directory} belongs to another user: source task hosts cannot listen there")
-    return os.path.join(directory, f"source-{hashlib.sha256(key.encode()).hexdigest()[:24]}.sock")
-
-
-def _send(conn: socket.socket, message: dict[str, Any]) -> None:
-    data = json.dumps(message).encode()
-    conn.sendall(_HEADER.pack(len(data)) + data)
-
-
-def _recv(conn: socket.socket) -> dict[str, Any] | None:
-    header = _recv_exactly(conn, _HEADER.size)
-    if header is None:
-        return None
-    body = _recv_exactly(conn, _HEADER.unpack(header)[0])
-    return None if body is None else json.loads(body)
-
-
-def _recv_exactly(conn: socket.socket, size: int) -> bytes | None:
-    chunks, left = [], size
-    while left:
-        chunk = conn.recv(min(left, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-# --- the client: a batch's read(), in an executor's Python worker ---
-
-_spawned: list[subprocess.Popen[bytes]] = []
-
-
-def exchange(key: str, options_json: str, request: dict[str, Any]) -> dict[str, Any]:
-    """Send *request* to the host of *key*, spawning it (with *options_json*, the reader's options)
-    for a ``run`` request if none listens; ``{}`` for another request when none does.
-
-    :raises RuntimeError: the host failed the batch (its error and trace), or ended without a reply.
-    """
-    for process in list(_spawned):  # reap hosts that ended
-        if process.poll() is not None:
-            _spawned.remove(process)
-    path = socket_path(key)
-    conn = _connect(path)
-    if conn is None:
-        if request["mode"] != "run":
-            return {}  # no task here: nothing to settle or stop
-        conn = _spawn_and_connect(path, options_json)
-    with conn:
-        _send(conn, request)
-        reply = _recv(conn)
-    if reply is None:
-        raise RuntimeError(f"the process of source task {key.partition('|')[2]} ended during batch "
-                           f"{request['seq']} (its log says why)")
-    if "error" in reply:
-        raise RuntimeError(reply["error"])
-    return reply
-
-
-def _connect(path: str) -> socket.socket | None:
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect(path)
-    except (FileNotFoundError, ConnectionRefusedError):
-        conn.close()
-        return None
-    return conn
-
-
-def _spawn_and_connect(path: str, options_json: str) -> socket.socket:
-    """Start the host unless one listens or is starting (a lock beside the socket, which a host holds
-    until it listens) and connect once it listens."""
-    with open(f"{path}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        conn = _connect(path)
-        if conn is not None:
-            return conn
-        # The host outlives the Python worker that starts it (Spark ends idle ones), not the
-        # executor: it watches the worker's parent, Spark's daemon (or the executor's JVM).
-        process = _spawn(path, options_json, os.getppid(), lock, own_session=True)
-    deadline = time.monotonic() + _SPAWN_WAIT_S
-    while True:
-        conn = _connect(path)
-        if conn is not None:
-            return conn
-        if process.poll() is not None:
-            raise RuntimeError(f"the source task's process ended with code {process.returncode} before it "
-                               "listened (its log says why)")
-        if time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"the source task's process did not listen within {_SPAWN_WAIT_S:.0f} s")
-        time.sleep(0.01)
-
-
-def _spawn(path: str, options_json: str, watched: int, lock: Any, own_session: bool) -> subprocess.Popen[bytes]:
-    """The host for *path*, started; it holds *lock* (locked by the caller) until it listens.
-
-    :param own_session: out of the spawner's process group: Spark's daemon ends its group with
-        SIGHUP as it stops, before the host had a chance to stop its task (which it does once it
-        sees the daemon gone). A host the worker starts stays in the worker's group, with it.
-    """
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)  # a host that died without removing it
-    process = subprocess.Popen(
-        [sys.executable, "-m", "connectd.runtime.source.host", path, str(watched), str(lock.fileno())],
-        stdin=subprocess.PIPE, start_new_session=own_session, pass_fds=(lock.fileno(),))
-    _spawned.append(process)
-    assert process.stdin is not None
-    with process.stdin:
-        process.stdin.write(options_json.encode())
-    return process
-
-
-def prepare(key: str, options_json: str) -> None:
-    """Start the host of *key* now, on this host, ahead of its first batch: with executors on the
-    driver's host, its start-up (imports, the task's ``start()``, a first ``poll()``) then overlaps
-    Spark's start of the query. It watches this process. Returns at once."""
-    for process in list(_spawned):
-        if process.poll() is not None:
-            _spawned.remove(process)
-    path = socket_path(key)
-    with open(f"{path}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        conn = _connect(path)
-        if conn is not None:
-            conn.close()
-            return
-        _spawn(path, options_json, os.getpid(), lock, own_session=False)
-
-
-# --- the host process ---
-
-
-class _HostedTask(SourceTaskReader):
-    """The reader's task machinery (start, poll thread, conversion, commit_record), in the host."""
+class _HostedTask(SourceTaskRunner):
+    """The task's machinery (start, poll thread, conversion, commit_record), in the host."""
 
     def __init__(self, options: dict[str, str], host: TaskHost) -> None:
         super().__init__(options)
@@ -309,7 +164,7 @@ class TaskHost:
             return True
         if not self.local:
             return not self._in_batch and time.monotonic() - self._batch_ended > PREFETCH_S
-        return SourceTaskReader._held(self.task)
+        return SourceTaskRunner._held(self.task)
 
     def buffered(self) -> None:
         """The poller buffered records: flag them for the planner when no batch is producing."""
@@ -535,7 +390,7 @@ def serve(path: str, options: dict[str, str], watched: int | None = None, lock_f
     """Listen on *path* and handle the task's batches until its run is over (states above);
     also once the process *watched* ended (the executor's Python daemon, or the worker that
     started it ahead). *lock_fd*: the spawner's lock, released once listening."""
-    spec = json.loads(options["task.secret.spec"])
+    spec = json.loads(options[SPEC_OPTION])
     configure_spark_process(connector=spec["connector"], task=int(spec["task_id"]))
     host = TaskHost(options, watched)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -555,7 +410,7 @@ def serve(path: str, options: dict[str, str], watched: int | None = None, lock_f
                 continue
             with conn:
                 conn.settimeout(None)
-                request = _recv(conn)
+                request = recv(conn)
                 if request is None:
                     continue
                 try:
@@ -565,7 +420,7 @@ def serve(path: str, options: dict[str, str], watched: int | None = None, lock_f
                     reply = {"error": f"source task {spec['connector']}-{spec['task_id']} failed: {error!r}\n"
                                       + "".join(traceback.format_exception(error))}
                 with contextlib.suppress(OSError):  # the batch was cancelled: its worker went
-                    _send(conn, reply)
+                    send(conn, reply)
     finally:
         for name in (path, f"{path}.lock"):
             with contextlib.suppress(FileNotFoundError):

@@ -49,8 +49,8 @@ from connectd.runtime.kafka import reading as kafka_reading
 from connectd.runtime.offsets.store import store_offsets_hook
 from connectd.runtime.sink import executor as executor_sink
 from connectd.runtime.source import executor as source_executor
-from connectd.runtime.source import host as source_host
 from connectd.runtime.source import task as source_task
+from connectd.runtime.source import wire as source_wire
 from connectd.runtime.source.active_topics import active_topics_file, record_topics
 
 if TYPE_CHECKING:
@@ -309,7 +309,7 @@ def start_source_query(
         if local and on_executors:  # the task's host flags records waiting in the run directory
             options["host.local"] = "true"
             # Its process starts now, beside this one, while Spark starts the query.
-            source_host.prepare(source_executor.run_key(spec), json.dumps(options))
+            source_wire.prepare(source_executor.run_key(spec), json.dumps(options))
         elif local:  # executors on this host: batches as files
             options["handoff.dir"] = str(workdir / "batches")
         stream = (spark.readStream.format(source_executor.FORMAT if on_executors else source_task.FORMAT)

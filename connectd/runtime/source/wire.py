@@ -1,0 +1,173 @@
+"""What crosses between the worker, Spark's planner of a source task, a batch's ``read()`` on an
+executor and the task's own process there (:mod:`connectd.runtime.source.host`): the readers'
+option and result schema, the host's Unix socket, and the client side of its requests.
+
+Spark's Python workers import this module to plan and read a source task's batches, so it imports
+the standard library alone: those processes stay small (no Kafka client, no logging set-up, no
+plugin API), four per running source task on a local master.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+__all__ = ["RESULT_SCHEMA", "SPEC_OPTION", "exchange", "prepare", "recv", "send", "socket_path"]
+
+#: The reader option holding the task's spec (JSON, secrets in it: Spark redacts option values whose
+#: key matches spark.redaction.regex).
+SPEC_OPTION = "task.secret.spec"
+#: What reading a batch yields: each source partition's last offset, then the record count with
+#: what says the batch was written (``stored``: JSON, ``{"seqs": […], "acks": […] or null, "stats":
+#: {…}}``, the last what the task did while the batch was polled, for its metrics).
+RESULT_SCHEMA = "source_partition string, source_offset string, records long, stored string"
+#: How long a batch's read() waits for a new host to listen.
+_SPAWN_WAIT_S = 60.0
+_HEADER = struct.Struct(">I")
+
+
+
+def socket_path(key: str) -> str:
+    """The Unix socket of the host for *key* (run, connector, task) on this host, in a directory
+    only this user may enter."""
+    directory = os.path.join(tempfile.gettempdir(), f"connectd-{os.getuid()}")
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    if os.stat(directory).st_uid != os.getuid():
+        raise RuntimeError(f"{directory} belongs to another user: source task hosts cannot listen there")
+    return os.path.join(directory, f"source-{hashlib.sha256(key.encode()).hexdigest()[:24]}.sock")
+
+
+def send(conn: socket.socket, message: dict[str, Any]) -> None:
+    data = json.dumps(message).encode()
+    conn.sendall(_HEADER.pack(len(data)) + data)
+
+
+def recv(conn: socket.socket) -> dict[str, Any] | None:
+    header = _recv_exactly(conn, _HEADER.size)
+    if header is None:
+        return None
+    body = _recv_exactly(conn, _HEADER.unpack(header)[0])
+    return None if body is None else json.loads(body)
+
+
+def _recv_exactly(conn: socket.socket, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = conn.recv(min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+# --- the client: a batch's read(), in an executor's Python worker ---
+
+_spawned: list[subprocess.Popen[bytes]] = []
+
+
+def exchange(key: str, options_json: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Send *request* to the host of *key*, spawning it (with *options_json*, the reader's options)
+    for a ``run`` request if none listens; ``{}`` for another request when none does.
+
+    :raises RuntimeError: the host failed the batch (its error and trace), or ended without a reply.
+    """
+    for process in list(_spawned):  # reap hosts that ended
+        if process.poll() is not None:
+            _spawned.remove(process)
+    path = socket_path(key)
+    conn = _connect(path)
+    if conn is None:
+        if request["mode"] != "run":
+            return {}  # no task here: nothing to settle or stop
+        conn = _spawn_and_connect(path, options_json)
+    with conn:
+        send(conn, request)
+        reply = recv(conn)
+    if reply is None:
+        raise RuntimeError(f"the process of source task {key.partition('|')[2]} ended during batch "
+                           f"{request['seq']} (its log says why)")
+    if "error" in reply:
+        raise RuntimeError(reply["error"])
+    return reply
+
+
+def _connect(path: str) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError):
+        conn.close()
+        return None
+    return conn
+
+
+def _spawn_and_connect(path: str, options_json: str) -> socket.socket:
+    """Start the host unless one listens or is starting (a lock beside the socket, which a host holds
+    until it listens) and connect once it listens."""
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        conn = _connect(path)
+        if conn is not None:
+            return conn
+        # The host outlives the Python worker that starts it (Spark ends idle ones), not the
+        # executor: it watches the worker's parent, Spark's daemon (or the executor's JVM).
+        process = _spawn(path, options_json, os.getppid(), lock, own_session=True)
+    deadline = time.monotonic() + _SPAWN_WAIT_S
+    while True:
+        conn = _connect(path)
+        if conn is not None:
+            return conn
+        if process.poll() is not None:
+            raise RuntimeError(f"the source task's process ended with code {process.returncode} before it "
+                               "listened (its log says why)")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"the source task's process did not listen within {_SPAWN_WAIT_S:.0f} s")
+        time.sleep(0.01)
+
+
+def _spawn(path: str, options_json: str, watched: int, lock: Any, own_session: bool) -> subprocess.Popen[bytes]:
+    """The host for *path*, started; it holds *lock* (locked by the caller) until it listens.
+
+    :param own_session: out of the spawner's process group: Spark's daemon ends its group with
+        SIGHUP as it stops, before the host had a chance to stop its task (which it does once it
+        sees the daemon gone). A host the worker starts stays in the worker's group, with it.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # a host that died without removing it
+    process = subprocess.Popen(
+        [sys.executable, "-m", "connectd.runtime.source.host", path, str(watched), str(lock.fileno())],
+        stdin=subprocess.PIPE, start_new_session=own_session, pass_fds=(lock.fileno(),))
+    _spawned.append(process)
+    assert process.stdin is not None
+    with process.stdin:
+        process.stdin.write(options_json.encode())
+    return process
+
+
+def prepare(key: str, options_json: str) -> None:
+    """Start the host of *key* now, on this host, ahead of its first batch: with executors on the
+    driver's host, its start-up (imports, the task's ``start()``, a first ``poll()``) then overlaps
+    Spark's start of the query. It watches this process. Returns at once."""
+    for process in list(_spawned):
+        if process.poll() is not None:
+            _spawned.remove(process)
+    path = socket_path(key)
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        conn = _connect(path)
+        if conn is not None:
+            conn.close()
+            return
+        _spawn(path, options_json, os.getpid(), lock, own_session=False)
