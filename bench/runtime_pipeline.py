@@ -173,11 +173,14 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class MemoryPeak(threading.Thread):
-    """Peak resident memory (RSS) of this run's connectd side, sampled every 0.2 s.
+    """Peak resident memory of this run's connectd side, sampled every 0.2 s.
 
     This process (the worker: herder, sink tasks, Spark's driver side in Python),
     Spark's JVM, and Spark's Python worker processes — every descendant except
-    the broker's process tree. :meth:`take` returns the peaks since the last take.
+    the broker's process tree. :meth:`take` returns the peaks since the last take: RSS per kind
+    and summed (``total``), and the summed PSS (``total_pss``: each page shared between
+    processes counted once, split among them — Spark's daemons fork their workers and every
+    Python process maps the same libraries, which the RSS sum counts again in each).
     """
 
     def __init__(self, exclude_pid: int | None) -> None:
@@ -194,6 +197,7 @@ class MemoryPeak(threading.Thread):
         processes = _processes()
         me = os.getpid()
         sizes = {"worker": 0, "jvm": 0, "python_workers": 0}
+        pss = 0
         for pid in _mine(processes, self.exclude_pid):
             try:
                 rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
@@ -201,7 +205,9 @@ class MemoryPeak(threading.Thread):
                 continue
             kind = "worker" if pid == me else "jvm" if processes[pid][1] == "java" else "python_workers"
             sizes[kind] += rss
+            pss += _pss(pid)
         sizes["total"] = sum(sizes.values())
+        sizes["total_pss"] = pss
         for kind, size in sizes.items():
             self._peaks[kind] = max(self._peaks.get(kind, 0), size)
 
@@ -210,6 +216,18 @@ class MemoryPeak(threading.Thread):
         self.sample()
         peaks, self._peaks = self._peaks, {}
         return {kind: round(size / 2**20) for kind, size in peaks.items()}
+
+
+def _pss(pid: int) -> int:
+    """The proportional set size of *pid* in bytes (0 if it ended or is not readable)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def loadavg() -> str:
