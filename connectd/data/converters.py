@@ -70,7 +70,7 @@ class _Codec:
     """Java's charset behaviour: unmappable characters become ``?``, malformed bytes U+FFFD,
     and UTF-16/UTF-32 are big-endian (UTF-16 with a byte-order mark), as the JVM writes them."""
 
-    __slots__ = ("encode", "decode")
+    __slots__ = ("encode", "decode", "plain")
 
     def __init__(self, name: str) -> None:
         canonical = codecs.lookup(name).name
@@ -87,6 +87,8 @@ class _Codec:
         else:
             self.encode = lambda text: text.encode(canonical, "replace")
             self.decode = lambda data: data.decode(canonical, "replace")
+        #: The codec's name where ``str.encode(name, "replace")`` is all ``encode`` does (not UTF-16/32).
+        self.plain = canonical if canonical not in ("utf-16", "utf-32") else None
 
 
 class StringConverter(Converter, HeaderConverter):
@@ -139,7 +141,10 @@ class StringConverter(Converter, HeaderConverter):
 
     def from_connect_batch(self, topic, schemas_and_values, headers=None):  # type: ignore[no-untyped-def]
         # Strings (the usual values) and nulls without a call each; anything else as one record.
-        encode, convert = self._codec.encode, self.from_connect_data
+        encode, convert, plain = self._codec.encode, self.from_connect_data, self._codec.plain
+        if plain is not None:  # str.encode itself: no call of ours per record
+            return [None if value is None else value.encode(plain, "replace") if type(value) is str
+                    else convert(topic, schema, value) for schema, value in schemas_and_values]
         return [None if value is None else encode(value) if type(value) is str else convert(topic, schema, value)
                 for schema, value in schemas_and_values]
 

@@ -23,8 +23,9 @@ socket, whichever Python worker runs them::
 
 With executors on the driver's host (a local master) the worker starts the host as it starts
 the query (:func:`connectd.runtime.source.wire.prepare`), so its imports and the task's
-``start()`` overlap Spark's start of the query; elsewhere the first batch's ``read()`` starts it. A lock beside the socket, held by a
-starting host until it listens, keeps it to one host per task and run.
+``start()`` overlap Spark's start of the query; elsewhere the first batch's ``read()`` starts it.
+A lock beside the socket, held by a starting host until it listens, keeps it to one host per task
+and run.
 
 A batch ends when it produced ``max.records``, after ``BATCH_S``, once the
 buffer stayed empty ``DRAINED_S`` after records, or when the task is being
@@ -65,6 +66,7 @@ the run's instances directory, so stopping the query waits for ``task.stop()``.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import socket
@@ -401,6 +403,11 @@ def serve(path: str, options: dict[str, str], watched: int | None = None, lock_f
         os.close(lock_fd)
     try:
         host.start()
+        # This process holds up to max.records polled records and little else that cycles: what it
+        # imported and started stays out of the collector's way, and the youngest generation is
+        # collected after 50,000 allocations, not 700 (a tenth of the time per record, measured).
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 100)
         while not host.ended:
             try:
                 conn, _ = server.accept()
