@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         SchemaType,
         SinkRecord,
         SourceRecord,
+        SourceRecordBatch,
         Struct,
         Time,
         Timestamp,
@@ -97,8 +98,8 @@ _EXPORTS: dict[str, str] = {
     ), "connectd.connector"),
     **dict.fromkeys((
         "ConnectRecord", "Converter", "DataError", "Date", "Decimal", "Field", "Header", "HeaderConverter", "Headers",
-        "Schema", "SchemaAndValue", "SchemaBuilder", "SchemaType", "SinkRecord", "SourceRecord", "Struct", "Time",
-        "Timestamp", "TimestampType", "converter_config_def"
+        "Schema", "SchemaAndValue", "SchemaBuilder", "SchemaType", "SinkRecord", "SourceRecord", "SourceRecordBatch",
+        "Struct", "Time", "Timestamp", "TimestampType", "converter_config_def"
     ), "connectd.data"),
     **dict.fromkeys(("java_string",), "connectd.data._text"),
     **dict.fromkeys((
@@ -183,6 +184,7 @@ __all__ = [
     "SinkTaskContext",
     "SourceConnector",
     "SourceRecord",
+    "SourceRecordBatch",
     "SourceTask",
     "SourceTaskContext",
     "SparkSinkTask",

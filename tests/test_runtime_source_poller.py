@@ -571,3 +571,59 @@ def test_the_task_of_a_planner_process_spark_ends_is_stopped_once_whenever_the_s
     assert done.returncode == exit_code, done.stderr
     assert [line.split()[1] for line in events.read_text().splitlines()] == ["start", "stop"]
     assert list(Path(instances_dir(str(stop_file.parent))).iterdir()) == []
+
+
+# --- a task returning a SourceRecordBatch ------------------------------------------------------------
+
+
+def record_batch(values, keys=None, first=0):
+    from connectd.data.records import SourceRecordBatch
+
+    return SourceRecordBatch("t", values, [{"n": n} for n in range(first, first + len(values))], keys=keys,
+                             source_partition={"f": 1}, timestamp=7)
+
+
+def rows_of(polled_batch):
+    table = polled_batch.to_pydict()
+    return list(zip(table["topic"], table["partition"], table["key"], table["value"], table["timestamp"],
+                    strict=True))
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["columns", "commit_record"])
+@pytest.mark.parametrize("chain", [None, "two_stages"])
+def test_a_record_batch_polled_is_produced_as_its_records_would_be(tracked, chain):
+    """Without transforms or commit_record its columns are converted as they are; with either, its
+    records are made: the rows, offsets and topics are the same as for the list of those records."""
+    def poll_once(records):
+        reader = reader_for(chain=two_stages() if chain else None)
+        reader._acks = tracked
+        reader._task = Polling(records)
+        return reader._poll_once()
+
+    batch = record_batch(["a", "b", "c"], keys=["k1", None, "k3"])
+    from_batch, from_list = poll_once(batch), poll_once(list(batch))
+    assert rows_of(from_batch[0]) == rows_of(from_list[0])
+    assert from_batch[1:3] == from_list[1:3] == ({'{"f":1}': '{"n":2}'}, {"t"})
+    if not chain:
+        assert rows_of(from_batch[0]) == [("t", None, b"k1", b'"a"', 7), ("t", None, None, b'"b"', 7),
+                                          ("t", None, b"k3", b'"c"', 7)]
+
+
+def test_a_record_batch_whose_converter_fails_goes_record_by_record_under_the_error_handling():
+    reader = reader_for({"errors.tolerance": "all"})
+    sent = dead_lettering(reader)
+    reader._task = Polling(record_batch(["a", {1, 2}, "c"]))  # a set: not JSON
+    converted, offsets, _, _ = reader._poll_once()
+    assert [value for _, _, _, value, _ in rows_of(converted)] == [b'"a"', b'"c"']
+    assert offsets == {'{"f":1}': '{"n":2}'}  # the failed record's offset moves on with the others
+    assert failed_classes(sent) == [(b'{"n":1}', b"connectd.data.json_converter.JsonConverter")]
+
+
+def test_a_record_batch_whose_topic_is_missing_fails_the_task():
+    from connectd.data.records import SourceRecordBatch
+    from connectd.errors import ConnectException
+
+    reader = reader_for({"errors.tolerance": "all"})
+    reader._task = Polling(SourceRecordBatch(None, ["a"], [{"n": 0}]))
+    with pytest.raises(ConnectException, match="topic=None"):
+        reader._poll_once()

@@ -27,7 +27,7 @@ from connectd.data.converters import (
 from connectd.data.headers import Header, Headers
 from connectd.data.json_converter import JsonConverter
 from connectd.data.logical import Date, Decimal, Time, Timestamp
-from connectd.data.records import ConnectRecord, SinkRecord, SourceRecord, TimestampType
+from connectd.data.records import ConnectRecord, SinkRecord, SourceRecord, SourceRecordBatch, TimestampType
 from connectd.data.schema import Field, Schema, SchemaAndValue, SchemaType
 from connectd.data.schema_builder import SchemaBuilder
 from connectd.data.schema_projector import SchemaProjector
@@ -81,6 +81,7 @@ __all__ = [
     "SimpleHeaderConverter",
     "SinkRecord",
     "SourceRecord",
+    "SourceRecordBatch",
     "StringConverter",
     "Struct",
     "Time",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ from connectd.data.headers import Headers
 from connectd.data.schema import Schema
 from connectd.errors import DataError
 
-__all__ = ["ConnectRecord", "SinkRecord", "SourceRecord", "TimestampType", "sink_records"]
+__all__ = ["ConnectRecord", "SinkRecord", "SourceRecord", "SourceRecordBatch", "TimestampType", "sink_records"]
 
 
 class TimestampType(enum.IntEnum):
@@ -236,6 +236,68 @@ del _cls
 
 #: Kafka's RecordBatch.NO_TIMESTAMP: a record without a timestamp.
 _NO_TIMESTAMP = -1
+
+
+class SourceRecordBatch(Sequence[SourceRecord]):
+    """Many source records alike, as columns: one topic and Kafka partition, one source partition, the
+    same schemas and timestamp, no headers; a value (and a key, or none) and a source offset each.
+
+    What a source task's ``poll()`` may return instead of a list, where its records come in bulk (lines
+    of a file, rows of a query): it is a list of :class:`SourceRecord` all the same — a read-only
+    sequence of them, each made when it is read — so Kafka Connect's contract holds. Where no
+    transform runs and the task does not override ``commit_record``, the worker converts and produces
+    the columns as they are and makes no record at all: the Python work per record is then the
+    converter's and the producer's only.
+
+    :param topic: every record's topic.
+    :param values: each record's value.
+    :param source_offsets: each record's source offset, in order (any sequence: it may make each
+        when read; the worker reads the last one unless it makes the records).
+    :param source_partition: every record's source partition.
+    :param keys: each record's key, or ``None``: no record has one.
+    :param timestamp: every record's timestamp (as :class:`ConnectRecord`'s).
+    :raises DataError: the columns differ in length, or the timestamp is negative (but -1).
+    """
+
+    __slots__ = ("topic", "kafka_partition", "key_schema", "keys", "value_schema", "values", "timestamp",
+                 "source_partition", "source_offsets")
+
+    def __init__(self, topic: str, values: Sequence[Any], source_offsets: Sequence[Mapping[str, Any] | None], *,
+                 source_partition: Mapping[str, Any] | None = None, value_schema: Schema | None = None,
+                 keys: Sequence[Any] | None = None, key_schema: Schema | None = None,
+                 kafka_partition: int | None = None, timestamp: int | None = None) -> None:
+        if len(source_offsets) != len(values) or keys is not None and len(keys) != len(values):
+            raise DataError(f"a SourceRecordBatch needs one source offset (and key, if any) per value: "
+                            f"{len(values)} values, {len(source_offsets)} offsets"
+                            + ("" if keys is None else f", {len(keys)} keys"))
+        if timestamp is not None and timestamp < 0:
+            if timestamp != _NO_TIMESTAMP:
+                raise DataError(f"Invalid record timestamp {timestamp}")
+            timestamp = None
+        self.topic, self.kafka_partition, self.timestamp = topic, kafka_partition, timestamp
+        self.key_schema, self.keys, self.value_schema, self.values = key_schema, keys, value_schema, values
+        self.source_partition, self.source_offsets = source_partition, source_offsets
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return SourceRecord(topic=self.topic, kafka_partition=self.kafka_partition, key_schema=self.key_schema,
+                            key=None if self.keys is None else self.keys[index], value_schema=self.value_schema,
+                            value=self.values[index], timestamp=self.timestamp,
+                            source_partition=self.source_partition, source_offset=self.source_offsets[index])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment] - a sequence of mutable records
+
+    def __repr__(self) -> str:
+        return f"SourceRecordBatch(topic={self.topic!r}, records={len(self)})"
 
 _LIBRDKAFKA_TIMESTAMP_TYPES = (TimestampType.NO_TIMESTAMP_TYPE, TimestampType.CREATE_TIME,
                                TimestampType.LOG_APPEND_TIME)

@@ -241,3 +241,30 @@ class TestNewRecord:
         with pytest.raises(TypeError, match="new_record\\(\\) cannot change offset, source_offset"):
             record.new_record(value=1, source_offset={}, offset=1)
         assert "A copy with changes" in (SinkRecord.new_record.__doc__ or "")
+
+
+def test_a_source_record_batch_is_the_sequence_of_its_records():
+    from connectd.data.records import SourceRecordBatch
+
+    batch = SourceRecordBatch("t", ["a", "b", "c"], [{"p": 1}, {"p": 2}, {"p": 3}], keys=[b"x", None, b"z"],
+                              source_partition={"f": "x"}, value_schema=Schema.STRING, kafka_partition=2,
+                              timestamp=-1)
+    records = [SourceRecord(topic="t", kafka_partition=2, key=k, value_schema=Schema.STRING, value=v,
+                            source_partition={"f": "x"}, source_offset={"p": p})
+               for k, v, p in ((b"x", "a", 1), (None, "b", 2), (b"z", "c", 3))]
+    assert len(batch) == 3 and list(batch) == records and batch == records
+    assert batch[-1] == records[2] and batch[1:] == records[1:] and batch.timestamp is None  # -1: none
+    assert batch[0] is not batch[0]  # made when read: changing one changes nothing in the batch
+    assert "records=3" in repr(batch)
+
+
+@pytest.mark.parametrize(("columns", "message"), [
+    ({"values": ["a", "b"], "source_offsets": [{}]}, "2 values, 1 offsets"),
+    ({"values": ["a"], "source_offsets": [{}], "keys": []}, "1 values, 1 offsets, 0 keys"),
+    ({"values": ["a"], "source_offsets": [{}], "timestamp": -5}, "Invalid record timestamp -5"),
+])
+def test_a_source_record_batch_refuses_columns_of_other_lengths_and_a_negative_timestamp(columns, message):
+    from connectd.data.records import SourceRecordBatch
+
+    with pytest.raises(DataError, match=message):
+        SourceRecordBatch("t", **columns)

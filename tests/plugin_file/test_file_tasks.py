@@ -63,6 +63,23 @@ def test_complete_lines_with_byte_positions(tmp_path):
     task.stop()
 
 
+def test_lines_ending_in_newline_alone_come_as_one_batch_with_the_same_values_and_positions(tmp_path):
+    """The common file (\\n alone) is polled as a SourceRecordBatch: decoded at once, its offsets made
+    when read; values and byte positions are those of the line-by-line way, odd bytes included."""
+    from connectd import SourceRecordBatch
+
+    path = tmp_path / "in.txt"
+    lines = ["one".encode(), "thrée".encode(), b"bad \xe2\x82", "€nd".encode(), b""]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    batch = source_task(path).poll()
+    assert isinstance(batch, SourceRecordBatch)
+    assert batch.source_offsets[-1] == {"position": path.stat().st_size}  # the batch's offset, read first
+    assert [r.value for r in batch] == [line.decode("utf-8", errors="replace") for line in lines]
+    ends = [sum(len(line) + 1 for line in lines[:i + 1]) for i in range(len(lines))]
+    assert [r.source_offset for r in batch] == [{"position": end} for end in ends]
+    assert {(r.topic, r.timestamp) for r in batch} == {("lines", batch.timestamp)}
+
+
 def test_batch_size_bounds_each_poll(tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("".join(f"{i}\n" for i in range(10)))

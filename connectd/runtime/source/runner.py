@@ -17,9 +17,11 @@ import signal
 import threading
 import time
 from functools import partial
+from itertools import repeat
 from typing import Any
 
 from connectd.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
+from connectd.data.records import SourceRecordBatch
 from connectd.errors import ConnectException, ConnectorError
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.error_handling import ErrorHandler, ErrorPolicy, Original, TaskCounts, apply_stages
@@ -383,6 +385,12 @@ class SourceTaskRunner:
             return None
         self.polls += 1
         self.polled_records += len(records)
+        if isinstance(records, SourceRecordBatch):
+            if not self._acks and not self._chain.stages:
+                columns = self._poll_columns(records)
+                if columns is not None:
+                    return columns
+            records = list(records)  # what a transform, commit_record or the error handling sees
         if self._acks:
             return self._poll_tracked(records)
         # The last record of each source partition carries the batch's offset for it (a null
@@ -407,6 +415,32 @@ class SourceTaskRunner:
         if self._dlq is not None:
             self._dlq.flush()
         return batch, offsets, topics, None
+
+    def _poll_columns(self, batch: SourceRecordBatch) -> tuple[Any, dict[str, str], set[str], None] | None:
+        """A :class:`SourceRecordBatch` polled, with no transform to run and no ``commit_record`` to
+        tell: its columns converted with the converters' batch methods, no record made.
+
+        :returns: as :meth:`_poll_once`; ``None`` when a converter failed (the records then go the
+            way of a list, converted one by one under the connector's error handling).
+        """
+        from connectd.runtime.offsets.store import ordered  # lazy: planner only (see _ensure_started)
+
+        _check_destinations((batch[-1],))  # one topic and partition for all
+        topic, n = batch.topic, len(batch)
+        offsets = {self._partition_text(batch.source_partition): ordered(batch.source_offsets[-1])}
+        converters = self._converters
+        keys = [None] * n if batch.keys is None else batch.keys
+        try:
+            columns = {
+                "topic": [topic] * n, "partition": [batch.kafka_partition] * n, "timestamp": [batch.timestamp] * n,
+                "key": converters["key"].from_connect_batch(topic, list(zip(repeat(batch.key_schema, n), keys))),
+                "value": converters["value"].from_connect_batch(topic, list(zip(repeat(batch.value_schema, n),
+                                                                                batch.values))),
+                "headers": [None] * n,
+            }
+        except Exception:  # noqa: BLE001 - found record by record under the connector's error handling
+            return None
+        return self._batch_of(columns, n), offsets, {topic}, None
 
     def _partition_text(self, partition: Any) -> str:
         """*partition* as it travels to the offset store: its map's order, one text per partition
@@ -470,9 +504,13 @@ class SourceTaskRunner:
             columns["topic"] += [topic] * len(group)
             columns["partition"] += [record.kafka_partition for record in group]
             columns["timestamp"] += [record.timestamp for record in group]
-        n = len(columns["topic"])
+        return self._batch_of(columns, len(columns["topic"])), topics
+
+    def _batch_of(self, columns: dict[str, list[Any]], n: int) -> Any:
+        """Converted *columns* (topic, partition, key, value, timestamp, headers) as one batch: a
+        :class:`ColumnBatch` where they are produced in this process, else Arrow."""
         if self._columns_only:
-            return ColumnBatch(columns, n), topics
+            return ColumnBatch(columns, n)
         # lazy: pyarrow (~40 ms) is not at the worker's start-up, which imports this module (assembly)
         import pyarrow as pa
 
@@ -481,7 +519,7 @@ class SourceTaskRunner:
         schema = arrow_write_schema()
         arrays = [pa.array(columns[f.name], type=f.type) if f.name in columns else pa.nulls(n, type=f.type)
                   for f in schema]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema), topics
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def _rows_batch(self, rows: list[tuple]) -> Any:
         """Converted *rows* (:data:`~connectd.runtime.kafka.clients.WRITE_SCHEMA` order) as one batch."""
@@ -508,8 +546,9 @@ class SourceTaskRunner:
 
         headers = None
         if record.headers:
-            ok, headers = run("HEADER_CONVERTER", type(converters["header"]), lambda: [
-                (h.key, converters["header"].from_connect_header(topic, h.key, h.schema, h.value)) for h in record.headers
+            header_converter = converters["header"]
+            ok, headers = run("HEADER_CONVERTER", type(header_converter), lambda: [
+                (h.key, header_converter.from_connect_header(topic, h.key, h.schema, h.value)) for h in record.headers
             ], original)
             if not ok:
                 return None

@@ -15,7 +15,9 @@ import os
 import select
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import accumulate
+from typing import Any
 
 from connectd import (
     ConnectException,
@@ -23,6 +25,7 @@ from connectd import (
     SinkRecord,
     SinkTask,
     SourceRecord,
+    SourceRecordBatch,
     SourceTask,
     TopicPartition,
     java_string,
@@ -60,6 +63,28 @@ def _lines(data: bytes, start: int, limit: int) -> list[tuple[int, int]]:
         found.append((carriage, start))
         carriage = data.find(b"\r", start)
     return found
+
+
+class _Positions(Sequence[dict[str, int]]):
+    """The offsets of a poll's lines, ``{"position": <byte after the line>}`` each, made when read: the
+    worker reads the last one only, unless it makes the records (transforms, ``commit_record``)."""
+
+    def __init__(self, start: int, lines: list[bytes]) -> None:
+        self._start, self._lines = start, lines
+        self._ends: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if self._ends is None:
+            if index == -1 or index == len(self._lines) - 1:  # the batch's offset: every line and its end
+                return {"position": self._start + sum(map(len, self._lines)) + len(self._lines)}
+            self._ends = [self._start + total + count for count, total in
+                          enumerate(accumulate(map(len, self._lines)), start=1)]
+        return {"position": self._ends[index]}
 
 
 class FileStreamSourceTask(SourceTask):
@@ -136,7 +161,7 @@ class FileStreamSourceTask(SourceTask):
         ready, _, _ = select.select([self._stdin], [], [], _IDLE_WAIT_S)
         return os.read(self._stdin, _READ_SIZE) if ready else b""
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> Sequence[SourceRecord] | None:
         if self.path is not None and self._file is None and not self._open():
             time.sleep(_IDLE_WAIT_S)
             return None
@@ -145,19 +170,19 @@ class FileStreamSourceTask(SourceTask):
             self._buffer += self._read()
         data, begin = self._buffer, 0
         now_ms = time.time_ns() // 1_000_000
-        records: list[SourceRecord] = []
-        if b"\r" not in data:  # the common case, \n alone: split at once, one record per line inline
+        records: Sequence[SourceRecord] = []
+        if b"\r" not in data:  # the common case, \n alone: the lines as one batch, no record made for each
             *lines, rest = data.split(b"\n", self.batch_size)
             begin = len(data) - len(rest)
-            topic, partition, string, track = self.topic, self.partition, Schema.STRING, self.path is not None
-            after = self.position or 0
-            append = records.append
-            for line in lines:
-                after += len(line) + 1
-                append(SourceRecord(topic=topic, kafka_partition=None, key_schema=None, key=None, value_schema=string,
-                                    value=line.decode("utf-8", errors="replace"), timestamp=now_ms,
-                                    source_partition=partition, source_offset={"position": after if track else None}))
+            if lines:
+                # "\n" is no part of any other UTF-8 character: decoding the lines at once is decoding each
+                values = data[:begin - 1].decode("utf-8", errors="replace").split("\n")
+                offsets = (_Positions(self.position or 0, lines) if self.path is not None
+                           else [{"position": None} for _ in lines])
+                records = SourceRecordBatch(self.topic, values, offsets, source_partition=self.partition,
+                                            value_schema=Schema.STRING, timestamp=now_ms)
         else:
+            records = []
             for end, after in _lines(data, 0, self.batch_size):
                 position = None if self.path is None else self.position + after
                 records.append(self._record(data[begin:end], position, now_ms))
