@@ -32,7 +32,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
-from connectd.runtime.source.wire import RESULT_SCHEMA, SPEC_OPTION, exchange
+from connectd.runtime.source.wire import RESULT_SCHEMA, SPEC_OPTION, exchange, take_stored
 
 __all__ = ["FORMAT", "SourceExecutorDataSource", "SourceExecutorReader", "run_key"]
 
@@ -119,23 +119,7 @@ class SourceExecutorReader(DataSourceStreamReader):
 
     def _collect_stored(self) -> None:
         """The seqs of the batches the worker stored since the last look (their files removed)."""
-        directory = self.stored_dir
-        if directory is None:
-            return
-        try:
-            names = sorted(os.listdir(directory))
-        except FileNotFoundError:
-            return
-        for name in names:
-            if not name.endswith(".json"):
-                continue  # one being written
-            path = os.path.join(directory, name)
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    stored = json.load(handle)
-                os.unlink(path)
-            except FileNotFoundError:
-                return  # the run directory is gone
+        for stored in take_stored(self.stored_dir):
             self._stored.extend(stored.get("seqs") or ())
             self._hooks = bool(stored.get("hooks", True))
 

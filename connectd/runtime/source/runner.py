@@ -30,7 +30,7 @@ from connectd.runtime.kafka.clients import client_settings
 from connectd.runtime.kafka.producing import ColumnBatch, write_arrow_batch
 from connectd.runtime.source.active_topics import active_topics_file, record_topics
 from connectd.runtime.source.poller import Poller
-from connectd.runtime.source.wire import SPEC_OPTION
+from connectd.runtime.source.wire import SPEC_OPTION, take_stored
 from connectd.transforms.chain import TransformationChain
 
 __all__ = ["SourceTaskRunner"]
@@ -243,24 +243,8 @@ class SourceTaskRunner:
 
         :returns: whether any batch was (``commit()`` is then owed).
         """
-        directory = self.stored_dir
-        if directory is None:
-            return False
-        try:
-            names = sorted(os.listdir(directory))  # <batch id, 12 digits>-<n>.json: in batch order
-        except FileNotFoundError:
-            return False
         settled = False
-        for name in names:
-            if not name.endswith(".json"):
-                continue  # one being written
-            path = os.path.join(directory, name)
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    stored = json.load(handle)
-                os.unlink(path)
-            except FileNotFoundError:
-                return settled  # the run directory is gone: the query failed and was discarded
+        for stored in take_stored(self.stored_dir):
             settled = True
             polled = [entry for seq in stored["seqs"] for entry in self._polled.pop(seq, ())]
             if stored["acks"] is not None:

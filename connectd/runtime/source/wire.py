@@ -20,9 +20,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["RESULT_SCHEMA", "SPEC_OPTION", "exchange", "prepare", "recv", "send", "socket_path"]
+__all__ = ["RESULT_SCHEMA", "SPEC_OPTION", "exchange", "prepare", "recv", "send", "socket_path", "take_stored"]
 
 #: The reader option holding the task's spec (JSON, secrets in it: Spark redacts option values whose
 #: key matches spark.redaction.regex).
@@ -35,6 +36,30 @@ RESULT_SCHEMA = "source_partition string, source_offset string, records long, st
 _SPAWN_WAIT_S = 60.0
 _HEADER = struct.Struct(">I")
 
+
+
+def take_stored(directory: str | None) -> Iterator[dict[str, Any]]:
+    """What the worker wrote in *directory* for each batch it stored since the last look, in batch
+    order (``<batch id, 12 digits>-<n>.json``), each file removed as it is read; nothing more once
+    the directory is gone (the query failed and was discarded). A file still being written (not
+    yet renamed to ``.json``) waits for the next look."""
+    if directory is None:
+        return
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                stored = json.load(handle)
+            os.unlink(path)
+        except FileNotFoundError:
+            return
+        yield stored
 
 
 def socket_path(key: str) -> str:
