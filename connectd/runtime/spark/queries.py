@@ -256,7 +256,7 @@ def start_source_query(
     offsets: dict[str, Any] | None = None,
     offsets_path: str | None = None,
     admin_config: dict[str, Any] | str | None = None,
-    max_records: int = 50_000,
+    max_records: int = 100_000,
     paused: bool = False,
     trigger_interval: str = "100 milliseconds",
     metrics: Any = None,
