@@ -299,6 +299,7 @@ class SourceRecordBatch(Sequence[SourceRecord]):
     def __repr__(self) -> str:
         return f"SourceRecordBatch(topic={self.topic!r}, records={len(self)})"
 
+
 _LIBRDKAFKA_TIMESTAMP_TYPES = (TimestampType.NO_TIMESTAMP_TYPE, TimestampType.CREATE_TIME,
                                TimestampType.LOG_APPEND_TIME)
 

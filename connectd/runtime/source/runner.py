@@ -60,7 +60,6 @@ class _ProduceFailures:
             self._dlq = _dead_letter_queue(self._spec, self._errors.policy.dlq_topic)
         self._dlq.send(*args)
 
-
     def report(self, error: Exception, topic: str, partition: int, key: bytes | None, value: bytes | None,
                headers: list[tuple[str, bytes | None]]) -> None:
         original = Original(topic, partition if partition is not None and partition >= 0 else None, key=key,
@@ -547,6 +546,7 @@ class SourceTaskRunner:
         if not ok:
             return None
         return (topic, record.kafka_partition, key, value, record.timestamp, headers, None, None)
+
 
 def _exit_on_sigterm(signum: int, frame: Any, reader: SourceTaskRunner) -> None:
     """Spark ends the planner process: unwind PySpark's loop, which then calls ``reader.stop()``.

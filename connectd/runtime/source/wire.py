@@ -37,7 +37,6 @@ _SPAWN_WAIT_S = 60.0
 _HEADER = struct.Struct(">I")
 
 
-
 def take_stored(directory: str | None) -> Iterator[dict[str, Any]]:
     """What the worker wrote in *directory* for each batch it stored since the last look, in batch
     order (``<batch id, 12 digits>-<n>.json``), each file removed as it is read; nothing more once
