@@ -87,9 +87,7 @@ class ConnectRecord:
     # Keep _POST_INIT_NEEDED (below) in step with what __post_init__ checks.
     def __post_init__(self) -> None:
         if self.timestamp is not None and self.timestamp < 0:
-            if self.timestamp != _NO_TIMESTAMP:
-                raise DataError(f"Invalid record timestamp {self.timestamp}")
-            self.timestamp = None
+            self.timestamp = _negative_timestamp(self.timestamp)
         if not isinstance(self.headers, Headers):
             self.headers = Headers(self.headers)
 
@@ -238,6 +236,16 @@ del _cls
 _NO_TIMESTAMP = -1
 
 
+def _negative_timestamp(timestamp: int) -> None:
+    """A negative record timestamp, as Kafka Connect takes it: -1 is none; any other is refused.
+
+    :raises DataError: *timestamp* is not -1.
+    """
+    if timestamp != _NO_TIMESTAMP:
+        raise DataError(f"Invalid record timestamp {timestamp}")
+    return None
+
+
 class SourceRecordBatch(Sequence[SourceRecord]):
     """Many source records alike, as columns: one topic and Kafka partition, one source partition, the
     same schemas and timestamp, no headers; a value (and a key, or none) and a source offset each.
@@ -271,9 +279,7 @@ class SourceRecordBatch(Sequence[SourceRecord]):
                             f"{len(values)} values, {len(source_offsets)} offsets"
                             + ("" if keys is None else f", {len(keys)} keys"))
         if timestamp is not None and timestamp < 0:
-            if timestamp != _NO_TIMESTAMP:
-                raise DataError(f"Invalid record timestamp {timestamp}")
-            timestamp = None
+            timestamp = _negative_timestamp(timestamp)
         self.topic, self.kafka_partition, self.timestamp = topic, kafka_partition, timestamp
         self.key_schema, self.keys, self.value_schema, self.values = key_schema, keys, value_schema, values
         self.source_partition, self.source_offsets = source_partition, source_offsets
@@ -331,9 +337,7 @@ def sink_records(
     for i, row in enumerate(rows):
         timestamp = row[3]
         if timestamp is not None and timestamp < 0:
-            if timestamp != _NO_TIMESTAMP:
-                raise DataError(f"Invalid record timestamp {timestamp}")
-            timestamp = None
+            timestamp = _negative_timestamp(timestamp)
         record = new(SinkRecord)
         record.topic = record.original_topic = topic
         record.kafka_partition = record.original_kafka_partition = row[1]

@@ -106,9 +106,6 @@ def exchange(key: str, options_json: str, request: dict[str, Any]) -> dict[str, 
 
     :raises RuntimeError: the host failed the batch (its error and trace), or ended without a reply.
     """
-    for process in list(_spawned):  # reap hosts that ended
-        if process.poll() is not None:
-            _spawned.remove(process)
     path = socket_path(key)
     conn = _connect(path)
     if conn is None:
@@ -139,14 +136,12 @@ def _connect(path: str) -> socket.socket | None:
 def _spawn_and_connect(path: str, options_json: str) -> socket.socket:
     """Start the host unless one listens or is starting (a lock beside the socket, which a host holds
     until it listens) and connect once it listens."""
-    with open(f"{path}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        conn = _connect(path)
-        if conn is not None:
-            return conn
-        # The host outlives the Python worker that starts it (Spark ends idle ones), not the
-        # executor: it watches the worker's parent, Spark's daemon (or the executor's JVM).
-        process = _spawn(path, options_json, os.getppid(), lock, own_session=True)
+    # The host outlives the Python worker that starts it (Spark ends idle ones), not the
+    # executor: it watches the worker's parent, Spark's daemon (or the executor's JVM).
+    conn, process = _start_unless_listening(path, options_json, os.getppid(), own_session=True)
+    if conn is not None:
+        return conn
+    assert process is not None
     deadline = time.monotonic() + _SPAWN_WAIT_S
     while True:
         conn = _connect(path)
@@ -161,37 +156,40 @@ def _spawn_and_connect(path: str, options_json: str) -> socket.socket:
         time.sleep(0.01)
 
 
-def _spawn(path: str, options_json: str, watched: int, lock: Any, own_session: bool) -> subprocess.Popen[bytes]:
-    """The host for *path*, started; it holds *lock* (locked by the caller) until it listens.
+def _start_unless_listening(path: str, options_json: str, watched: int,
+                            own_session: bool) -> tuple[socket.socket | None, subprocess.Popen[bytes] | None]:
+    """A connection to the host listening on *path*, or else the host started (unless another is
+    starting: a lock beside the socket, which a starting host holds until it listens).
 
+    :param watched: the process the host watches, and ends with.
     :param own_session: out of the spawner's process group: Spark's daemon ends its group with
         SIGHUP as it stops, before the host had a chance to stop its task (which it does once it
         sees the daemon gone). A host the worker starts stays in the worker's group, with it.
     """
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)  # a host that died without removing it
-    process = subprocess.Popen(
-        [sys.executable, "-m", "connectd.runtime.source.host", path, str(watched), str(lock.fileno())],
-        stdin=subprocess.PIPE, start_new_session=own_session, pass_fds=(lock.fileno(),))
+    for process in list(_spawned):  # reap hosts that ended
+        if process.poll() is not None:
+            _spawned.remove(process)
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        conn = _connect(path)
+        if conn is not None:
+            return conn, None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a host that died without removing it
+        process = subprocess.Popen(
+            [sys.executable, "-m", "connectd.runtime.source.host", path, str(watched), str(lock.fileno())],
+            stdin=subprocess.PIPE, start_new_session=own_session, pass_fds=(lock.fileno(),))
     _spawned.append(process)
     assert process.stdin is not None
     with process.stdin:
         process.stdin.write(options_json.encode())
-    return process
+    return None, process
 
 
 def prepare(key: str, options_json: str) -> None:
     """Start the host of *key* now, on this host, ahead of its first batch: with executors on the
     driver's host, its start-up (imports, the task's ``start()``, a first ``poll()``) then overlaps
     Spark's start of the query. It watches this process. Returns at once."""
-    for process in list(_spawned):
-        if process.poll() is not None:
-            _spawned.remove(process)
-    path = socket_path(key)
-    with open(f"{path}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        conn = _connect(path)
-        if conn is not None:
-            conn.close()
-            return
-        _spawn(path, options_json, os.getpid(), lock, own_session=False)
+    conn, _ = _start_unless_listening(socket_path(key), options_json, os.getpid(), own_session=False)
+    if conn is not None:
+        conn.close()
