@@ -19,7 +19,8 @@ One run, one broker, one SparkSession (``--master``, ``local[2]`` by default):
 5. a second FileStreamSource connector created on the same, running worker:
    its creation to its first record in Kafka (``running_worker_first_record_s``);
 6. four FileStreamSource tasks at once (the others deleted): the peak memory of the worker's
-   whole process tree (``four_sources``).
+   whole process tree (``four_sources``; ``bench/source_memory.py`` measures it on a worker in a
+   process of its own, idle and under load).
 
 ``--source datagen`` runs datagen's orders (JsonConverter without schemas) instead of the file,
 on both sides: connectd's DatagenConnector, and a quixstreams Source producing what the same

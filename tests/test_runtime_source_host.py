@@ -3,7 +3,9 @@ connectd.runtime.source.host's docstring); its batches are in tests/integration/
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import subprocess
 import sys
 import time
@@ -85,3 +87,53 @@ def test_without_the_run_directory_here_the_poll_thread_stops_some_time_after_th
     host = task_host(tmp_path / "elsewhere")
     assert not host.held()
     assert idle_for(host, host_module.PREFETCH_S + 1).held()
+
+
+class _Buffered:
+    def __init__(self) -> None:
+        self.data = True
+
+    def has_data(self) -> bool:
+        return self.data
+
+
+def test_freed_memory_goes_back_once_after_records_and_never_while_records_wait(run_dir, monkeypatch):
+    trims: list[int] = []
+    monkeypatch.setattr(host_module, "_malloc_trim", lambda: trims.append(1))
+    host = task_host(run_dir)
+    assert not host.give_back() and not trims  # no record went through yet
+    host._churned = True
+    host._in_batch = True
+    assert not host.give_back()  # a batch is producing
+    host._in_batch = False
+    host.task._poller = buffered = _Buffered()
+    assert not host.give_back()  # the next batch's records are buffered: their pages are reused
+    buffered.data = False
+    assert host.give_back() and trims == [1]
+    assert not host.give_back() and trims == [1]  # once per records that went through
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "malloc_trim"), reason="glibc's malloc_trim only")
+def test_malloc_trim_gives_the_pages_of_freed_small_blocks_back():
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    blocks = [libc.malloc(300) for _ in range(200_000)]  # ≈60 MiB as librdkafka's message copies take it
+    for block in blocks:
+        ctypes.memset(block, 1, 300)
+    kept = set(blocks[::500])  # a few live blocks keep the heap's top, as the next batch's would
+    for block in blocks:
+        if block not in kept:
+            libc.free(block)
+    before = _resident_bytes()
+    host_module._malloc_trim()
+    try:
+        assert before - _resident_bytes() > 30 * 2**20
+    finally:
+        for block in kept:
+            libc.free(block)

@@ -57,6 +57,10 @@ Host states::
           the worker that started the host; or the worker that started it ahead)──► task
           stopped; ended
 
+Between batches, after records went through and with nothing buffered (an idle source), the host
+gives the C heap's free pages back to the system (``malloc_trim``): 100,000 records a batch leave
+≈50 MiB that glibc would keep for the process.
+
 Without the driver's file system (a cluster master), the host polls ahead of its batches for
 ``PREFETCH_S`` at most: a host whose batches went to another host soon stops polling, and is
 stopped ``IDLE_STOP_S`` later. While its task runs, a host on the driver's host registers in
@@ -148,6 +152,8 @@ class TaskHost:
         self._start_error: Exception | None = None
         #: seq -> (records polled, where Kafka put them), until the batch is stored (commit_record)
         self._kept: dict[int, tuple[list[Any], list[Any]]] = {}
+        #: Records went through since the C heap's free pages were last given back (:meth:`give_back`).
+        self._churned = False
 
     # poller thread
 
@@ -198,6 +204,19 @@ class TaskHost:
             return True
         stopped = os.path.exists(os.path.join(self.workdir, "stop")) or lease_expired(self.lease_file)
         return stopped and idle > RUN_OVER_S
+
+    def give_back(self) -> bool:
+        """Between batches, with nothing buffered: give the C heap's free pages back to the system,
+        once after records went through. A batch's records are freed when Kafka acknowledged them
+        (librdkafka copies each, the converters make their bytes), but glibc keeps the freed pages
+        for the process, ≈50 MiB at 100,000 records a batch: an idle source would hold them for good.
+        A source that always has records reuses them instead, so it is not trimmed."""
+        poller = self.task._poller
+        if not self._churned or self._in_batch or poller is not None and poller.has_data():
+            return False
+        self._churned = False
+        _malloc_trim()
+        return True
 
     def start(self) -> None:
         """Start the task now, before the first request asks (unless paused or stopping): its first
@@ -352,6 +371,7 @@ class TaskHost:
                 stats[key] = stats.get(key, 0) + value
         records = written.records if written is not None else 0
         had_batch = bool(offsets or polled or records)
+        self._churned = self._churned or had_batch
         if task._acks and had_batch:
             self._kept[seq] = (polled, acks or [])
         # Whether stored batches must be told back (commit_record, commit()): the planner asks for a
@@ -363,6 +383,20 @@ class TaskHost:
     def close(self) -> None:
         if self.task._task is not None:
             self.task.stop()
+
+
+def _malloc_trim() -> None:
+    """glibc's ``malloc_trim(0)``: the heap's free pages back to the system; nothing without glibc."""
+    global _trim
+    if _trim is None:
+        import ctypes  # lazy: the host only, once
+
+        _trim = getattr(ctypes.CDLL(None), "malloc_trim", False)
+    if _trim:
+        _trim(0)
+
+
+_trim: Any = None
 
 
 class _ProcessWatch:
@@ -414,6 +448,7 @@ def serve(path: str, options: dict[str, str], watched: int | None = None, lock_f
             except TimeoutError:
                 if host.run_over():
                     break
+                host.give_back()
                 continue
             with conn:
                 conn.settimeout(None)
