@@ -55,6 +55,20 @@ def test_it_polls_ahead_until_the_buffer_is_full_then_waits_for_a_batch_to_take_
         poller.stop(5)
 
 
+def test_each_poll_can_be_taken_as_a_chunk_of_its_own_for_a_transaction_per_poll(wait_until):
+    polls = Polls(size=10)
+    poller = Poller(polls, max_records=30, idle=lambda: False, name="t")
+    try:
+        wait_until(lambda: poller._buffered, "30 records buffered", until=lambda n: n >= 30)
+        chunks = poller.take_polls()
+        assert [values(batches) for batches, _, _, _ in chunks] == [[f"{c}-{i}".encode() for i in range(10)]
+                                                                    for c in (1, 2, 3)]
+        assert [offsets for _, offsets, _, _ in chunks] == [{'{"p":1}': f'{{"n":{c}}}'} for c in (1, 2, 3)]
+        assert [polled for _, _, _, polled in chunks] == [["polled 1"], ["polled 2"], ["polled 3"]]
+    finally:
+        poller.stop(5)
+
+
 def test_nothing_buffered_offers_no_batch_and_an_idle_task_is_not_polled(wait_until):
     idle = threading.Event()
     idle.set()

@@ -32,14 +32,14 @@ def read_topic(consume_records, topic: str, expected: int) -> list:
 
 
 def run(spark, worker: dict[str, str], path, topic, connector_extra=None, offsets_topic=None, producer_extra=None,
-        task_class="connectd_file.tasks.FileStreamSourceTask", metrics=None, on_executors=True):
+        task_class="connectd_file.tasks.FileStreamSourceTask", metrics=None, on_executors=True, exactly_once=None):
     connector = {"name": "lines", "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
                  **(connector_extra or {})}
     return start_source_query(
         spark, connector="lines", task_id=0, task_class=task_class,
         task_config=connector, connector_config=connector, worker_config=worker,
         producer_config={"bootstrap.servers": worker["bootstrap.servers"], **(producer_extra or {})},
-        max_records=500, metrics=metrics, on_executors=on_executors,
+        max_records=500, metrics=metrics, on_executors=on_executors, exactly_once=exactly_once,
         **({"offsets_path": worker["offset.storage.file.filename"]} if offsets_topic is None else
            {"offsets": {"kind": "topic", "topic": offsets_topic, "client": client_option(worker, "producer")}}),
     )
@@ -480,3 +480,108 @@ def test_a_batch_of_a_source_that_always_has_records_ends_on_time(hosted_task):
     reply = host.handle({"seq": 1, "prev": 0, "mode": "run", "stored": []})
     assert 0 < reply["records"] < 10**9
     assert reply["offsets"] == {'{"source":"counter"}': json.dumps({"i": reply["records"] - 1}).replace(" ", "")}
+
+
+# --- exactly-once delivery (connectd.runtime.source.transactions) ---
+
+EXACTLY_ONCE = {"transactional_id": "connect-cluster-lines-0", "boundary": "poll"}
+
+
+def offsets_written(broker, offsets_topic: str) -> tuple[int, int]:
+    """(records, next offset) of the offsets topic's only partition: a transaction's commit marker takes
+    an offset of its own, so records written in transactions leave more offsets than records."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "offsets-reader",
+                         "enable.partition.eof": True, "isolation.level": "read_committed"})
+    try:
+        consumer.assign([TopicPartition(offsets_topic, 0, OFFSET_BEGINNING)])
+        records = 0
+        while True:
+            message = consumer.poll(10)
+            assert message is not None, f"{offsets_topic} not read to its end"
+            if message.error() is None:
+                records += 1
+            elif message.error().code() == KafkaError._PARTITION_EOF:
+                return records, message.offset()
+    finally:
+        consumer.close()
+
+
+def run_exactly_once(spark, broker, worker_config, tmp_path, topic: str, text: str, **options):
+    """A FileStreamSource task's query delivering exactly once on a new topic, its offsets in a new
+    offsets topic: (query, the file holding *text*, the offsets topic)."""
+    create_topic(broker, topic)
+    offsets_topic = f"{topic}-offsets"
+    create_topic(broker, offsets_topic)
+    path = tmp_path / "in.txt"
+    path.write_text(text)
+    query = run(spark, worker_config.settings(), path, topic, offsets_topic=offsets_topic,
+                exactly_once=EXACTLY_ONCE, **options)
+    return query, path, offsets_topic
+
+
+def test_exactly_once_a_polls_records_and_their_offsets_are_one_transaction_the_worker_stores_none(
+        spark, broker, topic_name, tmp_path, worker_config, wait_until, consume_records, monkeypatch):
+    from connectd.runtime.spark import queries
+
+    stored_by_worker = []
+    monkeypatch.setattr(queries, "store_offsets_hook", lambda *args: stored_by_worker.append(args))
+    first, path, offsets_topic = run_exactly_once(spark, broker, worker_config, tmp_path, topic_name,
+                                                  "".join(f"line {i}\n" for i in range(2000)))
+    store = TopicOffsetStore(offsets_topic, {"bootstrap.servers": broker.bootstrap_servers})
+    stored = {json.dumps({"filename": str(path)}, separators=(",", ":")): {"position": path.stat().st_size}}
+    try:
+        assert len(read_topic(consume_records, topic_name, 2000)) == 2000
+        wait_until(lambda: store.get("lines", [{"filename": str(path)}]) == stored, "offsets committed in the topic")
+    finally:
+        assert first.stop(graceful_timeout_s=30) is True
+    records, end = offsets_written(broker, offsets_topic)
+    assert records >= 1 and end >= 2 * records  # each offsets record followed by its transaction's marker
+    assert stored_by_worker == []
+
+    with open(path, "a") as f:
+        f.write("".join(f"line {i}\n" for i in range(2000, 2300)))
+    second = run(spark, worker_config.settings(), path, topic_name, offsets_topic=offsets_topic,
+                 exactly_once=EXACTLY_ONCE)
+    try:
+        got = read_topic(consume_records, topic_name, 2300)
+        assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2300)]  # once each, in order
+    finally:
+        second.stop(graceful_timeout_s=30)
+
+
+def test_exactly_once_a_poll_not_wholly_written_is_aborted_none_of_it_seen_no_offset_moved(
+        spark, broker, topic_name, tmp_path, worker_config, wait_until, consume_records):
+    # One poll: the producer refuses records over 2,000 bytes, the third line cannot be written.
+    query, path, offsets_topic = run_exactly_once(spark, broker, worker_config, tmp_path, topic_name,
+                                                  "short 1\nshort 2\n" + "x" * 5000 + "\nshort 4\n",
+                                                  producer_extra={"message.max.bytes": "2000"})
+    try:
+        wait_until(query.is_active, "the query to fail", until=lambda active: not active, timeout=90)
+        assert "MSG_SIZE_TOO_LARGE" in (query.failure() or "")
+    finally:
+        query.stop(graceful_timeout_s=30)
+    assert consume_records(topic_name, partitions=1) == []  # short 1 and 2 were produced, then aborted
+    store = TopicOffsetStore(offsets_topic, {"bootstrap.servers": broker.bootstrap_servers})
+    assert store.get("lines", [{"filename": str(path)}]) == {}
+
+
+def test_exactly_once_a_task_fenced_by_a_newer_producer_of_its_id_fails_its_next_transaction(
+        spark, broker, topic_name, tmp_path, worker_config, wait_until, consume_records):
+    from confluent_kafka import Producer
+
+    query, path, _ = run_exactly_once(spark, broker, worker_config, tmp_path, topic_name,
+                                      "".join(f"line {i}\n" for i in range(100)))
+    try:
+        assert len(read_topic(consume_records, topic_name, 100)) == 100
+        successor = Producer({"bootstrap.servers": broker.bootstrap_servers,
+                              "transactional.id": EXACTLY_ONCE["transactional_id"]})
+        successor.init_transactions(30)  # as the task's successor on another worker would
+        with open(path, "a") as f:
+            f.write("".join(f"line {i}\n" for i in range(100, 200)))
+        wait_until(query.is_active, "the fenced task to fail", until=lambda active: not active, timeout=90)
+        assert "FENCED" in (query.failure() or "").upper()
+    finally:
+        query.stop(graceful_timeout_s=30)
+    assert len(consume_records(topic_name, partitions=1)) == 100  # the zombie wrote no more

@@ -34,6 +34,7 @@ __all__ = [
     "executor_producer",
     "flush_produced",
     "produce_batches",
+    "transactional_producer",
 ]
 
 _WRITE_COLUMNS = ("topic", "partition", "key", "value", "timestamp", "headers", "source_partition", "source_offset")
@@ -138,6 +139,24 @@ def executor_producer(client_json: str, every_delivery: bool = False) -> Any:
             producer = _Producer(config)
             _producers[key] = producer
         return producer
+
+
+def transactional_producer(client_json: str, transactional_id: str, timeout: float,
+                           every_delivery: bool = False) -> Any:
+    """A source task's own transactional producer (exactly-once delivery), not shared: settings as
+    :func:`executor_producer`'s, with *transactional_id*. Initialised here: the broker then fences
+    every older producer of that id (a zombie of the task, whose next transaction fails) and ends
+    its open transaction, before this task reads its offsets.
+
+    :raises KafkaException: the cluster did not initialise it within *timeout* seconds.
+    """
+    config = {"acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
+              "delivery.report.only.error": not every_delivery}
+    config.update(client_settings(client_json))
+    config.update({"transactional.id": transactional_id, "enable.idempotence": True})
+    producer = _Producer(config)
+    producer.init_transactions(timeout)
+    return producer
 
 
 #: What ``produce()`` raises for a record it refuses (Java's producer reports these through the send's

@@ -384,8 +384,12 @@ class _OffsetsTopic:
             send and log failures when they are reported.
         :raises ConnectorError: (retriable) when a record is not acknowledged in time.
         """
-        if not offsets:
-            return
+        if offsets:
+            self._send(self.records(connector, offsets), wait)
+
+    def records(self, connector: str,
+                offsets: Mapping[str, Mapping[str, Any] | None]) -> list[tuple[bytes, bytes | None]]:
+        """The (key, value) records that store *offsets* (as :meth:`write` takes them)."""
         with _lock:
             known = _key_forms.get(self._forms_key)
         if known is None:
@@ -400,7 +404,7 @@ class _OffsetsTopic:
                 keys = set(known.get(text, ())) or {record_key(connector, partition)}
                 known.setdefault(text, set()).update(keys)
             records.extend((key, _record_value(offset)) for key in sorted(keys))
-        self._send(records, wait)
+        return records
 
     def _send(self, records: list[tuple[bytes, bytes | None]], wait: bool) -> None:
         producer = _producer(self.settings)
@@ -501,6 +505,31 @@ class TopicOffsetStore:
             deleted = {p: None for p, o in offsets.items() if o is None}
             self.fallback.write(connector, deleted)
         self.primary.write(connector, offsets)
+        self.copy_to_fallback(connector, offsets)
+
+    def put_in_transaction(self, producer: Any, connector: str,
+                           offsets: Mapping[str, Mapping[str, Any] | None]) -> None:
+        """Produce *offsets*' records to the primary topic with *producer*, a transactional producer
+        whose transaction holds the records they are the offsets of (exactly-once source delivery,
+        as Kafka Connect's ``ExactlyOnceWorkerSourceTask``): they are stored when it commits, and
+        not at all when it aborts. Deletions go to the fallback topic first, as :meth:`put` writes
+        them; :meth:`copy_to_fallback` once the transaction committed.
+        """
+        if not offsets:
+            return
+        if self.fallback is not None:
+            self.fallback.write(connector, {p: None for p, o in offsets.items() if o is None})
+        for key, value in self.primary.records(connector, offsets):
+            while True:
+                try:
+                    producer.produce(self.primary.topic, key=key, value=value)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+
+    def copy_to_fallback(self, connector: str, offsets: Mapping[str, Mapping[str, Any] | None]) -> None:
+        """The stored *offsets* to the fallback topic too, best effort (failures logged), as Kafka Connect
+        copies them to the worker's topic."""
         if self.fallback is not None:
             kept = {p: o for p, o in offsets.items() if o is not None}
             self.fallback.write(connector, kept, wait=False)

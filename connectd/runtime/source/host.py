@@ -85,7 +85,7 @@ from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 from connectd.runtime.kafka.producing import executor_producer, flush_produced, produce_batches
 from connectd.runtime.source.runner import SourceTaskRunner, _ProduceFailures
-from connectd.runtime.source.wire import SPEC_OPTION, recv, send
+from connectd.runtime.source.wire import EXACTLY_ONCE, SPEC_OPTION, recv, send
 
 __all__ = ["BATCH_S", "IDLE_STOP_S", "TaskHost", "main", "serve"]
 
@@ -154,6 +154,9 @@ class TaskHost:
         self._kept: dict[int, tuple[list[Any], list[Any]]] = {}
         #: Records went through since the C heap's free pages were last given back (:meth:`give_back`).
         self._churned = False
+        #: exactly-once delivery: the task's transactions, made as the task starts
+        self._exactly_once = EXACTLY_ONCE in self.task.spec
+        self._transactions: Any = None  # TaskTransactions
 
     # poller thread
 
@@ -224,9 +227,21 @@ class TaskHost:
         if self.halted():
             return
         try:
-            self.task._ensure_started()
+            self._ensure_started()
         except Exception as error:  # noqa: BLE001 - the first batch fails with it, so does the task
             self._start_error = error
+
+    def _ensure_started(self) -> None:
+        """The task started; delivering exactly once, its transactional producer initialised first,
+        so older producers of its id are fenced before it reads its offsets."""
+        task = self.task
+        if task._task is not None:
+            return
+        if self._exactly_once and self._transactions is None:
+            from connectd.runtime.source.transactions import TaskTransactions  # lazy: exactly-once tasks only
+
+            self._transactions = TaskTransactions(task.spec, task._acks, task.flush_timeout)
+        task._ensure_started()
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         self.last_request = time.monotonic()
@@ -269,9 +284,11 @@ class TaskHost:
             return {"records": 0}
         if mode == "stop":
             self.stopping = True
+            if self._transactions is not None:
+                return self._produce(seq, task._take_at_stop(polls=True) or [])
             taken = task._take_at_stop()
             return self._produce(seq, [taken] if taken is not None else [])
-        task._ensure_started()
+        self._ensure_started()
         if task._commit_due():
             task._commit_task()
         return self._produce(seq, None)
@@ -282,6 +299,9 @@ class TaskHost:
             old.stop()
         finally:
             self.task = _HostedTask(self.options, self)
+            if self._transactions is not None:  # the other host fenced it: a new one fences that host's
+                self._transactions.close()
+                self._transactions = None
 
     def _settle(self, seqs: list[int]) -> None:
         """``commit_record`` for the records of the stored batches *seqs*, then ``commit()``."""
@@ -300,7 +320,9 @@ class TaskHost:
         task = self.task
         spec = task.spec
         poller = task._poller
-        producer = executor_producer(spec.get("producer", "{}"), every_delivery=task._acks)
+        transactions = self._transactions
+        producer = (transactions.producer if transactions is not None
+                    else executor_producer(spec.get("producer", "{}"), every_delivery=task._acks))
         policy = task._errors.policy if task._errors is not None else None
         refused = _ProduceFailures(spec, policy) if policy is not None and policy.tolerate_all else None
         report = refused.report if refused is not None else None
@@ -327,23 +349,36 @@ class TaskHost:
             if chunk_polled:
                 polled.extend(chunk_polled)
 
+        def take() -> list[Any]:
+            assert poller is not None
+            if transactions is not None:
+                return poller.take_polls()
+            chunk = poller.take()
+            return [] if chunk is None else [chunk]
+
+        def produce_all(chunks: list[Any]) -> None:
+            for chunk in chunks:
+                if transactions is not None:
+                    transactions.run(produce, chunk)  # a transaction per poll()
+                else:
+                    produce(chunk)
+
         try:
             if taken is not None:
-                for chunk in taken:
-                    produce(chunk)
+                produce_all(taken)
             else:
                 assert poller is not None
                 self._polling_here = True
                 while True:
-                    chunk = poller.take()
-                    if chunk is None:
+                    chunks = take()
+                    if not chunks:
                         # Polled on this thread while the batch lasts: the poll thread, held meanwhile,
                         # would take the GIL from the producing one at every switch (≈15 % of the rate).
                         poller.poll_here(DRAINED_S)
-                        chunk = poller.take()
+                        chunks = take()
                     now = time.monotonic()
-                    if chunk is not None:
-                        produce(chunk)
+                    if chunks:
+                        produce_all(chunks)
                         last_data = now
                         # a source that always has records ends its batch on time too
                         if written is not None and written.records >= task.max_records or now - began >= window:
@@ -381,8 +416,12 @@ class TaskHost:
                 "stored": {"seqs": [seq] if had_batch else [], "acks": None, "stats": stats, "hooks": hooks}}
 
     def close(self) -> None:
-        if self.task._task is not None:
-            self.task.stop()
+        try:
+            if self.task._task is not None:
+                self.task.stop()
+        finally:
+            if self._transactions is not None:
+                self._transactions.close()
 
 
 def _malloc_trim() -> None:

@@ -31,10 +31,9 @@ class Poller:
         self._idle = idle
         self.max_records = max_records
         self._cond = threading.Condition()
-        self._batches: list[Any] = []
-        self._offsets: dict[str, str] = {}
-        self._topics: set[str] = set()
-        self._polled: list[Any] = []  # (record, its topic once transformed, or None), for commit_record
+        #: one entry per poll() that gave anything, in order: ([Arrow batch] or [], {partition: offset},
+        #: topics, polled records: (record, its topic once transformed, or None), for commit_record)
+        self._polls: list[tuple[list[Any], dict[str, str], set[str], list[Any]]] = []
         self._buffered = 0
         self._error: BaseException | None = None
         self._stopping = False
@@ -88,13 +87,10 @@ class Poller:
             return _EMPTY_POLL_PAUSE_S
         batch, offsets, topics, records = polled
         with self._cond:
-            if batch is not None and batch.num_rows:
-                self._batches.append(batch)
-                self._buffered += batch.num_rows
-            self._offsets.update(offsets)
-            self._topics |= topics
-            if records:
-                self._polled.extend(records)
+            rows = batch.num_rows if batch is not None else 0
+            if rows or offsets or records:
+                self._polls.append(([batch] if rows else [], offsets, topics, records or []))
+                self._buffered += rows
             self._cond.notify_all()
         if self._on_buffered is not None:
             self._on_buffered()
@@ -108,21 +104,40 @@ class Poller:
     def has_data(self) -> bool:
         """Whether anything is buffered (or the poll() failed: :meth:`take` raises it)."""
         with self._cond:
-            return bool(self._batches or self._offsets or self._polled or self._error is not None)
+            return bool(self._polls or self._error is not None)
 
     def take(self) -> tuple[list[Any], dict[str, str], set[str], list[Any]] | None:
-        """Everything buffered (Arrow batches, last offsets, topics, polled records for
+        """Everything buffered as one chunk (Arrow batches, last offsets, topics, polled records for
         ``commit_record``), or ``None`` if nothing is.
+
+        :raises: what ``poll()`` (or converting its records) raised.
+        """
+        polls = self.take_polls()
+        if not polls:
+            return None
+        if len(polls) == 1:
+            return polls[0]
+        batches: list[Any] = []
+        offsets: dict[str, str] = {}
+        topics: set[str] = set()
+        polled: list[Any] = []
+        for poll_batches, poll_offsets, poll_topics, poll_records in polls:
+            batches += poll_batches
+            offsets.update(poll_offsets)
+            topics |= poll_topics
+            polled += poll_records
+        return batches, offsets, topics, polled
+
+    def take_polls(self) -> list[tuple[list[Any], dict[str, str], set[str], list[Any]]]:
+        """Everything buffered, a chunk per ``poll()`` in order (as :meth:`take`'s), for a task whose
+        polls are transactions of their own (exactly-once, ``transaction.boundary=poll``).
 
         :raises: what ``poll()`` (or converting its records) raised.
         """
         with self._cond:
             if self._error is not None:
                 raise self._error
-            if not self._batches and not self._offsets and not self._polled:
-                return None
-            taken = (self._batches, self._offsets, self._topics, self._polled)
-            self._batches, self._offsets, self._topics, self._polled, self._buffered = [], {}, set(), [], 0
+            taken, self._polls, self._buffered = self._polls, [], 0
             self._cond.notify_all()
             return taken
 

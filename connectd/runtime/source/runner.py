@@ -160,8 +160,9 @@ class SourceTaskRunner:
         """Stopping or paused: the task is not polled."""
         return any(path and os.path.exists(path) for path in (self.stop_file, self.pause_file))
 
-    def _take_at_stop(self) -> Any:
-        """What the task polled before it was told to stop, once the ``poll()`` under way returned.
+    def _take_at_stop(self, polls: bool = False) -> Any:
+        """What the task polled before it was told to stop, once the ``poll()`` under way returned
+        (*polls*: as a list of chunks, one per ``poll()``).
 
         As Kafka Connect, which sends the records of the last ``poll()`` and commits their
         offsets before it stops the task: a record polled is written, not lost or polled again
@@ -178,7 +179,7 @@ class SourceTaskRunner:
                 self._poll_stuck = True
                 log.warning("source_task_poll_not_returning_at_stop", waited_s=_STOP_WAIT_S)
         try:
-            return poller.take()
+            return poller.take_polls() if polls else poller.take()
         except Exception as error:  # noqa: BLE001 - the task is stopping; the next run polls again
             log.warning("source_task_poll_failed_while_stopping", error=repr(error))
             return None

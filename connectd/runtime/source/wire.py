@@ -23,11 +23,15 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["RESULT_SCHEMA", "SPEC_OPTION", "exchange", "prepare", "recv", "send", "socket_path", "take_stored"]
+__all__ = ["EXACTLY_ONCE", "RESULT_SCHEMA", "SPEC_OPTION", "exchange", "prepare", "recv", "send", "socket_path",
+           "take_stored"]
 
 #: The reader option holding the task's spec (JSON, secrets in it: Spark redacts option values whose
 #: key matches spark.redaction.regex).
 SPEC_OPTION = "task.secret.spec"
+#: The spec's key for a task delivering exactly once: ``{"transactional_id": …, "boundary": "poll"}``
+#: (:mod:`connectd.runtime.source.transactions`).
+EXACTLY_ONCE = "exactly_once"
 #: What reading a batch yields: each source partition's last offset, then the record count with
 #: what says the batch was written (``stored``: JSON, ``{"seqs": […], "acks": […] or null, "stats":
 #: {…}}``, the last what the task did while the batch was polled, for its metrics).

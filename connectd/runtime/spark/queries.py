@@ -262,6 +262,7 @@ def start_source_query(
     metrics: Any = None,
     lease_file: str | None = None,
     on_executors: bool = True,
+    exactly_once: dict[str, Any] | None = None,
 ) -> TaskQuery:
     """Start a source task's query: plugin → transforms → converters → Kafka → offset store.
 
@@ -280,10 +281,16 @@ def start_source_query(
     :param on_executors: the task runs on an executor's host, its records produced there
         (:mod:`connectd.runtime.source.executor`); ``False`` (``SourceTask.poll_on_driver``): it
         is polled in Spark's planner process on this host (:mod:`connectd.runtime.source.task`).
+    :param exactly_once: ``{"transactional_id": …, "boundary": "poll"}``: the task's records and
+        their offsets are written in transactions by the task's own process
+        (:mod:`connectd.runtime.source.transactions`), and this process stores no offsets for it.
+        Needs an offsets topic and the task on an executor.
     """
     if (offsets is None) == (offsets_path is None):
         raise ValueError("start_source_query needs one of offsets and offsets_path")
     offsets_spec = dict(offsets) if offsets is not None else {"kind": "file", "path": offsets_path}
+    if exactly_once is not None and (not on_executors or offsets_spec.get("kind") != "topic"):
+        raise ValueError("exactly-once delivery needs the task on an executor and its offsets in a topic")
     name = f"{connector}-{task_id}"
     spec = {
         "connector": connector,
@@ -297,6 +304,7 @@ def start_source_query(
         "producer": _as_option(producer_config),
         "admin": _as_option(admin_config if admin_config is not None else producer_config),
         "run": uuid.uuid4().hex,
+        **({source_wire.EXACTLY_ONCE: dict(exactly_once)} if exactly_once is not None else {}),
     }
     local = spark.sparkContext.master.startswith("local")  # executors on this host
     tracking = str(worker_config.get("topic.tracking.enable", "true")).strip().lower() != "false"
@@ -333,7 +341,7 @@ def start_source_query(
                     stored.append(row["stored"])
             if offsets and fenced(lease_file, f"batch {batch_id}"):
                 return
-            if offsets:
+            if offsets and exactly_once is None:  # else committed with the records, by the task's process
                 with timed_commit(metrics):
                     store_offsets_hook(store, batch_id, offsets, records)
             if metrics is not None:

@@ -1,0 +1,92 @@
+"""Exactly-once delivery of a source task's records (KIP-618), in the task's own process.
+
+The task's process (:mod:`connectd.runtime.source.host`, on an executor's host) owns a
+transactional producer, ``transactional.id`` as the spec's ``exactly_once`` says (Kafka Connect's
+``<group.id>-<connector>-<task>``), and writes each transaction's records and the task's offsets
+for them (records of the offsets topic, in its own format: :mod:`connectd.runtime.offsets.store`)
+in that one transaction. The offsets are stored when it commits and not at all when it aborts, so
+the offsets read at a task's start (``read_committed``) are those of the records Kafka holds: the
+worker stores no offsets for such a task.
+
+``transaction.boundary=poll``: each ``poll()``'s records are a transaction of their own (the poller
+keeps them apart: :meth:`connectd.runtime.source.poller.Poller.take_polls`), as Kafka Connect
+says; a Spark micro-batch then holds one or more whole transactions, committed before the batch
+replies.
+
+States of the task's transactions::
+
+    (start) ──init_transactions: older producers of the id fenced, their open transaction ended──►
+    IDLE ──a poll's records taken──► OPEN (begin) ──its records, then its offsets produced──►
+         commit ──committed──► IDLE
+    OPEN ──a record or offset not written, or the commit failing──► abort ──► the batch fails with
+         the error, the task with it
+    any ──a newer producer initialised the same id (the task's successor elsewhere)──► FENCED: the
+         next begin or commit raises; the batch fails; this process ends its task (a zombie)
+
+A task started again in the same process (its previous batch ran on another host) initialises
+a new producer first: it fences the other host's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from connectd.logging import get_logger
+from connectd.runtime.kafka.producing import transactional_producer
+from connectd.runtime.offsets.store import TopicOffsetStore, open_offset_store
+from connectd.runtime.source.wire import EXACTLY_ONCE
+
+__all__ = ["TaskTransactions"]
+
+log = get_logger(__name__)
+
+class TaskTransactions:
+    """A source task's transactions (states in the module's docstring).
+
+    :param spec: the task's spec, with its ``exactly_once`` settings and an offsets topic (``offsets``).
+    :param every_delivery: the producer reports every record's delivery (``commit_record``).
+    :param timeout: seconds for the producer's initialisation, a commit, an abort.
+    """
+
+    def __init__(self, spec: dict[str, Any], every_delivery: bool, timeout: float) -> None:
+        settings = spec[EXACTLY_ONCE]
+        self.transactional_id = str(settings["transactional_id"])
+        self.connector = str(spec["connector"])
+        self.timeout = timeout
+        store = open_offset_store(spec["offsets"])
+        if not isinstance(store, TopicOffsetStore):
+            raise ValueError("exactly-once delivery stores offsets in an offsets topic, not a file")
+        self.store = store
+        self.producer = transactional_producer(spec["producer"], self.transactional_id, timeout, every_delivery)
+        log.info("source_task_transactions_initialised", transactional_id=self.transactional_id)
+
+    def run(self, produce: Callable[[Any], None], chunk: tuple[list[Any], dict[str, str], set[str], list[Any]]) -> None:
+        """One transaction: *chunk*'s records (``produce(chunk)``, with :attr:`producer`) and then its
+        offsets, committed; aborted if any of it fails.
+
+        :raises: what failed (after the abort).
+        """
+        offsets = {partition: json.loads(offset) for partition, offset in chunk[1].items()}
+        producer = self.producer
+        producer.begin_transaction()
+        try:
+            produce(chunk)
+            self.store.put_in_transaction(producer, self.connector, offsets)
+            producer.commit_transaction(self.timeout)
+        except BaseException:
+            self._abort()
+            raise
+        self.store.copy_to_fallback(self.connector, offsets)
+
+    def _abort(self) -> None:
+        # A fenced producer cannot abort (its transaction is the broker's to end): the failure that
+        # brought us here is what the batch reports.
+        with contextlib.suppress(Exception):
+            self.producer.abort_transaction(self.timeout)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.producer.flush(0)
