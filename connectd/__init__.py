@@ -92,7 +92,8 @@ _EXPORTS: dict[str, str] = {
     ), "connectd.config.definitions"),
     **dict.fromkeys(("ConfigProvider",), "connectd.config.providers"),
     **dict.fromkeys((
-        "Connector", "ConnectorContext", "ErrantRecordReporter", "OffsetStorageReader", "RecordMetadata",
+        "Connector", "ConnectorContext", "ErrantRecordReporter", "ExactlyOnceSupport", "OffsetStorageReader",
+        "RecordMetadata",
         "SinkConnector", "SinkTask", "SinkTaskContext", "SourceConnector", "SourceTask", "SourceTaskContext",
         "SparkSinkTask", "SparkSourceTask", "Task", "TopicPartition"
     ), "connectd.connector"),
@@ -159,6 +160,7 @@ __all__ = [
     "Date",
     "Decimal",
     "ErrantRecordReporter",
+    "ExactlyOnceSupport",
     "Field",
     "Header",
     "HeaderConverter",

@@ -18,6 +18,7 @@ durable. ``docs/plugin-authors.md`` has worked examples.
 from __future__ import annotations
 
 import abc
+import enum
 import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ __all__ = [
     "Connector",
     "ConnectorContext",
     "ErrantRecordReporter",
+    "ExactlyOnceSupport",
     "OffsetStorageReader",
     "SinkConnector",
     "SinkTask",
@@ -124,8 +126,27 @@ class Connector(abc.ABC):
         return []
 
 
+class ExactlyOnceSupport(enum.Enum):
+    """What a source connector says of exactly-once delivery with a config (Kafka's ``ExactlyOnceSupport``)."""
+
+    #: Its tasks' offsets say exactly which records were written: records polled again after a
+    #: crash are the ones after the offsets stored with the last committed transaction.
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
 class SourceConnector(Connector, abc.ABC):
     """A connector that reads from an outside system and writes to Kafka."""
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """Whether this connector, with *config*, can deliver exactly once (Kafka's ``exactlyOnceSupport``).
+
+        Asked by the worker when it validates a config with ``exactly.once.support=required`` and
+        ``exactly.once.source.support=enabled``: anything but :attr:`ExactlyOnceSupport.SUPPORTED`
+        refuses the config. Called on a new, unstarted instance, on the worker's event loop's
+        thread pool; keep it quick. ``None`` (the default): the connector does not say.
+        """
+        return None
 
     def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[str, Mapping[str, Any] | None]) -> bool:
         """Offsets are about to be altered or reset through the REST API (Kafka's ``alterOffsets``).

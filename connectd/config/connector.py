@@ -132,13 +132,14 @@ _SOURCE_KEYS = [
               "Replication factor of topics the connector creates; -1 uses the broker's default.",
               default=None, importance=L, validator=Range.at_least(-1), group="Topic creation"),
     ConfigKey("exactly.once.support", Type.STRING,
-              "requested or required: whether the connector must support exactly-once delivery. connectd "
-              "delivers at least once and has no exactly-once support yet, so required is refused.",
+              "requested or required: whether the connector must declare exactly-once support. required "
+              "refuses the config unless the worker's exactly.once.source.support is enabled and the "
+              "connector's exactly_once_support() answers SUPPORTED.",
               default="requested", importance=M, validator=CaseInsensitiveValidString("requested", "required"),
               group="Exactly once"),
     ConfigKey("transaction.boundary", Type.STRING,
-              "Where transactions end under exactly-once: poll, interval or connector. Not supported yet "
-              "(connectd writes without transactions): refused when set.", default="poll",
+              "Where a source task's transactions end under exactly-once delivery: poll (each poll()'s "
+              "records a transaction). interval and connector are not supported yet: refused.", default="poll",
               importance=M, validator=CaseInsensitiveValidString("poll", "interval", "connector"),
               group="Exactly once"),
     ConfigKey("transaction.boundary.interval.ms", Type.LONG,
@@ -386,8 +387,8 @@ _OVERRIDES_REFUSED = {
     "consumer.override.value.deserializer": "records are deserialized by the connector's converters",
     "producer.override.key.serializer": "records are serialized by the connector's converters",
     "producer.override.value.serializer": "records are serialized by the connector's converters",
-    "producer.override.transactional.id": "connectd's producers are not transactional (exactly-once source "
-                                          "delivery is not supported yet)",
+    "producer.override.transactional.id": "a source task's transactional id is connectd's to give "
+                                          "(<group.id>-<connector>-<task>, with exactly.once.source.support=enabled)",
 }
 #: Override keys accepted with a warning: what they are for never arises.
 _GROUP_MEMBERSHIP = ("has no effect: connectd assigns a sink's partitions to its consumers itself, which never "
@@ -439,25 +440,47 @@ def override_support_problems(
 def exactly_once_problems(
     values: Mapping[str, Any],
     origin: Callable[[str], Origin | None] = lambda key: None,
+    enabled: bool = False,
+    support: Callable[[], Any] | None = None,
 ) -> list[ConfigProblem]:
-    """Exactly-once source keys that ask for what connectd does not do yet.
+    """A source connector's exactly-once keys against what the worker and the connector do.
 
-    ``exactly.once.support=requested`` (the default) asks for nothing a worker
-    without exactly-once support must give, as in Kafka Connect; ``required``
-    and the ``transaction.boundary`` keys would have connectd promise
-    transactions it does not write.
+    ``exactly.once.support=requested`` (the default) asks for nothing, as in Kafka Connect;
+    ``required`` needs the worker's ``exactly.once.source.support=enabled`` (*enabled*) and the
+    connector's ``exactly_once_support(config)`` (*support*, called only then) to answer
+    ``SUPPORTED``. Transactions end at each ``poll()`` only: ``transaction.boundary=interval`` or
+    ``connector`` and ``transaction.boundary.interval.ms`` are refused (not supported yet);
+    ``transaction.boundary=poll`` without exactly-once has no effect and says so.
     """
     found = []
-    support = str(values.get("exactly.once.support") or "").strip()
-    if support.lower() == "required":
+    required = str(values.get("exactly.once.support") or "").strip().lower() == "required"
+    if required and not enabled:
         found.append(ConfigProblem(origin("exactly.once.support"), "exactly.once.support",
-                                   "exactly-once delivery is not supported yet: connectd delivers source records "
-                                   "at least once; expected requested, or remove the key", support))
-    for key in ("transaction.boundary", "transaction.boundary.interval.ms"):
-        if key in values:
-            found.append(ConfigProblem(origin(key), key, "is not supported yet: connectd writes source records "
-                                       "without transactions (no exactly-once delivery); remove the key",
-                                       str(values[key])))
+                                   "exactly-once delivery is required, and this worker's exactly.once.source.support "
+                                   "is not enabled: its source tasks deliver at least once", "required"))
+    elif required and support is not None:
+        try:
+            answer = support()
+        except Exception as error:  # noqa: BLE001 - the plugin's: reported against the key
+            answer = f"an error ({error!r})"
+        if getattr(answer, "name", None) != "SUPPORTED":
+            said = getattr(answer, "name", answer)
+            found.append(ConfigProblem(origin("exactly.once.support"), "exactly.once.support",
+                                       "exactly-once delivery is required, and the connector does not declare it "
+                                       f"with this config (exactly_once_support() answered {said})", "required"))
+    boundary = str(values.get("transaction.boundary") or "").strip()
+    if boundary and boundary.lower() != "poll":
+        found.append(ConfigProblem(origin("transaction.boundary"), "transaction.boundary",
+                                   "is not supported yet: connectd ends a source task's transactions at each "
+                                   "poll(); expected poll", boundary))
+    elif boundary and not enabled:
+        found.append(ConfigProblem(origin("transaction.boundary"), "transaction.boundary",
+                                   "has no effect: this worker's exactly.once.source.support is not enabled",
+                                   boundary, severity="warning"))
+    if "transaction.boundary.interval.ms" in values:
+        found.append(ConfigProblem(origin("transaction.boundary.interval.ms"), "transaction.boundary.interval.ms",
+                                   "is not supported yet (transaction.boundary=interval is not); remove the key",
+                                   str(values["transaction.boundary.interval.ms"])))
     return found
 
 

@@ -188,6 +188,12 @@ class WorkerConfig:
             conf.setdefault("spark.python.factory.idleWorkerMaxPoolSize", str(_local_cores(conf["spark.master"])))
         return conf
 
+    @property
+    def exactly_once_source(self) -> bool:
+        """Whether this worker runs source tasks exactly once (``exactly.once.source.support=enabled``,
+        distributed mode)."""
+        return self.mode == "distributed" and str(self.get("exactly.once.source.support")).lower() == "enabled"
+
     def client_config(self, client: str, library: str = "confluent", overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
         """Settings for a producer, consumer or admin client of confluent-kafka or aiokafka.
 
@@ -248,10 +254,13 @@ class WorkerConfig:
     def _cross_checks(self) -> list[ConfigProblem]:
         found: list[ConfigProblem] = []
         support = (self._raw.get("exactly.once.source.support") or "").strip()
-        if support and support.lower() != "disabled":
+        if support.lower() == "preparing" or support.lower() == "enabled" and self.mode != "distributed":
+            why = ("runs in distributed mode only, as in Kafka Connect" if self.mode != "distributed" else
+                   "is not supported yet: connectd's leader does not write the config topic in transactions; "
+                   "a cluster moves from disabled to enabled directly (docs/exactly-once.md)")
             found.append(ConfigProblem(self.origin("exactly.once.source.support"), "exactly.once.source.support",
-                                       "exactly-once source delivery is not supported yet: connectd delivers "
-                                       "source records at least once; expected disabled, or remove the key",
+                                       f"exactly-once source delivery {why}; expected "
+                                       + ("disabled" if self.mode != "distributed" else "disabled or enabled"),
                                        support))
         if self.mode == "distributed":
             topics: dict[str, str] = {}

@@ -431,9 +431,10 @@ _WORKER_KEYS = [
     ConfigKey("topic.tracking.allow.reset", Type.BOOLEAN,
               "Allow PUT /connectors/{name}/topics/reset.", default=True, importance=L, group="Connectors"),
     ConfigKey("exactly.once.source.support", Type.STRING,
-              "Exactly-once delivery for source connectors: disabled, preparing (while upgrading a cluster) "
-              "or enabled. connectd delivers at least once and has no exactly-once support yet: only disabled "
-              "is accepted.", default="disabled", importance=H,
+              "Exactly-once delivery for source connectors (distributed mode): disabled, or enabled: each "
+              "source task writes its records and their offsets in Kafka transactions (docs/exactly-once.md). "
+              "preparing (Kafka Connect's step while upgrading a cluster) is not supported yet.",
+              default="disabled", importance=H,
               validator=CaseInsensitiveValidString("disabled", "preparing", "enabled"), group="Connectors"),
 ]
 

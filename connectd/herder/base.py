@@ -658,7 +658,7 @@ class HerderBase:
             raise ConfigError([f"initial_state: {initial_state!r}: expected RUNNING, PAUSED or STOPPED"])
         cls = await asyncio.to_thread(check_connector, config, self.registry, origin, self.worker.providers.resolve,
                                       self.worker.get("connector.client.config.override.policy"),
-                                      self.worker.get("topic.creation.enable"))
+                                      self.worker.get("topic.creation.enable"), self.worker.exactly_once_source)
         return name, cls, initial[initial_state or None]
 
 

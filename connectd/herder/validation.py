@@ -66,7 +66,7 @@ def load_connector_file(path: str | Path) -> tuple[dict[str, str], Callable[[str
 def check_connector(config: Mapping[str, str], registry: Any, origin: Callable[[str], Origin | None] = lambda key: None,
                     *checks: Any) -> type:
     """The class of a connector config fit to run: :func:`validate_connector` (*checks* are its
-    ``resolve``, ``override_policy`` and ``topic_creation``), and its name.
+    ``resolve``, ``override_policy``, ``topic_creation`` and ``exactly_once``), and its name.
 
     :raises ConfigError: listing every error of the config.
     """
@@ -90,6 +90,7 @@ def validate_connector(
     resolve: Callable[[str], str] | None = None,
     override_policy: str = "All",
     topic_creation: bool = True,
+    exactly_once: bool = False,
 ) -> tuple[list[ConfigProblem], type | None]:
     """Every problem of a connector config, and its class when it was found.
 
@@ -98,7 +99,8 @@ def validate_connector(
     (``connector.client.config.override.policy``) forbids, the transforms and
     predicates, a source's ``topic.creation.*`` settings unless the worker's
     ``topic.creation.enable`` (*topic_creation*) is false (its tasks ignore
-    them then, as Kafka's do), and the plugin's ``validate``.
+    them then, as Kafka's do), a source's exactly-once keys against the worker's
+    ``exactly.once.source.support`` (*exactly_once*: enabled) and the plugin, and the plugin's ``validate``.
     """
     problems: list[ConfigProblem] = []
     class_name = (config.get("connector.class") or "").strip()
@@ -119,7 +121,9 @@ def validate_connector(
     problems += _override_problems(config, registry, override_policy, kind, origin)
     problems += override_support_problems(config, resolve, origin)
     if kind == "source":
-        problems += exactly_once_problems(config, origin)
+        connector_cls = cls
+        support = (lambda: connector_cls().exactly_once_support(config)) if connector_cls is not None else None
+        problems += exactly_once_problems(config, origin, exactly_once, support)
     if not any(p.key and (p.key.startswith("transforms") or p.key.startswith("predicates")) for p in problems if p.is_error):
         try:
             TransformationChain(config, registry.find_class, origin=origin).close()

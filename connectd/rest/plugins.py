@@ -217,7 +217,8 @@ async def _validate(request: web.Request) -> web.Response:
     problems, cls = await asyncio.to_thread(validate_connector, config, registry, lambda key: None,
                                             herder.worker.providers.resolve,
                                             herder.worker.get("connector.client.config.override.policy"),
-                                            herder.worker.get("topic.creation.enable"))
+                                            herder.worker.get("topic.creation.enable"),
+                                            herder.worker.exactly_once_source)
     problems += [ConfigProblem(None, key, _NULL_VALUE) for key in nulls]
     cls = cls or info.cls
     base = SINK_DEF if issubclass(cls, SinkConnector) else SOURCE_DEF

@@ -249,6 +249,7 @@ class TaskAssembler:
                       paused: bool) -> None:
         if settings.errors.dlq_topic:  # the reader's process sends to it; it must exist first
             self._ensure_dlq(settings.errors, connector_config)
+        on_executors = not getattr(task_class, "poll_on_driver", False)
         handle.query = start_source_query(
             self.spark,
             connector=connector,
@@ -264,8 +265,23 @@ class TaskAssembler:
             paused=paused,
             metrics=handle.metrics,
             lease_file=self.lease_file,
-            on_executors=not getattr(task_class, "poll_on_driver", False),
+            on_executors=on_executors,
+            exactly_once=self._exactly_once(connector, task_id, on_executors),
         )
+
+    def _exactly_once(self, connector: str, task_id: int, on_executors: bool) -> dict[str, Any] | None:
+        """A source task's transactions (:mod:`connectd.runtime.source.transactions`) with
+        ``exactly.once.source.support=enabled``: Kafka Connect's transactional id, a transaction per poll().
+
+        :raises ConnectorError: the task is polled on the driver, where no transaction holds its records.
+        """
+        if not self.worker.exactly_once_source:
+            return None
+        if not on_executors:
+            raise ConnectorError("exactly.once.source.support is enabled and this task is polled on the driver "
+                                 "(poll_on_driver): exactly-once delivery needs its records produced where it is "
+                                 "polled, on an executor")
+        return {"transactional_id": f"{self.worker.get('group.id')}-{connector}-{task_id}", "boundary": "poll"}
 
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                             task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:

@@ -772,15 +772,31 @@ _STANDALONE = [
 ]
 
 
-@pytest.mark.parametrize("value", ["enabled", "preparing", "ENABLED"])
-@pytest.mark.parametrize(("base", "mode"), [(DISTRIBUTED, "distributed"), (_STANDALONE, "standalone")])
-def test_exactly_once_source_support_is_refused_until_connectd_has_it(tmp_path, value, base, mode) -> None:
-    errors = _errors(_config(tmp_path, f"exactly.once.source.support={value}", base=base, mode=mode))
+@pytest.mark.parametrize("value", ["enabled", "ENABLED", "disabled"])
+def test_exactly_once_source_support_enabled_or_disabled_is_a_distributed_workers_choice(tmp_path, value) -> None:
+    config = _config(tmp_path, f"exactly.once.source.support={value}", base=DISTRIBUTED, mode="distributed")
+    assert _errors(config) == []
+    assert config.exactly_once_source is (value.lower() == "enabled")
+
+
+def test_exactly_once_source_support_preparing_is_refused_until_connectd_has_it(tmp_path) -> None:
+    errors = _errors(_config(tmp_path, "exactly.once.source.support=preparing", base=DISTRIBUTED, mode="distributed"))
     assert [str(p) for p in errors] == [
-        f"{tmp_path / 'worker.properties'}:{len(base) + 1}: exactly.once.source.support={value!r}: exactly-once "
-        "source delivery is not supported yet: connectd delivers source records at least once; expected "
-        "disabled, or remove the key"
+        f"{tmp_path / 'worker.properties'}:{len(DISTRIBUTED) + 1}: exactly.once.source.support='preparing': "
+        "exactly-once source delivery is not supported yet: connectd's leader does not write the config topic in "
+        "transactions; a cluster moves from disabled to enabled directly (docs/exactly-once.md); expected disabled "
+        "or enabled"
     ]
+
+
+@pytest.mark.parametrize("value", ["enabled", "preparing"])
+def test_exactly_once_source_support_is_refused_in_standalone_mode_as_kafka_connect(tmp_path, value) -> None:
+    config = _config(tmp_path, f"exactly.once.source.support={value}", base=_STANDALONE, mode="standalone")
+    assert [str(p) for p in _errors(config)] == [
+        f"{tmp_path / 'worker.properties'}:{len(_STANDALONE) + 1}: exactly.once.source.support={value!r}: "
+        "exactly-once source delivery runs in distributed mode only, as in Kafka Connect; expected disabled"
+    ]
+    assert config.exactly_once_source is False
 
 
 def test_exactly_once_source_support_disabled_is_accepted(tmp_path) -> None:

@@ -126,7 +126,7 @@ _SINK = {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/out.t
     ("consumer.override.fetch.max.wait.ms", "soon", "expected a number"),
     ("consumer.override.no.such.setting", "1", "not supported: librdkafka has no such setting for a consumer"),
     ("admin.override.default.api.timeout.ms", "60000", "not supported: librdkafka has no such setting for an admin"),
-    ("producer.override.transactional.id", "t-1", "not supported: connectd's producers are not transactional"),
+    ("producer.override.transactional.id", "t-1", "not supported: a source task's transactional id is connectd's"),
     ("producer.override.partitioner.class", "org.apache.kafka.clients.producer.RoundRobinPartitioner",
      "expected one of org.apache.kafka.clients.producer.internals.DefaultPartitioner"),
 ])
@@ -161,11 +161,14 @@ def test_overrides_connectd_carries_out_or_whose_purpose_never_arises_are_accept
 
 
 @pytest.mark.parametrize(("key", "value", "words"), [
-    ("exactly.once.support", "required", "exactly-once delivery is not supported yet"),
-    ("transaction.boundary", "poll", "is not supported yet: connectd writes source records without transactions"),
+    ("exactly.once.support", "required", "exactly-once delivery is required, and this worker's "
+                                         "exactly.once.source.support is not enabled"),
+    ("transaction.boundary", "interval", "is not supported yet: connectd ends a source task's transactions at each "
+                                         "poll()"),
+    ("transaction.boundary", "connector", "is not supported yet"),
     ("transaction.boundary.interval.ms", "1000", "is not supported yet"),
 ])
-def test_exactly_once_source_keys_are_refused_with_400(rest, key, value, words):
+def test_exactly_once_source_keys_asking_what_the_worker_does_not_do_are_refused_with_400(rest, key, value, words):
     async def scenario(http, herder):
         async with http.post("/connectors", json={"name": "eos", "config": {**_SOURCE, key: value}}) as r:
             return r.status, (await r.json())["message"], herder.connectors()
@@ -182,6 +185,18 @@ def test_exactly_once_requested_is_what_a_worker_without_it_gives(rest):
             return r.status
 
     assert rest(scenario) == 201
+
+
+def test_transaction_boundary_poll_without_exactly_once_is_accepted_as_kafka_connect_accepts_it(rest):
+    async def scenario(http, herder):
+        config = {**_SOURCE, "name": "eos", "transaction.boundary": "poll"}
+        async with http.put(f"/connector-plugins/{_SOURCE['connector.class']}/config/validate", json=config) as r:
+            validated = await r.json()
+        async with http.post("/connectors", json={"name": "eos", "config": config}) as r:
+            return validated, r.status
+
+    validated, status = rest(scenario)
+    assert status == 201 and validated["error_count"] == 0
 
 
 def test_tasks_config_of_kafka_3_maps_task_ids_to_configs(rest):

@@ -12,6 +12,7 @@ from connectd import (
     ConfigError,
     ConfigKey,
     ConfigProblem,
+    ExactlyOnceSupport,
     Importance,
     NonEmptyString,
     Range,
@@ -132,6 +133,11 @@ class DatagenConnector(SourceConnector):
         from connectd_datagen.task import DatagenTask
 
         return DatagenTask
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport:
+        """Each record's offset is its task's iteration count: a task started again goes on after the
+        last one committed."""
+        return ExactlyOnceSupport.SUPPORTED
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """Every task generates, each ``iterations`` records of its own (as Confluent's), with its ``task.id``."""

@@ -11,6 +11,7 @@ from connectd import (
     ConfigKey,
     ConfigProblem,
     ConnectException,
+    ExactlyOnceSupport,
     Importance,
     NonEmptyString,
     Range,
@@ -43,6 +44,10 @@ class FileStreamSourceConnector(SourceConnector):
         from connectd_file.tasks import FileStreamSourceTask
 
         return FileStreamSourceTask
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport:
+        """As Kafka's: a file (only appended to) has a position for every line; standard input has none."""
+        return ExactlyOnceSupport.SUPPORTED if (config.get("file") or "").strip() else ExactlyOnceSupport.UNSUPPORTED
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         # One file has one reader: more tasks would read every line twice.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connectd import ConfigProblem, SourceConnector
+from connectd import ConfigProblem, ExactlyOnceSupport, SourceConnector
 
 from connectd_mysql_cdc.config import CONFIG_DEF, problems
 
@@ -27,6 +27,11 @@ class MySqlConnector(SourceConnector):
 
     def validate(self, config: Mapping[str, Any]) -> list[ConfigProblem]:
         return problems(config)
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport:
+        """Each event's offset is its place in the binlog (the row within its event too), or in the
+        snapshot: a task started again reads on from the last one committed."""
+        return ExactlyOnceSupport.SUPPORTED
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         # One binlog, read in order by one reader, as Debezium's single task.

@@ -1,0 +1,76 @@
+"""A source connector's exactly-once keys against the worker's exactly.once.source.support and what the
+connector declares (connectd.config.connector.exactly_once_problems; the delivery itself is in
+tests/integration/test_source_query.py and test_exactly_once_cluster.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectd import ExactlyOnceSupport
+from connectd.config.connector import exactly_once_problems
+from connectd.herder import validate_connector
+from connectd.plugins import get_registry
+
+
+def problems(values, enabled, answer=ExactlyOnceSupport.SUPPORTED):
+    asked = []
+
+    def support():
+        asked.append(True)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    found = [(p.key, p.message, p.is_error) for p in exactly_once_problems(values, enabled=enabled, support=support)]
+    return found, bool(asked)
+
+
+def test_required_with_the_worker_enabled_asks_the_connector_and_a_supported_one_passes():
+    assert problems({"exactly.once.support": "required"}, enabled=True) == ([], True)
+
+
+@pytest.mark.parametrize(("answer", "said"), [(ExactlyOnceSupport.UNSUPPORTED, "UNSUPPORTED"), (None, "None"),
+                                              (RuntimeError("no"), "an error (RuntimeError('no'))")])
+def test_required_against_a_connector_that_does_not_declare_support_is_refused(answer, said):
+    found, asked = problems({"exactly.once.support": "REQUIRED"}, enabled=True, answer=answer)
+    assert asked and found == [("exactly.once.support", "exactly-once delivery is required, and the connector does "
+                                f"not declare it with this config (exactly_once_support() answered {said})", True)]
+
+
+def test_required_on_a_worker_without_exactly_once_is_refused_without_asking_the_connector():
+    found, asked = problems({"exactly.once.support": "required"}, enabled=False)
+    assert not asked and [key for key, _, error in found if error] == ["exactly.once.support"]
+
+
+def test_requested_asks_nothing_of_the_connector_either_way():
+    for enabled in (True, False):
+        assert problems({"exactly.once.support": "requested"}, enabled=enabled) == ([], False)
+
+
+@pytest.mark.parametrize("boundary", ["interval", "Connector"])
+def test_transaction_boundaries_other_than_poll_are_refused_until_connectd_has_them(boundary):
+    found, _ = problems({"transaction.boundary": boundary, "transaction.boundary.interval.ms": "100"}, enabled=True)
+    assert [(key, error) for key, _, error in found] == [("transaction.boundary", True),
+                                                         ("transaction.boundary.interval.ms", True)]
+
+
+def test_transaction_boundary_poll_is_what_an_enabled_worker_does_and_has_no_effect_on_another():
+    assert problems({"transaction.boundary": "poll"}, enabled=True) == ([], False)
+    found, _ = problems({"transaction.boundary": "poll"}, enabled=False)
+    assert found == [("transaction.boundary", "has no effect: this worker's exactly.once.source.support is not "
+                      "enabled", False)]
+
+
+@pytest.mark.parametrize(("extra", "refused"), [({"file": "/tmp/in.txt"}, False), ({}, True)])
+def test_file_stream_source_declares_support_for_a_file_not_for_standard_input(extra, refused):
+    config = {"name": "eos", "connector.class": "FileStreamSource", "topic": "t", "exactly.once.support": "required",
+              **extra}
+    found, _ = validate_connector(config, get_registry(), exactly_once=True)
+    assert [p.key for p in found if p.is_error] == (["exactly.once.support"] if refused else [])
+
+
+@pytest.mark.parametrize("connector", ["DatagenConnector", "io.debezium.connector.mysql.MySqlConnector"])
+def test_the_built_in_datagen_and_cdc_sources_declare_support(connector):
+
+    cls = get_registry().find_class("connector", connector)
+    assert cls().exactly_once_support({}) is ExactlyOnceSupport.SUPPORTED
