@@ -131,6 +131,14 @@ class WorkerMetrics:
         self.source_active = Gauge(
             "connectd_source_records_active", "Records a source task polled and has not yet written, sampled once "
             "per micro-batch (that batch's and those polled ahead).", _TASK, registry=registry)
+        self.source_transaction_records = Histogram(
+            "connectd_source_transaction_records", "Records in each transaction a source task committed "
+            "(exactly.once.source.support=enabled; _count: its transactions).", _TASK,
+            buckets=_RECORD_BUCKETS, registry=registry)
+        self.source_transaction_commit_seconds = Counter(
+            "connectd_source_transaction_commit_seconds", "Seconds a source task's transaction commits took "
+            "(sending what was not sent yet included): divided by connectd_source_transaction_records_count, "
+            "the mean time of a commit.", _TASK, registry=registry)
         self.record_failures = Counter(
             "connectd_task_record_failures", "Records whose conversion, transformation or put failed (each "
             "attempt's final failure; reported errant records and source records Kafka did not take under "
@@ -238,6 +246,12 @@ class TaskMetrics:
             self._metrics.last_error.labels(*self._labels).set_to_current_time()
         if "active" in counts:
             self._metrics.source_active.labels(*self._labels).set(counts["active"])
+        if "transactions" in counts:  # a source task delivering exactly once
+            sizes = self._metrics.source_transaction_records.labels(*self._labels)
+            for records in counts["transactions"]:
+                sizes.observe(records)
+            self._metrics.source_transaction_commit_seconds.labels(*self._labels).inc(
+                counts.get("transaction_commit_seconds", 0))
         for (topic, partition), records in (lag or {}).items():
             self._lagging.add((topic, str(partition)))
             self._metrics.sink_lag.labels(*self._labels, topic, str(partition)).set(records)
@@ -285,7 +299,8 @@ class TaskMetrics:
             del metrics._tasks[self._labels]
         for family in (metrics.batches, metrics.batch_seconds, metrics.batch_records, metrics.source_records,
                        metrics.sink_records, metrics.offset_commit_seconds, metrics.source_active,
-                       metrics.sink_active, metrics.last_error,
+                       metrics.sink_active, metrics.last_error, metrics.source_transaction_records,
+                       metrics.source_transaction_commit_seconds,
                        *self._counted["sink"].values(),
                        *self._counted["source"].values()):
             _remove(family, self._labels)

@@ -527,13 +527,23 @@ def test_exactly_once_a_polls_records_and_their_offsets_are_one_transaction_the_
 
     stored_by_worker = []
     monkeypatch.setattr(queries, "store_offsets_hook", lambda *args: stored_by_worker.append(args))
+    metrics = WorkerMetrics("w")
     first, path, offsets_topic = run_exactly_once(spark, broker, worker_config, tmp_path, topic_name,
-                                                  "".join(f"line {i}\n" for i in range(2000)))
+                                                  "".join(f"line {i}\n" for i in range(2000)),
+                                                  metrics=metrics.task("lines", 0))
     store = TopicOffsetStore(offsets_topic, {"bootstrap.servers": broker.bootstrap_servers})
     stored = {json.dumps({"filename": str(path)}, separators=(",", ":")): {"position": path.stat().st_size}}
     try:
         assert len(read_topic(consume_records, topic_name, 2000)) == 2000
         wait_until(lambda: store.get("lines", [{"filename": str(path)}]) == stored, "offsets committed in the topic")
+        labels = {"worker": "w", "connector": "lines", "task": "0"}
+
+        def counted(name: str) -> float | None:
+            return metrics.registry.get_sample_value(f"connectd_source_transaction_{name}", labels)
+
+        # FileStreamSource polls up to 2,000 lines (its batch.size): one transaction or more
+        wait_until(lambda: counted("records_sum"), "the transactions counted", until=lambda n: n == 2000)
+        assert counted("records_count") >= 1 and counted("commit_seconds_total") > 0
     finally:
         assert first.stop(graceful_timeout_s=30) is True
     records, end = offsets_written(broker, offsets_topic)

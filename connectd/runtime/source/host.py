@@ -334,8 +334,10 @@ class TaskHost:
         began = time.monotonic()
         last_data = began
 
-        def produce(chunk: Any) -> None:
+        def produce(chunk: Any) -> int:
+            """*chunk*'s records produced (not yet acknowledged); how many."""
             nonlocal written
+            before = written.records if written is not None else 0
             batches, chunk_offsets, chunk_topics, chunk_polled = chunk
             if task._admin is not None:
                 from connectd.runtime.source.topic_creation import ensure_topics  # lazy: only tasks creating topics
@@ -348,6 +350,7 @@ class TaskHost:
             topics.update(chunk_topics)
             if chunk_polled:
                 polled.extend(chunk_polled)
+            return written.records - before
 
         def take() -> list[Any]:
             assert poller is not None
@@ -401,6 +404,8 @@ class TaskHost:
             if refused is not None:
                 refused.close()
         stats = {**task.take_counts(), "active": active}
+        if transactions is not None:
+            stats.update(transactions.take_stats())
         if refused is not None:
             for key, value in refused.counts().items():
                 stats[key] = stats.get(key, 0) + value

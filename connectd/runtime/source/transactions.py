@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +43,7 @@ from connectd.runtime.source.wire import EXACTLY_ONCE
 __all__ = ["TaskTransactions"]
 
 log = get_logger(__name__)
+
 
 class TaskTransactions:
     """A source task's transactions (states in the module's docstring).
@@ -61,11 +63,13 @@ class TaskTransactions:
             raise ValueError("exactly-once delivery stores offsets in an offsets topic, not a file")
         self.store = store
         self.producer = transactional_producer(spec["producer"], self.transactional_id, timeout, every_delivery)
+        self._sizes: list[int] = []  # records of each transaction committed since the last take_stats()
+        self._commit_seconds = 0.0
         log.info("source_task_transactions_initialised", transactional_id=self.transactional_id)
 
-    def run(self, produce: Callable[[Any], None], chunk: tuple[list[Any], dict[str, str], set[str], list[Any]]) -> None:
-        """One transaction: *chunk*'s records (``produce(chunk)``, with :attr:`producer`) and then its
-        offsets, committed; aborted if any of it fails.
+    def run(self, produce: Callable[[Any], int], chunk: tuple[list[Any], dict[str, str], set[str], list[Any]]) -> None:
+        """One transaction: *chunk*'s records (``produce(chunk)`` with :attr:`producer`, returning how
+        many it produced) and then its offsets, committed; aborted if any of it fails.
 
         :raises: what failed (after the abort).
         """
@@ -73,13 +77,24 @@ class TaskTransactions:
         producer = self.producer
         producer.begin_transaction()
         try:
-            produce(chunk)
+            records = produce(chunk)
             self.store.put_in_transaction(producer, self.connector, offsets)
+            began = time.monotonic()
             producer.commit_transaction(self.timeout)
         except BaseException:
             self._abort()
             raise
+        self._commit_seconds += time.monotonic() - began
+        self._sizes.append(records)
         self.store.copy_to_fallback(self.connector, offsets)
+
+    def take_stats(self) -> dict[str, Any]:
+        """For the task's metrics (:meth:`connectd.metrics.TaskMetrics.task_counts`), since the last call:
+        the records of each committed transaction (``transactions``) and the seconds the commits took
+        (``transaction_commit_seconds``, the flush of the records not yet sent included)."""
+        sizes, self._sizes = self._sizes, []
+        seconds, self._commit_seconds = self._commit_seconds, 0.0
+        return {"transactions": sizes, "transaction_commit_seconds": seconds} if sizes else {}
 
     def _abort(self) -> None:
         # A fenced producer cannot abort (its transaction is the broker's to end): the failure that
