@@ -103,3 +103,39 @@ def test_sink_tasks_stopping_at_once_never_write_into_each_others_run_directorie
     assembler.stop(handles[1], 1.0)
     assert not any(h is handles[1] for h in assembler._sinks)
     assert [h.query.name for h in assembler._sinks] == ["c-2"]
+
+
+def _source_query_options(worker, monkeypatch, connector_config, task_class=None):
+    """What start_source_query is told for task 0 of a FileStreamSource on *worker* (no Spark)."""
+    from connectd_file.tasks import FileStreamSourceTask
+
+    told = {}
+    monkeypatch.setattr(assembly, "start_source_query", lambda spark, **options: told.update(options))
+    assembler = TaskAssembler(worker, None, get_registry(), lambda *args: None,
+                              lambda config: {"kind": "topic", "topic": "offsets"}, lambda connector, topics: None)
+    config = {"name": "c", "connector.class": "FileStreamSource", "topic": "t", "file": "/tmp/in.txt",
+              **connector_config}
+    assembler.start(connector="c", connector_config=config, settings=ConnectorConfig.parse(config, "source"),
+                    task_class=task_class or FileStreamSourceTask, task_id=0, task_config=config, tasks=1,
+                    paused=False)
+    return told
+
+
+def test_an_exactly_once_workers_source_task_gets_kafka_connects_transactional_id(worker_config, monkeypatch):
+    enabled = worker_config("distributed", **{"exactly.once.source.support": "enabled", "group.id": "cluster-a"})
+    assert _source_query_options(enabled, monkeypatch, {})["exactly_once"] == {
+        "transactional_id": "cluster-a-c-0", "boundary": "poll"}
+    assert _source_query_options(worker_config("distributed"), monkeypatch, {})["exactly_once"] is None
+
+
+def test_exactly_once_refuses_a_task_whose_records_go_to_another_cluster_or_that_is_polled_on_the_driver(
+        worker_config, monkeypatch):
+    from recording_source import DriverPolledSourceTask
+
+    enabled = worker_config("distributed", **{"exactly.once.source.support": "enabled"})
+    with pytest.raises(ConnectorError, match="names another Kafka cluster than the worker's"):
+        _source_query_options(enabled, monkeypatch, {"producer.override.bootstrap.servers": "elsewhere:9092"})
+    same = enabled.raw("bootstrap.servers")
+    assert _source_query_options(enabled, monkeypatch, {"producer.override.bootstrap.servers": same})["exactly_once"]
+    with pytest.raises(ConnectorError, match="polled on the driver"):
+        _source_query_options(enabled, monkeypatch, {}, DriverPolledSourceTask)

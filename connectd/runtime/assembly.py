@@ -67,6 +67,10 @@ __all__ = ["TaskAssembler", "TaskHandle", "max_put_records", "task_class_name"]
 log = get_logger(__name__)
 
 
+def _servers(value: str) -> set[str]:
+    return {server.strip() for server in value.split(",") if server.strip()}
+
+
 def task_class_name(cls: type) -> str:
     """The dotted path a task class is loaded by."""
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -266,14 +270,16 @@ class TaskAssembler:
             metrics=handle.metrics,
             lease_file=self.lease_file,
             on_executors=on_executors,
-            exactly_once=self._exactly_once(connector, task_id, on_executors),
+            exactly_once=self._exactly_once(connector, task_id, on_executors, connector_config),
         )
 
-    def _exactly_once(self, connector: str, task_id: int, on_executors: bool) -> dict[str, Any] | None:
+    def _exactly_once(self, connector: str, task_id: int, on_executors: bool,
+                      connector_config: Mapping[str, str]) -> dict[str, Any] | None:
         """A source task's transactions (:mod:`connectd.runtime.source.transactions`) with
         ``exactly.once.source.support=enabled``: Kafka Connect's transactional id, a transaction per poll().
 
-        :raises ConnectorError: the task is polled on the driver, where no transaction holds its records.
+        :raises ConnectorError: the task is polled on the driver, where no transaction holds its records;
+            or its records go to another Kafka cluster than its offsets topic's, which no transaction spans.
         """
         if not self.worker.exactly_once_source:
             return None
@@ -281,6 +287,11 @@ class TaskAssembler:
             raise ConnectorError("exactly.once.source.support is enabled and this task is polled on the driver "
                                  "(poll_on_driver): exactly-once delivery needs its records produced where it is "
                                  "polled, on an executor")
+        other = self._resolved({"servers": connector_config.get("producer.override.bootstrap.servers", "")})["servers"]
+        if other.strip() and _servers(other) != _servers(str(self.worker.resolved("bootstrap.servers") or "")):
+            raise ConnectorError("exactly.once.source.support is enabled and producer.override.bootstrap.servers "
+                                 "names another Kafka cluster than the worker's, where the offsets topic is: no "
+                                 "transaction spans two clusters (not supported yet: docs/exactly-once.md)")
         return {"transactional_id": f"{self.worker.get('group.id')}-{connector}-{task_id}", "boundary": "poll"}
 
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
