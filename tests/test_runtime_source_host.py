@@ -137,3 +137,18 @@ def test_malloc_trim_gives_the_pages_of_freed_small_blocks_back():
     finally:
         for block in kept:
             libc.free(block)
+
+
+def test_a_stopping_query_waits_for_live_registrations_only_and_clears_a_killed_processs(tmp_path):
+    from connectd.runtime.spark.queries import live_registrations
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    instances = tmp_path / "instances"
+    instances.mkdir()
+    for name in (f"source-{dead.pid}", f"planner-{os.getpid()}", str(os.getpid() + 0), "not-a-pid"):
+        (instances / name).touch()
+    assert sorted(p.name for p in live_registrations(instances)) == sorted(
+        [f"planner-{os.getpid()}", str(os.getpid()), "not-a-pid"])
+    assert not (instances / f"source-{dead.pid}").exists()  # a SIGKILLed host never unregisters: cleared
+    assert live_registrations(tmp_path / "gone") == []

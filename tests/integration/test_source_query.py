@@ -408,8 +408,9 @@ def test_a_host_killed_mid_batch_loses_nothing_its_successor_resumes_from_the_st
     """SIGKILL of the task's process while it produces: the batch under way fails (nothing of it is
     stored) or, killed between batches, the next batch starts a new process; either way the task
     starts again from the last stored offset and every record arrives (at least once)."""
+    RECORDS = 20_000  # noqa: N806 - 40 batches of 500: the task is killed at its first record, well before the last
     query, calls = run_recording(spark, broker, worker_config, tmp_path, topic_name, "CountingSourceTask",
-                                 {"count": "200000", "per.poll": "500"})
+                                 {"count": str(RECORDS), "per.poll": "500"})
     queries = [query]
     try:
         (pid,) = wait_until(lambda: {p for p, call, _ in events(calls) if call == "start"}, "the task to start")
@@ -420,10 +421,10 @@ def test_a_host_killed_mid_batch_loses_nothing_its_successor_resumes_from_the_st
         if not query.is_active():  # the batch under way failed with the process
             assert "ended during batch" in (query.failure() or "")
             queries.append(run(spark, worker_config.settings(), tmp_path / "unused", topic_name,
-                               {"count": "200000", "per.poll": "500", "events.file": str(calls)},
+                               {"count": str(RECORDS), "per.poll": "500", "events.file": str(calls)},
                                task_class="recording_source.CountingSourceTask"))
-        seen = {m.value().decode() for m in consume_records(topic_name, 200000, partitions=1, timeout=180)}
-        assert seen == {f"n {i}" for i in range(200000)}
+        seen = {m.value().decode() for m in consume_records(topic_name, RECORDS, partitions=1, timeout=180)}
+        assert seen == {f"n {i}" for i in range(RECORDS)}
         starts = [detail for _, call, detail in events(calls) if call == "start"]
         assert len(starts) == 2 and int(starts[1]) > 0  # resumed from a stored offset, not from the start
     finally:

@@ -137,7 +137,8 @@ class SinkSpec:
 
 
 def instances_dir(workdir: str | os.PathLike[str]) -> str:
-    """Where open instances of the run in *workdir* register (one file per Python worker)."""
+    """Where open instances of the run in *workdir* register (one file per process, its name ending
+    with the process's id: :func:`connectd.runtime.spark.queries.live_registrations`)."""
     return os.path.join(os.fspath(workdir), "instances")
 
 

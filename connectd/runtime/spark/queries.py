@@ -27,6 +27,7 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TaskQuery",
     "file_name_part",
+    "live_registrations",
     "register_data_sources",
     "start_sink_query",
     "start_source_query",
@@ -161,11 +163,29 @@ class TaskQuery:
 
     def _wait_for_instances(self, timeout_s: float) -> None:
         """Wait until the task's plugin instances on this host stopped (executors' saw the stop file;
-        a source task's planner process was told to end by Spark)."""
+        a source task's planner process was told to end by Spark), or their processes ended."""
         registered = Path(executor_sink.instances_dir(self.workdir))
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and registered.is_dir() and any(registered.iterdir()):
+        while time.monotonic() < deadline and live_registrations(registered):
             time.sleep(_POLL_S)
+
+
+def live_registrations(directory: Path) -> list[Path]:
+    """The registrations in a run's instances *directory* whose process is alive: each file's name
+    ends with its process id. A process killed (SIGKILL) never removed its own: it is removed here,
+    so that a stop does not wait out its timeout for it."""
+    live = []
+    for path in directory.iterdir() if directory.is_dir() else ():
+        pid = path.name.rsplit("-", 1)[-1]
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            path.unlink(missing_ok=True)
+            continue
+        except (ValueError, PermissionError):
+            pass  # not a pid, or another user's process: it counts as alive
+        live.append(path)
+    return live
 
 
 def _as_option(client: dict[str, Any] | str) -> str:
