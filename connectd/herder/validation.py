@@ -121,8 +121,7 @@ def validate_connector(
     problems += _override_problems(config, registry, override_policy, kind, origin)
     problems += override_support_problems(config, resolve, origin)
     if kind == "source":
-        connector_cls = cls
-        support = (lambda: connector_cls().exactly_once_support(config)) if connector_cls is not None else None
+        support = (lambda: cls().exactly_once_support(config)) if cls is not None else None
         problems += exactly_once_problems(config, origin, exactly_once, support)
     if not any(p.key and (p.key.startswith("transforms") or p.key.startswith("predicates")) for p in problems if p.is_error):
         try:

@@ -287,8 +287,8 @@ class TaskAssembler:
             raise ConnectorError("exactly.once.source.support is enabled and this task is polled on the driver "
                                  "(poll_on_driver): exactly-once delivery needs its records produced where it is "
                                  "polled, on an executor")
-        other = self._resolved({"servers": connector_config.get("producer.override.bootstrap.servers", "")})["servers"]
-        if other.strip() and _servers(other) != _servers(str(self.worker.resolved("bootstrap.servers") or "")):
+        other = _servers(self.worker.providers.resolve(connector_config.get("producer.override.bootstrap.servers", "")))
+        if other and other != _servers(str(self.worker.resolved("bootstrap.servers") or "")):
             raise ConnectorError("exactly.once.source.support is enabled and producer.override.bootstrap.servers "
                                  "names another Kafka cluster than the worker's, where the offsets topic is: no "
                                  "transaction spans two clusters (not supported yet: docs/exactly-once.md)")

@@ -131,12 +131,7 @@ def executor_producer(client_json: str, every_delivery: bool = False) -> Any:
     with _producers_lock:
         producer = _producers.get(key)
         if producer is None or producer.refusal is not None:
-            # murmur2_random: keyed records land in the partition Java clients choose. Only failed
-            # deliveries are reported (flush() waits for every one) unless every one is wanted.
-            config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
-                      "delivery.report.only.error": not every_delivery}
-            config.update(client_settings(client_json))
-            producer = _Producer(config)
+            producer = _Producer(_producer_config(client_json, every_delivery))
             _producers[key] = producer
         return producer
 
@@ -150,13 +145,20 @@ def transactional_producer(client_json: str, transactional_id: str, timeout: flo
 
     :raises KafkaException: the cluster did not initialise it within *timeout* seconds.
     """
-    config = {"acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
-              "delivery.report.only.error": not every_delivery}
-    config.update(client_settings(client_json))
-    config.update({"transactional.id": transactional_id, "enable.idempotence": True})
-    producer = _Producer(config)
+    producer = _Producer({**_producer_config(client_json, every_delivery), "transactional.id": transactional_id,
+                          "enable.idempotence": True})
     producer.init_transactions(timeout)
     return producer
+
+
+def _producer_config(client_json: str, every_delivery: bool) -> dict[str, Any]:
+    """An executor's producer settings: idempotent, ``acks=all``, keyed records in the partition Java
+    clients choose (murmur2_random); only failed deliveries reported (flush() waits for every one)
+    unless every one is wanted; the client's own settings over these."""
+    config = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
+              "delivery.report.only.error": not every_delivery}
+    config.update(client_settings(client_json))
+    return config
 
 
 #: What ``produce()`` raises for a record it refuses (Java's producer reports these through the send's

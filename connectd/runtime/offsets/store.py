@@ -418,13 +418,7 @@ class _OffsetsTopic:
                     log.warning("offsets_copy_failed", topic=self.topic, error=str(error))
             acked.append(None)
 
-        for key, value in records:
-            while True:
-                try:
-                    producer.produce(self.topic, key=key, value=value, on_delivery=delivered)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
+        _produce_all(producer, self.topic, records, delivered)
         if not wait:
             producer.poll(0)
             return
@@ -438,6 +432,18 @@ class _OffsetsTopic:
                                  f"within {self.timeout:.0f} s", retriable=True)
         if failures:
             raise ConnectorError(f"offsets not written to {self.topic}: " + "; ".join(failures[:5]), retriable=True)
+
+
+def _produce_all(producer: Any, topic: str, records: list[tuple[bytes, bytes | None]],
+                 on_delivery: Any = None) -> None:
+    """Hand *records* to *producer*, waiting for room in its queue when it is full."""
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.05)
 
 
 class TopicOffsetStore:
@@ -501,9 +507,7 @@ class TopicOffsetStore:
         """
         if not offsets:
             return
-        if self.fallback is not None:
-            deleted = {p: None for p, o in offsets.items() if o is None}
-            self.fallback.write(connector, deleted)
+        self._delete_from_fallback(connector, offsets)
         self.primary.write(connector, offsets)
         self.copy_to_fallback(connector, offsets)
 
@@ -517,15 +521,14 @@ class TopicOffsetStore:
         """
         if not offsets:
             return
+        self._delete_from_fallback(connector, offsets)
+        _produce_all(producer, self.primary.topic, self.primary.records(connector, offsets))
+
+    def _delete_from_fallback(self, connector: str, offsets: Mapping[str, Mapping[str, Any] | None]) -> None:
+        """*offsets*' deletions written to the fallback topic first: else a deleted offset would come
+        back from it."""
         if self.fallback is not None:
             self.fallback.write(connector, {p: None for p, o in offsets.items() if o is None})
-        for key, value in self.primary.records(connector, offsets):
-            while True:
-                try:
-                    producer.produce(self.primary.topic, key=key, value=value)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
 
     def copy_to_fallback(self, connector: str, offsets: Mapping[str, Mapping[str, Any] | None]) -> None:
         """The stored *offsets* to the fallback topic too, best effort (failures logged), as Kafka Connect
