@@ -198,7 +198,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     """One SparkSession for every test that needs Spark (starting one takes seconds).
 
     Built from a worker config's ``spark_conf()``, as the worker builds its
-    own: local master bound to 127.0.0.1, FAIR scheduler, no web UI.
+    own: local master bound to 127.0.0.1, FIFO scheduler, no web UI.
     """
     from connectd.runtime.spark.session import start_session
 

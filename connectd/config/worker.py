@@ -155,14 +155,16 @@ class WorkerConfig:
     def spark_conf(self) -> dict[str, str]:
         """Settings for the worker's SparkSession: ``spark.*`` as written (resolved), plus defaults.
 
-        Local masters bind to 127.0.0.1 unless told otherwise; every task gets
-        its own FAIR pool, so the FAIR scheduler is the default; the web UI is
+        Local masters bind to 127.0.0.1 unless told otherwise; Spark's FIFO scheduler (jobs in the
+        order they came: every task's next micro-batch waits behind the others', none for ever) is
+        the default, not FAIR: FAIR gives a core that frees to the waiting pool whose name sorts
+        first, and with more busy tasks than cores the last-named ones never got one. The web UI is
         off unless ``spark.ui.enabled=true``, and so are the console's stage progress bars.
         """
         conf = {key: self.resolved(key) or "" for key in self._raw if key.startswith("spark.")}
         conf.setdefault("spark.master", "local[*]")
         conf.setdefault("spark.app.name", f"connectd-{self._raw.get('group.id', 'standalone')}")
-        conf.setdefault("spark.scheduler.mode", "FAIR")
+        conf.setdefault("spark.scheduler.mode", "FIFO")
         conf.setdefault("spark.ui.enabled", "false")
         # Spark draws stage progress bars on the console, which is the worker's log.
         conf.setdefault("spark.ui.showConsoleProgress", "false")

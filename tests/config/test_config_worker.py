@@ -385,7 +385,7 @@ def test_spark_conf_defaults(tmp_path) -> None:
     assert _config(tmp_path).spark_conf() == {
         "spark.master": "local[*]",
         "spark.app.name": "connectd-connect-cluster",
-        "spark.scheduler.mode": "FAIR",
+        "spark.scheduler.mode": "FIFO",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.pyspark.python": sys.executable,
@@ -422,12 +422,12 @@ def test_spark_conf_driver_java_options_set_replace_the_default(tmp_path) -> Non
 def test_spark_conf_passes_spark_keys_through_resolved(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CONNECTD_TEST_MEM", "4g")
     config = _config(tmp_path, *_ENV_PROVIDER, "spark.executor.memory=${env:CONNECTD_TEST_MEM}",
-                     "spark.ui.enabled=true", "spark.scheduler.mode=FIFO", "spark.driver.host=10.1.2.3",
+                     "spark.ui.enabled=true", "spark.scheduler.mode=FAIR", "spark.driver.host=10.1.2.3",
                      "producer.linger.ms=5")
     conf = config.spark_conf()
     assert conf["spark.executor.memory"] == "4g"
     assert conf["spark.ui.enabled"] == "true"
-    assert conf["spark.scheduler.mode"] == "FIFO"
+    assert conf["spark.scheduler.mode"] == "FAIR"
     assert conf["spark.driver.host"] == "10.1.2.3"  # told otherwise
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert all(key.startswith("spark.") for key in conf)
@@ -438,7 +438,7 @@ def test_spark_conf_non_local_master_does_not_force_loopback(tmp_path) -> None:
     assert conf["spark.master"] == "spark://spark-master:7077"
     assert "spark.driver.host" not in conf
     assert "spark.driver.bindAddress" not in conf
-    assert conf["spark.scheduler.mode"] == "FAIR"
+    assert conf["spark.scheduler.mode"] == "FIFO"
 
 
 def test_spark_conf_local_n_binds_loopback_and_standalone_app_name(tmp_path) -> None:

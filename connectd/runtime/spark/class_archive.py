@@ -295,7 +295,7 @@ def _write(conf: Mapping[str, str], archive: str) -> int:
                                          conf.get("spark.driver.extraJavaOptions", ""),
                                          f"-XX:ArchiveClassesAtExit={archive} {_QUIET}") if part)
     settings = {**conf, "spark.driver.extraJavaOptions": options, "spark.ui.enabled": "false",
-                "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FAIR",
+                "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FIFO",
                 "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     builder = SparkSession.builder.master("local[1]").appName("connectd-class-archive")
     for name, value in settings.items():

@@ -1,7 +1,7 @@
 """Starting and stopping one task's streaming query.
 
-Each task is one named query (``<connector>-<task>``) in its own FAIR pool,
-with a checkpoint directory made for this run only: offsets live in Kafka or
+Each task is one named query (``<connector>-<task>``) with a checkpoint
+directory made for this run only: offsets live in Kafka or
 the offsets file, so a checkpoint is scratch and is removed on stop.
 
 Stopping, within ``task.shutdown.graceful.timeout.ms``::
@@ -193,7 +193,7 @@ def _as_option(client: dict[str, Any] | str) -> str:
 
 
 def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuery], paused: bool = False) -> TaskQuery:
-    """Start the query *build* makes, in the task's own FAIR pool and run directory.
+    """Start the query *build* makes, in its own run directory.
 
     *build* gets the run directory (stop and pause files, scratch checkpoint);
     the directory is removed again if the query does not start. *paused*
@@ -203,14 +203,13 @@ def _start(spark: SparkSession, name: str, build: Callable[[Path], StreamingQuer
     workdir = Path(tempfile.mkdtemp(prefix=f"connectd-{file_name_part(name)}-"))
     if paused:
         (workdir / "pause").touch()
-    spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+    # No scheduler pool of its own: FIFO (WorkerConfig.spark_conf) serves every task's batches in
+    # turn, where a pool per task under FAIR starved the last-named tasks.
     try:
         query = build(workdir)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    finally:
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)
     return TaskQuery(name, query, workdir, workdir / "stop")
 
 

@@ -32,8 +32,7 @@ Spark warnings about what connectd does by design are silenced
 (:data:`QUIET_LOGGERS`), as they would be printed for every batch or every
 task start and bury the worker's own logs: a micro-batch took longer than
 the trigger interval (tasks run their micro-batches back to back, a 100 ms
-trigger); a job ran in a scheduler pool not in an allocation file (every
-task has its own FAIR pool, made on first use); adaptive query execution
+trigger); adaptive query execution
 is off in streaming queries (they are all streaming queries); stopping a
 query between its micro-batches found no job of its group to cancel.
 """
@@ -72,7 +71,6 @@ _JVM_EXIT_S = 30.0
 #: Spark loggers set to ERROR when the session starts.
 QUIET_LOGGERS = (
     "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor",
-    "org.apache.spark.scheduler.FairSchedulableBuilder",
     "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
 )
 
