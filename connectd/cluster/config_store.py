@@ -10,14 +10,23 @@ config topic reads here and the other way round::
     target-state-<c>         {"state": "PAUSED", "state.v2": "STOPPED"}   ("state" for older readers)
     restart-connector-<c>    {"include-tasks": true, "only-failed": false}
     session-key              {"key": "<base64>", "algorithm": "HmacSHA256", "creation-timestamp": <ms>}
+    tasks-fencing-<c>        {"task-count": N}                exactly-once sources: the generation of N tasks
+                                                              whose transactional ids the next fencing fences
 
 Task configurations are applied atomically: ``task-`` records wait until
 the ``commit-`` record of their connector arrives; a commit that finds tasks
 0..N-1 incomplete (compaction removed some) marks the connector
 *inconsistent*, and its tasks stay unknown until a later complete commit.
-``tasks-fencing-*`` (exactly-once sources) and ``logger-cluster-*`` (cluster
-log levels) records are recognised and skipped; any other key, and any
-malformed value, is logged and skipped.
+``logger-cluster-*`` records set cluster log levels; any other key, and
+any malformed value, is logged and skipped.
+
+Zombie fencing of exactly-once source tasks (KIP-618, as Kafka's store keeps
+it): a ``commit-<c>`` record puts connector ``c`` *pending fencing*; a
+``tasks-fencing-<c>`` record read after it ends that, and its count is the
+number of tasks of the generation that may still be running somewhere (the
+next round of fencing fences their transactional ids). The records of a
+deleted connector are kept, as Kafka keeps them: a connector created again
+under the same name fences its predecessor's zombies.
 
 :meth:`KafkaConfigStore.snapshot` gives a frozen :class:`ConfigSnapshot`.
 Its ``offset`` is Kafka Connect's: the offset *after* the last record read
@@ -71,7 +80,7 @@ TARGET_STATE_PREFIX = "target-state-"
 RESTART_PREFIX = "restart-connector-"
 SESSION_KEY_KEY = "session-key"
 LOGGER_PREFIX = "logger-cluster-"
-_SKIPPED_PREFIXES = ("tasks-fencing-",)  # known to Kafka Connect, not used here
+TASK_COUNT_PREFIX = "tasks-fencing-"
 _TASK_NUMBER = re.compile(r"[+-]?[0-9]+")
 _INT32 = range(-(2**31), 2**31)  # Java's Integer.parseInt refuses the rest
 _WRITE_TIMEOUT_S = 30.0  # Kafka Connect's READ_WRITE_TOTAL_TIMEOUT_MS
@@ -103,6 +112,11 @@ class ConfigSnapshot:
         config, KAFKA-9228): a connector config changed since then needs its
         task configs written again even where they are the same, for its
         tasks to restart with the new converters, transforms, ….
+    :attr task_generations: how many task-config commits of each connector were applied (Kafka's
+        task config generation): a task started with one generation is stale once it grows.
+    :attr task_count_records: the last ``tasks-fencing-`` count of each connector.
+    :attr pending_fencing: connectors whose task configs were committed after their last
+        ``tasks-fencing-`` record: their exactly-once tasks wait for a round of fencing.
     """
 
     offset: int = -1
@@ -113,6 +127,9 @@ class ConfigSnapshot:
     inconsistent: frozenset[str] = frozenset()
     session_key: SessionKey | None = None
     applied_connector_configs: Mapping[str, Mapping[str, str | None]] = field(default_factory=lambda: _frozen({}))
+    task_generations: Mapping[str, int] = field(default_factory=lambda: _frozen({}))
+    task_count_records: Mapping[str, int] = field(default_factory=lambda: _frozen({}))
+    pending_fencing: frozenset[str] = frozenset()
 
     def contains(self, connector: str) -> bool:
         return connector in self.connector_configs
@@ -216,6 +233,9 @@ class KafkaConfigStore(LogBackedStore):
         self._applied: dict[str, dict[str, str | None]] = {}
         self._deferred: dict[str, dict[ConnectorTaskId, dict[str, str | None]]] = {}
         self._session_key: SessionKey | None = None
+        self._generations: dict[str, int] = {}
+        self._task_count_records: dict[str, int] = {}
+        self._pending_fencing: set[str] = set()
         self._snapshot: ConfigSnapshot | None = None
 
     @classmethod
@@ -264,6 +284,9 @@ class KafkaConfigStore(LogBackedStore):
             inconsistent=frozenset(self._inconsistent),
             session_key=self._session_key,
             applied_connector_configs=_frozen({c: _frozen(p) for c, p in self._applied.items()}),
+            task_generations=_frozen(self._generations),
+            task_count_records=_frozen(self._task_count_records),
+            pending_fencing=frozenset(self._pending_fencing),
         )
 
     def contains(self, connector: str) -> bool:
@@ -307,8 +330,8 @@ class KafkaConfigStore(LogBackedStore):
                 self._tell("on_logger_level", key[len(LOGGER_PREFIX):], level)
             else:
                 log.error("config_record_skipped", key=key, reason="no level")
-        elif key.startswith(_SKIPPED_PREFIXES):
-            log.debug("config_record_skipped", key=key, reason="not used by connectd")
+        elif key.startswith(TASK_COUNT_PREFIX):
+            self._read_task_count(key[len(TASK_COUNT_PREFIX):], value)
         else:
             log.error("config_record_skipped", key=key, reason="unknown key")
 
@@ -396,8 +419,20 @@ class KafkaConfigStore(LogBackedStore):
             updated = sorted(deferred)
             self._inconsistent.discard(connector)
             self._applied[connector] = dict(self._connector_configs[connector])
+            if deferred:
+                self._generations[connector] = self._generations.get(connector, -1) + 1
         self._task_counts[connector] = count
+        # Task configs after the last task count record: a round of fencing before their tasks start.
+        self._pending_fencing.add(connector)
         self._tell("on_task_configs", updated)
+
+    def _read_task_count(self, connector: str, value: Any) -> None:
+        count = value.get("task-count") if isinstance(value, dict) else None
+        if not _is_int(count) or count < 0:
+            log.error("config_record_skipped", key=TASK_COUNT_PREFIX + connector, reason="no 'task-count'")
+            return
+        self._task_count_records[connector] = count
+        self._pending_fencing.discard(connector)
 
     def _read_restart(self, connector: str, value: Any) -> None:
         if not isinstance(value, dict):
@@ -472,6 +507,10 @@ class KafkaConfigStore(LogBackedStore):
     async def put_logger_level(self, namespace: str, level: str) -> None:
         """KIP-976's cluster-wide log level: every worker running when it is read applies it."""
         await self._write([(f"{LOGGER_PREFIX}{namespace}", {"level": level})])
+
+    async def put_task_count_record(self, connector: str, count: int) -> None:
+        """KIP-618's ``tasks-fencing-`` record: *connector*'s zombies are fenced, *count* tasks now run."""
+        await self._write([(TASK_COUNT_PREFIX + connector, {"task-count": count})])
 
     async def put_session_key(self, key: SessionKey) -> None:
         value = {

@@ -35,7 +35,7 @@ from connectd.cluster.signing import (
 from connectd.errors import ConnectorError, NotLeaderError
 from connectd.logging import get_logger
 
-__all__ = ["FORWARDED_HEADER", "Forwarded", "check_signature", "forward", "send_task_configs"]
+__all__ = ["FORWARDED_HEADER", "Forwarded", "check_signature", "forward", "request_fencing", "send_task_configs"]
 
 log = get_logger(__name__)
 
@@ -118,11 +118,21 @@ def check_signature(herder: Any, method: str, path: str, path_qs: str, body: byt
 
 async def send_task_configs(herder: Any, connector: str, configs: list[dict[str, str]]) -> None:
     """Give the leader a connector's new task configs (Kafka's internal ``POST /connectors/{c}/tasks``)."""
+    await _internal(herder, "POST", connector, "tasks", json.dumps(configs).encode(), "the task configs of")
+
+
+async def request_fencing(herder: Any, connector: str) -> None:
+    """Ask the leader for a round of zombie fencing of *connector*'s exactly-once source tasks (Kafka's
+    internal ``PUT /connectors/{c}/fence``, no body); returns once it is done."""
+    await _internal(herder, "PUT", connector, "fence", b"", "a round of zombie fencing of")
+
+
+async def _internal(herder: Any, method: str, connector: str, endpoint: str, body: bytes, what: str) -> None:
     url = herder.leader_url
     if url is None:
-        raise NotLeaderError("no leader is known to take the task configs", None)
-    answer = await forward(herder, url, "POST", f"/connectors/{quote(connector, safe='')}/tasks",
-                           json.dumps(configs).encode(), {"Content-Type": "application/json"})
+        raise NotLeaderError(f"no leader is known to take {what} {connector}", None)
+    answer = await forward(herder, url, method, f"/connectors/{quote(connector, safe='')}/{endpoint}", body,
+                           {"Content-Type": "application/json"} if body else {})
     if answer.status >= 300:
-        raise ConnectorError(f"the leader at {url} refused the task configs of {connector}: "
+        raise ConnectorError(f"the leader at {url} refused {what} {connector}: "
                              f"{answer.status} {answer.body[:300].decode(errors='replace')}", retriable=True)

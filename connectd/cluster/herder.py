@@ -46,7 +46,7 @@ from typing import Any
 
 from connectd.cluster.assignor import AssignorState, assign, assign_eager
 from connectd.cluster.config_store import KafkaConfigStore
-from connectd.cluster.forwarding import send_task_configs
+from connectd.cluster.forwarding import request_fencing, send_task_configs
 from connectd.cluster.kafka_log import ensure_internal_topics, ensure_topic, internal_topic_settings
 from connectd.cluster.membership import EAGER_REBALANCE, WorkerGroupMember
 from connectd.cluster.protocol import (
@@ -61,6 +61,7 @@ from connectd.cluster.protocol import (
 )
 from connectd.cluster.signing import SessionKey, new_session_key
 from connectd.cluster.status_store import KafkaStatusStore
+from connectd.cluster.zombies import ZombieFencer
 from connectd.config.connector import ConnectorConfig
 from connectd.config.properties import Origin
 from connectd.config.worker import WorkerConfig
@@ -79,6 +80,7 @@ from connectd.loops import Loops
 from connectd.runtime.fencing import write_lease
 from connectd.runtime.kafka.clients import client_option
 from connectd.runtime.offsets.store import close_producers, open_offset_store
+from connectd.runtime.source.wire import transactional_id
 from connectd.status import FAILED, PAUSED, RESTARTING, RUNNING, STOPPED, UNASSIGNED, Status
 
 __all__ = ["DistributedHerder"]
@@ -87,6 +89,8 @@ log = get_logger(__name__)
 
 _REPUBLISH_FIRST_S = 0.5  # task configs the leader did not take are offered again, doubling up to
 _REPUBLISH_MAX_S = 30.0
+_FENCING_RETRY_FIRST_S = 0.5  # a task whose round of fencing failed asks again, doubling up to
+_FENCING_RETRY_MAX_S = 10.0
 
 
 class DistributedHerder(HerderBase):
@@ -129,6 +133,11 @@ class DistributedHerder(HerderBase):
         self.sync_timeout_s = worker.get("worker.sync.timeout.ms") / 1000
         #: set: out of the group this long when the config topic cannot be read in time (Kafka's way)
         self.unsync_backoff_ms: int | None = worker.get("worker.unsync.backoff.ms")
+        group_id = str(worker.get("group.id"))
+        #: the leader's rounds of zombie fencing for exactly-once sources (connectd.cluster.zombies)
+        self.fencer = ZombieFencer(
+            self.config_store, lambda name, count: [transactional_id(group_id, name, n) for n in range(count)],
+            lambda config: self.assembler.client_option("producer", config), self.sync_timeout_s)
         self._assigned = WorkerLoad()  # what this worker runs in the current generation
         self._assignor_state: AssignorState | None = None
         self._group_generation = -1
@@ -366,6 +375,23 @@ class DistributedHerder(HerderBase):
         self._require(name)
         await self._as_leader()
         await self.config_store.put_task_configs(name, configs)
+
+    async def fence_zombies(self, name: str) -> None:
+        """The leader's round of zombie fencing for source connector *name* (Kafka's internal
+        ``PUT /connectors/{c}/fence``): no rebalance wait, as Kafka's, since it changes no assignment.
+
+        :raises NotLeaderError: a follower (the REST API forwards the request).
+        :raises BadRequestError: *name* is a sink connector.
+        :raises RebalanceInProgressError: new task configs were committed during the round.
+        """
+        if not self.is_leader:
+            await self._await_session_key()
+            raise NotLeaderError("only the leader fences zombie tasks", self._leader_url)
+        await self.config_store.refresh(self.sync_timeout_s)
+        self._require(name)
+        if self._run(name).kind != "source":
+            raise BadRequestError(f"Connector {name} is not a source connector")
+        await self.fencer.fence(name)
 
     async def put_logger_level(self, namespace: str, level: str) -> None:
         """Set a log level on every worker of the cluster (KIP-976), through the config topic."""
@@ -680,12 +706,58 @@ class DistributedHerder(HerderBase):
             return  # started already (its configs were committed meanwhile)
         too_many = self._too_many_tasks(run)
         if too_many is not None:
-            self._set(task_id.connector, task_id.task, FAILED, too_many)
-            log.error("task_failed", task=str(task_id), error=too_many)
+            self._task_failed(task_id, too_many)
+            return
+        snapshot = self.snapshot
+        if self.worker.exactly_once_source and run.kind == "source" and run.name in snapshot.pending_fencing:
+            # Not under the lock: a round waits for the leader, and revocations must not wait for it.
+            self._later(self._fence_then_start(task_id, snapshot.task_generations.get(run.name)), run.name)
             return
         task = TaskRun(task_id.task, dict(config))
         run.tasks.append(task)
         await self.supervisor.start(run, task)
+
+    async def _fence_then_start(self, task_id: ConnectorTaskId, generation: int | None) -> None:
+        """An exactly-once source task waits for its connector's round of fencing (the leader's: here,
+        or asked for with a signed ``PUT /connectors/{c}/fence``), then starts, unless it is no longer
+        ours or a newer generation of task configs superseded it (that commit starts it again). A
+        round that keeps failing fails the task, with the reason."""
+        name = task_id.connector
+        attempt, started = 0, asyncio.get_running_loop().time()
+        while True:
+            try:
+                if self.is_leader:
+                    await self.fence_zombies(name)
+                else:
+                    await request_fencing(self, name)
+                await self.config_store.refresh(self.sync_timeout_s)
+                break
+            except ConnectdError as exc:
+                waited = asyncio.get_running_loop().time() - started
+                if (task_id not in self._assigned.tasks
+                        or self.snapshot.task_generations.get(name) != generation):
+                    return
+                if waited + _FENCING_RETRY_FIRST_S > self.rebalance_wait_s:
+                    self._task_failed(task_id, f"Failed to perform round of zombie fencing: {exc}")
+                    return
+                delay_s = min(_FENCING_RETRY_FIRST_S * 2**attempt, _FENCING_RETRY_MAX_S)
+                log.warning("zombie_fencing_retried", task=str(task_id), error=str(exc), retry_in_s=delay_s)
+                attempt += 1
+                await asyncio.sleep(delay_s)
+        async with self._lock:
+            snapshot = self.snapshot
+            if task_id not in self._assigned.tasks or snapshot.task_generations.get(name) != generation:
+                log.info("fenced_task_superseded", task=str(task_id))
+                return
+            if name in snapshot.pending_fencing:  # the round's record, read above, ends the wait
+                self._task_failed(task_id, "the leader reported its round of zombie fencing done, and no "
+                                           "task-count record was read")
+                return
+            await self._start_owned_task(task_id)
+
+    def _task_failed(self, task_id: ConnectorTaskId, reason: str) -> None:
+        self._set(task_id.connector, task_id.task, FAILED, reason)
+        log.error("task_failed", task=str(task_id), error=reason)
 
     def _too_many_tasks(self, run: ConnectorRun) -> str | None:
         """Kafka's check at task start (KIP-1004): more committed tasks than the connector's

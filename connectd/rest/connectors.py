@@ -39,6 +39,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/connectors/{connector}/tasks", _tasks)
     router.add_get("/connectors/{connector}/tasks-config", _tasks_config)
     router.add_post("/connectors/{connector}/tasks", _put_tasks)
+    router.add_put("/connectors/{connector}/fence", _fence)
     router.add_get(r"/connectors/{connector}/tasks/{task:\d+}/status", _task_status)
     router.add_post(r"/connectors/{connector}/tasks/{task:\d+}/restart", _restart_task)
     router.add_get("/connectors/{connector}/topics", _topics)
@@ -301,15 +302,31 @@ async def _put_tasks(request: web.Request) -> web.Response:
     name = request.match_info["connector"]
     if not hasattr(herder, "put_task_configs"):
         raise RestError(404, "Task configs are written by the leader of a Connect cluster; this worker is standalone")
-    if not getattr(herder, "signs_requests", False) and FORWARDED_HEADER not in request.headers:
-        log.warning("internal_request_unverified", path=request.path, remote=request.remote,
-                    why="the group does not run connect.protocol=sessioned: requests between workers carry no "
-                        "proof, as in Kafka Connect")
+    _unverified(request, herder)
     body = await read_json(request, numbers_as_text=True)
     if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
         raise RestError(400, "Request body must be a JSON array of task configs")
     await herder.put_task_configs(name, [string_map(item, f"task {i}") for i, item in enumerate(body)])
     return web.Response(status=204)
+
+
+async def _fence(request: web.Request) -> web.Response:
+    # Kafka Connect's internal endpoint (KIP-618): a worker about to start a connector's exactly-once
+    # source tasks asks the leader for a round of zombie fencing (connectd.cluster.zombies); signed
+    # as _put_tasks' request.
+    herder = request.app[HERDER]
+    if not hasattr(herder, "fence_zombies"):
+        raise RestError(404, "Zombie fencing is the leader's of a Connect cluster; this worker is standalone")
+    _unverified(request, herder)
+    await herder.fence_zombies(request.match_info["connector"])
+    return web.Response(status=204)
+
+
+def _unverified(request: web.Request, herder: Any) -> None:
+    if not getattr(herder, "signs_requests", False) and FORWARDED_HEADER not in request.headers:
+        log.warning("internal_request_unverified", path=request.path, remote=request.remote,
+                    why="the group does not run connect.protocol=sessioned: requests between workers carry no "
+                        "proof, as in Kafka Connect")
 
 
 async def _task_status(request: web.Request) -> web.Response:

@@ -252,6 +252,15 @@ _PATHS: dict[str, Any] = {
                         "it is unsigned, as Kafka Connect's workers send it, and taken (logged as "
                         "internal_request_unverified). A standalone worker answers 404."),
     },
+    "/connectors/{connector}/fence": {"put": _operation(
+        "fenceZombies", "connectors", "internal: the leader fences a source connector's zombie tasks",
+        {"204": _NO_CONTENT, **_errors(400, 403, 404, 409, 503)}, parameters=[_CONNECTOR],
+        description="A worker about to start a connector's tasks with exactly.once.source.support=enabled calls "
+                    "it on the leader (KIP-618, docs/exactly-once.md): the leader initialises the transactional "
+                    "ids of the connector's previous generation of tasks, then writes a tasks-fencing record to "
+                    "the config topic; 204 once done. Signed as POST /connectors/{connector}/tasks; a follower "
+                    "forwards it to the leader; 400 for a sink connector, 409 when new task configs were "
+                    "committed meanwhile. A standalone worker answers 404.")},
     "/connectors/{connector}/tasks-config": {"get": _operation(
         "getTasksConfig", "connectors", "deprecated: the task configs as a map `<connector>-<task>` → config",
         {"200": _answer("one entry per task", {"type": "object", "additionalProperties": {

@@ -53,6 +53,7 @@ from connectd.runtime.kafka.clients import client_option, decode_tp, encode_tp
 from connectd.runtime.kafka.consumers import RangeReader, consumer_settings
 from connectd.runtime.sink.executor import SinkSpec
 from connectd.runtime.sink.task import SinkTaskRunner, assign_partitions, matching_topics, start_offsets
+from connectd.runtime.source.wire import transactional_id
 from connectd.runtime.spark.queries import (
     file_name_part,
     start_sink_query,
@@ -292,7 +293,8 @@ class TaskAssembler:
             raise ConnectorError("exactly.once.source.support is enabled and producer.override.bootstrap.servers "
                                  "names another Kafka cluster than the worker's, where the offsets topic is: no "
                                  "transaction spans two clusters (not supported yet: docs/exactly-once.md)")
-        return {"transactional_id": f"{self.worker.get('group.id')}-{connector}-{task_id}", "boundary": "poll"}
+        return {"transactional_id": transactional_id(str(self.worker.get("group.id")), connector, task_id),
+                "boundary": "poll"}
 
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                             task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:

@@ -200,7 +200,35 @@ def test_unknown_keys_and_malformed_values_are_skipped(broker, topic_name):
     assert dict(snapshot.connector_configs) == {"ok": {"a": "b"}}
     assert dict(snapshot.target_states) == {"ok": "STARTED"}
     assert snapshot.session_key is None
+    assert dict(snapshot.task_count_records) == {"c": 3}  # kept for a connector created later as "c"
     assert snapshot.offset == 9
+
+
+def test_task_count_records_end_a_pending_fencing_and_are_kafkas_bytes(broker, topic_name):
+    create_topic(broker, topic_name)
+
+    async def write() -> list[ConfigSnapshot]:
+        seen = []
+        async with store(broker, topic_name) as writer:
+            await writer.put_connector_config("src", SOURCE)
+            seen.append(writer.snapshot())  # no task configs yet: nothing to fence
+            await writer.put_task_configs("src", [{"task": "0"}, {"task": "1"}])
+            seen.append(writer.snapshot())  # committed: pending until a round of fencing
+            await writer.put_task_count_record("src", 2)
+            seen.append(writer.snapshot())
+            await writer.put_task_configs("src", [{"task": "0"}])
+            seen.append(writer.snapshot())  # a new generation: pending again, the old count kept
+        return seen
+
+    created, committed, fenced, reconfigured = asyncio.run(write())
+    assert created.pending_fencing == frozenset() and dict(created.task_generations) == {}
+    assert committed.pending_fencing == {"src"} and dict(committed.task_generations) == {"src": 0}
+    assert fenced.pending_fencing == frozenset() and dict(fenced.task_count_records) == {"src": 2}
+    assert reconfigured.pending_fencing == {"src"} and dict(reconfigured.task_count_records) == {"src": 2}
+    assert dict(reconfigured.task_generations) == {"src": 1}
+    assert consume_raw(broker, topic_name, 5)[-1] == (b"tasks-fencing-src", b'{"task-count":2}')
+    reread = fresh_snapshot(broker, topic_name)
+    assert reread.pending_fencing == {"src"} and dict(reread.task_count_records) == {"src": 2}
 
 
 def test_listener_hears_changes_read_after_start(broker, topic_name):

@@ -17,8 +17,8 @@ from connectd.cluster.config_store import ConfigSnapshot
 from connectd.cluster.herder import DistributedHerder
 from connectd.cluster.protocol import ConnectAssignment, ConnectorTaskId, WorkerLoad
 from connectd.cluster.status_store import KafkaStatusStore
-from connectd.connector import SinkConnector, SinkTask
-from connectd.errors import ConnectdError
+from connectd.connector import SinkConnector, SinkTask, SourceConnector
+from connectd.errors import ConnectdError, ConnectorError
 from connectd.herder.runs import ConnectorRun, TaskRun
 from connectd.status import MemoryStatusStore, Status
 
@@ -125,6 +125,121 @@ def test_tasks_max_enforce_false_starts_the_task_anyway(worker_config):
 
     assert started == [(2, 3)]
     assert herder.status.task("lenient", 2).state == "RUNNING"
+
+
+class _Source(SourceConnector):
+    pass
+
+
+def _exactly_once_herder(worker_config, snapshots: list[ConfigSnapshot], enabled: str = "enabled"):
+    """A herder (``_herder``'s) of source connector ``src`` assigned its task 0, whose config topic
+    reads ``snapshots[0]`` and moves to the next one at each round of fencing; its rounds and the
+    work it hands to ``_later`` are recorded."""
+    herder, started = _herder(lambda mode: worker_config(mode, **{"exactly.once.source.support": enabled}),
+                              snapshots[0])
+    herder.config_store = SimpleNamespace(snapshot=lambda: snapshots[0], refresh=_no_wait)
+    herder._connectors["src"] = ConnectorRun("src", dict(snapshots[0].connector_configs["src"]), _Source)
+    herder._assigned = WorkerLoad.of([], [ConnectorTaskId("src", 0)])
+    herder.later: list = []
+    herder._later = lambda work, connector=None: herder.later.append(work)
+    herder.rounds = []
+
+    async def fence(name):
+        herder.rounds.append(name)
+        if len(snapshots) > 1:
+            snapshots.pop(0)
+
+    herder.fence_zombies = fence
+    return herder, started
+
+
+async def _no_wait(timeout_s=None):
+    return None
+
+
+def _source_snapshot(generation: int, pending: bool) -> ConfigSnapshot:
+    return ConfigSnapshot(
+        offset=10 + generation,
+        connector_configs={"src": {"name": "src", "connector.class": "x.Source", "topic": "t"}},
+        task_configs={ConnectorTaskId("src", 0): {"generation": str(generation)}},
+        task_counts={"src": 1},
+        target_states={"src": "STARTED"},
+        task_generations={"src": generation},
+        pending_fencing=frozenset({"src"} if pending else ()),
+    )
+
+
+def test_an_exactly_once_source_task_starts_once_its_connectors_round_of_fencing_is_done(worker_config):
+    """KIP-618: task configs committed after the connector's last tasks-fencing record wait for the
+    leader's round; the task starts after it, not under the herder's lock meanwhile."""
+    herder, started = _exactly_once_herder(worker_config, [_source_snapshot(0, True), _source_snapshot(0, False)])
+    herder.member = SimpleNamespace(is_leader=True)
+
+    async def scenario() -> None:
+        await herder._start_owned_task(ConnectorTaskId("src", 0))
+        assert started == [] and len(herder.later) == 1  # deferred to its round
+        await herder.later.pop()
+
+    asyncio.run(scenario())
+    assert herder.rounds == ["src"]
+    assert started == [(0, 1)]
+
+
+def test_an_exactly_once_task_superseded_during_its_round_is_left_to_the_new_generation(worker_config):
+    herder, started = _exactly_once_herder(worker_config, [_source_snapshot(0, True), _source_snapshot(1, True)])
+    herder.member = SimpleNamespace(is_leader=True)
+
+    async def scenario() -> None:
+        await herder._start_owned_task(ConnectorTaskId("src", 0))
+        await herder.later.pop()
+
+    asyncio.run(scenario())
+    assert herder.rounds == ["src"] and started == []  # the new commit's restart starts it
+
+
+def test_an_exactly_once_task_whose_round_keeps_failing_fails_with_the_reason(worker_config):
+    herder, started = _exactly_once_herder(worker_config, [_source_snapshot(0, True)])
+    herder.member = SimpleNamespace(is_leader=True)
+    herder.rebalance_wait_s = 1.0  # the retries' bound
+    attempts = []
+
+    async def refused(name):
+        attempts.append(name)
+        raise ConnectorError("the leader at http://w2:8083 refused a round of zombie fencing of src: 500 …")
+
+    herder.fence_zombies = refused
+
+    async def scenario() -> None:
+        await herder._start_owned_task(ConnectorTaskId("src", 0))
+        await herder.later.pop()
+
+    asyncio.run(scenario())
+    assert started == [] and len(attempts) >= 2
+    status = herder.status.task("src", 0)
+    assert status.state == "FAILED"
+    assert status.trace.startswith("Failed to perform round of zombie fencing: the leader at http://w2:8083 refused")
+
+
+def test_a_follower_asks_the_leader_for_the_round(worker_config, monkeypatch):
+    herder, started = _exactly_once_herder(worker_config, [_source_snapshot(0, True), _source_snapshot(0, False)])
+    herder.member = SimpleNamespace(is_leader=False)
+    leaders_round = herder.fence_zombies  # what the leader does, recorded: here, through its REST API
+    monkeypatch.setattr("connectd.cluster.herder.request_fencing", lambda _herder, name: leaders_round(name))
+
+    async def scenario() -> None:
+        await herder._start_owned_task(ConnectorTaskId("src", 0))
+        await herder.later.pop()
+
+    asyncio.run(scenario())
+    assert herder.rounds == ["src"] and started == [(0, 1)]
+
+
+def test_without_exactly_once_a_source_task_starts_at_once(worker_config):
+    herder, started = _exactly_once_herder(worker_config, [_source_snapshot(0, True)], enabled="disabled")
+
+    asyncio.run(herder._start_owned_task(ConnectorTaskId("src", 0)))
+
+    assert started == [(0, 1)] and herder.later == [] and herder.rounds == []
 
 
 @pytest.mark.integration

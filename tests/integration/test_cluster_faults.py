@@ -20,6 +20,7 @@ docs/cluster.md ("Faults").
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -27,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException, Producer
 from ledger_sink import read_ledger, writer_changes
 
 from connectd.connector import TopicPartition
@@ -276,25 +278,49 @@ def test_the_broker_away_for_20_seconds(lasting_broker, cluster, pipeline, consu
         topic, bootstrap_servers=lasting_broker.bootstrap_servers, **kw))
 
 
-def test_exactly_once_the_source_worker_killed_mid_stream_every_line_is_seen_once(
+def test_exactly_once_the_source_worker_killed_mid_stream_every_line_is_seen_once_zombies_fenced(
         cluster, tmp_path, topic_name, consume_records):
-    """Issue 13, with ``exactly.once.source.support=enabled``: the source's worker dies (SIGKILL) while
-    lines stream in; its task starts again on the other worker from the offsets committed with its
-    last transaction. A read_committed consumer sees every line once: none lost, none twice (at
-    least once, the lines of the batch in flight would come again)."""
+    """Issue 13, with ``exactly.once.source.support=enabled``:
+
+    1. each connector's first generation of tasks starts after the leader's round of fencing,
+       asked for by the follower's tasks too (``PUT /connectors/{c}/fence``, signed);
+    2. the source's worker dies (SIGKILL) while lines stream in; its task starts again on the other
+       worker from the offsets committed with its last transaction. A read_committed consumer sees
+       every line once: none lost, none twice (at least once, the lines of the batch in flight
+       would come again);
+    3. a connector goes from 2 tasks to 1: before the new one starts, the leader fences the
+       transactional ids of both old ones; a zombie of old task 1 (a producer of its id from
+       before) can no longer commit.
+    """
     workers = cluster(**{"exactly.once.source.support": "enabled"})
     for name in ("w1", "w2"):
         workers.start(name)
     workers.wait_up("w1", "w2")
     source_file = tmp_path / "in.txt"
     source_file.write_text("")
-    config = {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic_name,
-              "exactly.once.support": "required", "topic.creation.default.partitions": "1",
-              "topic.creation.default.replication.factor": "1"}
-    code, body = workers.call("w1", "POST", "/connectors", {"name": "source", "config": config})
-    assert code == 201, body
+    one_partition = {"exactly.once.support": "required", "topic.creation.default.partitions": "1",
+                     "topic.creation.default.replication.factor": "1"}
+    config = {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic_name, **one_partition}
+    generated = f"{topic_name}-gen"
+    datagen = {"connector.class": "io.confluent.kafka.connect.datagen.DatagenConnector", "kafka.topic": generated,
+               "quickstart": "users", "max.interval": "20", "tasks.max": "2", **one_partition}
+    for name, body in (("source", config), ("gen", datagen)):
+        code, answer = workers.call("w1", "POST", "/connectors", {"name": name, "config": body})
+        assert code == 201, answer
+    leader = workers.leader()
+    follower = next(name for name in ("w1", "w2") if name != leader)
     with Appender(source_file) as appender:
         consume_records(topic_name, 2000, partitions=1, timeout=180)
+        placed = workers.wait_until(lambda: workers.placement("w1", ["gen"], 2), "gen's two tasks RUNNING",
+                                    timeout=120)
+        on_follower = [task for task, worker in {**placed, **workers.placement("w1", ["source"], 1)}.items()
+                       if worker == workers.urls[follower].removeprefix("http://")]
+        assert on_follower, "three tasks on two workers: the follower runs one"
+        follower_log = (workers.directory / f"{follower}.log").read_text(errors="replace")
+        assert '"event": "zombie_fencing_recorded"' not in follower_log  # it asked the leader
+        leader_log = (workers.directory / f"{leader}.log").read_text(errors="replace")
+        assert leader_log.count('"event": "zombie_fencing_recorded"') == 2  # one round per connector
+
         status = workers.status("w1", "source")
         victim = workers.name_of(status["tasks"][0]["worker_id"])
         survivor = next(name for name in ("w1", "w2") if name != victim)
@@ -308,3 +334,29 @@ def test_exactly_once_the_source_worker_killed_mid_stream_every_line_is_seen_onc
                                                                 linger=3.0))
     assert set(seen) == {f"line {i:07d}" for i in range(lines)}
     assert [line for line, times in seen.items() if times > 1] == []
+
+    # 3. A zombie of gen's task 1 (paused first, so that its own task does not fail meanwhile).
+    assert workers.call(survivor, "PUT", "/connectors/gen/pause")[0] == 202
+    workers.wait_until(lambda: workers.status(survivor, "gen"), "gen PAUSED",
+                       until=lambda s: [t["state"] for t in s.get("tasks", [])] == ["PAUSED", "PAUSED"], timeout=120)
+    zombie = Producer({"bootstrap.servers": workers.settings["bootstrap.servers"],
+                       "transactional.id": f"{workers.settings['group.id']}-gen-1"})
+    zombie.init_transactions(30)
+    code, answer = workers.call(survivor, "PUT", "/connectors/gen/config", {**datagen, "tasks.max": "1"})
+    assert code == 200, answer
+    assert workers.call(survivor, "PUT", "/connectors/gen/resume")[0] == 202
+    workers.wait_until(lambda: workers.status(survivor, "gen"), "gen's one task RUNNING",
+                       until=lambda s: [t["state"] for t in s.get("tasks", [])] == ["RUNNING"], timeout=120)
+    survivor_log = (workers.directory / f"{survivor}.log").read_text(errors="replace")
+    fencing = [json.loads(line) for line in survivor_log.splitlines() if '"event": "zombie_fencing"' in line]
+    assert [(e["connector"], e["transactional_ids"], e["tasks_now"]) for e in fencing] == [("gen", 2, 1)]
+    zombie.begin_transaction()
+    zombie.produce(generated, b"from a zombie")
+    with pytest.raises(KafkaException):
+        zombie.commit_transaction(30)
+    counts = [json.loads(m.value()) for m in consume_records(workers.settings["config.storage.topic"], timeout=30)
+              if m.key() == b"tasks-fencing-gen"]
+    assert counts == [{"task-count": 2}, {"task-count": 1}]
+    generated_before = len(consume_records(generated, timeout=30))
+    records = consume_records(generated, generated_before + 50, timeout=60)  # the new task produces
+    assert b"from a zombie" not in {m.value() for m in records}

@@ -256,3 +256,19 @@ def test_numbers_and_booleans_in_a_config_are_taken_as_their_text(rest):
         "file": "1.50", "tasks.max": "1", "errors.log.enable": "true"}  # as written, not 1.5
     assert put_config["file"] == "2e3" and patch["batch.size"] == "10"
     assert values == {"file": "1.50", "tasks.max": "1"}
+
+
+def test_the_internal_endpoints_are_404_on_a_standalone_worker(rest):
+    """Kafka Connect's internal requests between workers (task configs to the leader, a round of
+    zombie fencing) mean nothing to a standalone worker: it answers 404 saying why."""
+    async def scenario(http, herder):
+        answers = []
+        for method, path, body in (("POST", "/connectors/c/tasks", []), ("PUT", "/connectors/c/fence", None)):
+            async with http.request(method, path, json=body) as r:
+                answers.append((r.status, (await r.json())["message"]))
+        return answers
+
+    assert rest(scenario) == [
+        (404, "Task configs are written by the leader of a Connect cluster; this worker is standalone"),
+        (404, "Zombie fencing is the leader's of a Connect cluster; this worker is standalone"),
+    ]

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["EXACTLY_ONCE", "RESULT_SCHEMA", "SPEC_OPTION", "exchange", "prepare", "recv", "send", "socket_path",
-           "take_stored"]
+           "take_stored", "transactional_id"]
 
 #: The reader option holding the task's spec (JSON, secrets in it: Spark redacts option values whose
 #: key matches spark.redaction.regex).
@@ -39,6 +39,12 @@ RESULT_SCHEMA = "source_partition string, source_offset string, records long, st
 #: How long a batch's read() waits for a new host to listen.
 _SPAWN_WAIT_S = 60.0
 _HEADER = struct.Struct(">I")
+
+
+def transactional_id(group_id: str, connector: str, task: int) -> str:
+    """An exactly-once source task's ``transactional.id``, Kafka Connect's: the same in every
+    generation of the connector's tasks, so a task's successor fences it (:mod:`connectd.cluster.zombies`)."""
+    return f"{group_id}-{connector}-{task}"
 
 
 def take_stored(directory: str | None) -> Iterator[dict[str, Any]]:
