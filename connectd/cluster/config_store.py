@@ -38,19 +38,21 @@ started, as records are read, on the event loop; the snapshot after
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from connectd.cluster.kafka_log import KafkaLog, LogBackedStore
+from connectd.cluster.leader_writer import LeaderWriter, transactional_id
 from connectd.cluster.protocol import ConnectorTaskId
 from connectd.cluster.signing import SessionKey
-from connectd.errors import ConfigError
+from connectd.errors import ConfigError, ConnectorError
 from connectd.logging import get_logger
 from connectd.loops import Loops
 
@@ -207,6 +209,8 @@ class KafkaConfigStore(LogBackedStore):
     :param producer_settings: aiokafka producer settings.
     :param listener: told of changes read after :meth:`start`.
     :param loops: where the topic's reading and writing loops run.
+    :param writer: every write goes through this transactional producer (the leader's, with
+        exactly-once sources preparing or enabled; :mod:`connectd.cluster.leader_writer`), once claimed.
     """
 
     def __init__(
@@ -218,8 +222,13 @@ class KafkaConfigStore(LogBackedStore):
         listener: ConfigListener | None = None,
         timeout_s: float = _WRITE_TIMEOUT_S,
         loops: Loops | None = None,
+        writer: LeaderWriter | None = None,
     ) -> None:
         self.topic = topic
+        self.writer = writer
+        #: called on the event loop when a write failed and took the writer's privileges with it
+        self.on_privileges_lost: Callable[[], None] = lambda: None
+        self._writing = asyncio.Lock()  # the writer's transactions one at a time
         self.listener = listener
         self.timeout_s = timeout_s
         self._log = KafkaLog(topic, consumer_settings, producer_settings, self._read, loops=loops)
@@ -241,12 +250,22 @@ class KafkaConfigStore(LogBackedStore):
     @classmethod
     def from_worker_config(cls, config: WorkerConfig, client_id: str = "connectd", *,
                            listener: ConfigListener | None = None, loops: Loops | None = None) -> KafkaConfigStore:
-        """A store on ``config.storage.topic`` with the worker's consumer and producer settings."""
+        """A store on ``config.storage.topic`` with the worker's consumer and producer settings; with
+        ``exactly.once.source.support`` preparing or enabled, written through the leader's
+        transactional producer, and with enabled, read ``read_committed`` (as Kafka Connect's)."""
         consumer = config.client_config("consumer", "aiokafka")
         producer = config.client_config("producer", "aiokafka")
         consumer.setdefault("client_id", f"{client_id}-configs")
         producer.setdefault("client_id", f"{client_id}-configs")
-        return cls(config.get("config.storage.topic"), consumer, producer, listener=listener, loops=loops)
+        topic = config.get("config.storage.topic")
+        writer = None
+        if config.transactional_leader:
+            settings = config.client_config("producer", "confluent")
+            settings.setdefault("client.id", f"{client_id}-configs-leader")
+            writer = LeaderWriter(topic, settings, transactional_id(str(config.get("group.id"))), _WRITE_TIMEOUT_S)
+        if config.exactly_once_source:
+            consumer["isolation_level"] = "read_committed"
+        return cls(topic, consumer, producer, listener=listener, loops=loops, writer=writer)
 
     # --- lifecycle ---
 
@@ -265,6 +284,10 @@ class KafkaConfigStore(LogBackedStore):
                                "it must have exactly 1 (Kafka Connect refuses it too)")])
         self._started = True
         log.info("config_store_started", topic=self.topic, offset=self._offset, connectors=len(self._connector_configs))
+
+    async def stop(self) -> None:
+        self.relinquish_write_privileges()
+        await super().stop()
 
     # --- reading ---
 
@@ -468,9 +491,34 @@ class KafkaConfigStore(LogBackedStore):
     # and raises ConnectdError if the write or the read-back fails ---
 
     async def _write(self, records: Sequence[tuple[str, Any]]) -> None:
-        for key, value in records:
-            partition, offset = await self._log.send_with_partition(key.encode("utf-8"), None if value is None else _dumps(value))
+        encoded = [(key.encode("utf-8"), None if value is None else _dumps(value)) for key, value in records]
+        if self.writer is not None:
+            async with self._writing:
+                try:
+                    await asyncio.to_thread(self.writer.write, encoded)
+                except ConnectorError:
+                    if not self.writer.claimed:
+                        self.on_privileges_lost()
+                    raise
+            await self._log.read_to_end(self.timeout_s)  # committed: at or below the last stable offset
+            return
+        for key, value in encoded:
+            partition, offset = await self._log.send_with_partition(key, value)
         await self._log.read_past(partition, offset, self.timeout_s)
+
+    async def claim_write_privileges(self) -> None:
+        """The leader's writer claims its transactional id (fencing any earlier leader's); nothing
+        without a writer.
+
+        :raises ConnectorError: not claimed in time.
+        """
+        if self.writer is not None:
+            async with self._writing:
+                await asyncio.to_thread(self.writer.claim)
+
+    def relinquish_write_privileges(self) -> None:
+        if self.writer is not None:
+            self.writer.relinquish()
 
     async def put_connector_config(self, connector: str, properties: Mapping[str, str | None],
                                    target_state: str | None = None) -> None:

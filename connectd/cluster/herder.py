@@ -9,6 +9,8 @@ here is the herder's part::
     start ─► topics exist ─► config + status topics read to the end ─► join the group, warming
           (no work until Spark is warm: attach_spark, then a rejoin that takes work)
     assigned(generation, assignment)
+        ├─ the leader, with exactly-once sources preparing or enabled: claim the config topic's write
+        │    privileges (connectd.cluster.leader_writer); a follower relinquishes them
         ├─ error CONFIG_MISMATCH ─► read the config topic to the end (worker.sync.timeout.ms), rejoin
         │    (not read in time: keep the work and read on; with worker.unsync.backoff.ms set,
         │     leave the group, work revoked, and rejoin after that long, as Kafka's worker does)
@@ -19,7 +21,9 @@ here is the herder's part::
     config record read (in topic order, one at a time, under the herder's lock)
         ├─ connector added or deleted, task configs committed ─► leader: rebalance
         ├─ connector config changed ─► its owner restarts it; new task configs go to the leader
-        ├─ task configs committed ─► owners restart their tasks of that connector
+        ├─ task configs committed ─► owners restart their tasks of that connector (exactly-once
+        │                            sources once the leader's round of zombie fencing is done:
+        │                            connectd.cluster.zombies)
         ├─ target state ─► owners pause / resume; STOPPED: the connector instance stops and the
         │                  leader writes an empty task set, so the tasks are revoked
         └─ restart request ─► owners restart what it names
@@ -91,6 +95,7 @@ _REPUBLISH_FIRST_S = 0.5  # task configs the leader did not take are offered aga
 _REPUBLISH_MAX_S = 30.0
 _FENCING_RETRY_FIRST_S = 0.5  # a task whose round of fencing failed asks again, doubling up to
 _FENCING_RETRY_MAX_S = 10.0
+_CLAIM_RETRY_S = 1.0  # a leader without the config topic's write privileges tries to claim them again
 
 
 class DistributedHerder(HerderBase):
@@ -112,6 +117,7 @@ class DistributedHerder(HerderBase):
         self.rest_url = rest_url
         self.config_store = KafkaConfigStore.from_worker_config(worker, f"connectd-{worker_id}", listener=self,
                                                                 loops=loops)
+        self.config_store.on_privileges_lost = lambda: self._later(self._claim_write_privileges())
         self.protocol = str(worker.get("connect.protocol")).lower()
         settings = worker.client_config("admin", "aiokafka")
         settings["client_id"] = f"connectd-{worker_id}"
@@ -544,6 +550,14 @@ class DistributedHerder(HerderBase):
         self._group_generation = generation
         self._last_assignment = assignment
         self._leader_url = assignment.leader_url
+        if self.is_leader:  # before any write of this round: a leader's writes may need privileges
+            try:
+                await self.config_store.claim_write_privileges()
+            except ConnectdError as exc:
+                log.error("config_topic_write_privileges_unclaimed", error=str(exc), retry_in_s=_CLAIM_RETRY_S)
+                self._later(self._claim_write_privileges())
+        else:
+            self.config_store.relinquish_write_privileges()
         with bind_context(generation=generation):
             if assignment.error == CONFIG_MISMATCH:
                 log.info("config_behind_leader", offset=assignment.config_offset)
@@ -934,6 +948,21 @@ class DistributedHerder(HerderBase):
                         current = self.status.task(name, task.id)
                         if not only_failed or (current is not None and current.state == FAILED):
                             await self.supervisor.restart(run, task)
+
+    async def _claim_write_privileges(self) -> None:
+        """Claim again, after a pause, the config topic's write privileges this worker, still the
+        leader, lost or could not claim (a write failed: fenced, the cluster away), every second
+        until it has them or no longer leads, as Kafka's leader does (:mod:`connectd.cluster.leader_writer`).
+        The first claim of a leadership is :meth:`on_assigned`'s."""
+        writer = self.config_store.writer
+        while writer is not None and self.is_leader and not writer.claimed:
+            await asyncio.sleep(_CLAIM_RETRY_S)
+            if not self.is_leader or writer.claimed:
+                return
+            try:
+                await self.config_store.claim_write_privileges()
+            except ConnectdError as exc:
+                log.error("config_topic_write_privileges_unclaimed", error=str(exc), retry_in_s=_CLAIM_RETRY_S)
 
     # --- the session key ---
 

@@ -286,7 +286,7 @@ class KafkaLog:
                         continue
                     if stamp <= first_response[tp]:
                         continue
-                    ends[tp] = self._consumer.highwater(tp)
+                    ends[tp] = self._end(tp)
                 if await self._consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
             if not pending:
@@ -300,6 +300,17 @@ class KafkaLog:
                     f"cluster at {self.bootstrap_servers} (partitions not caught up, with their ends if known: {behind})"
                 )
             await asyncio.sleep(_POLL_S)
+
+    def _end(self, tp: TopicPartition) -> int:
+        """Where *tp* ends for this consumer, as its last fetch said: the high watermark, or, reading
+        only committed records, the last stable offset (an open transaction's records wait beyond
+        it until they commit or abort; Kafka's ``endOffsets`` answers the same)."""
+        assert self._consumer is not None
+        if self._consumer_settings.get("isolation_level") == "read_committed":
+            stable = self._consumer.last_stable_offset(tp)
+            if stable is not None and stable >= 0:
+                return stable
+        return self._consumer.highwater(tp)
 
     async def read_past(self, partition: int, offset: int, timeout_s: float = 30.0) -> None:
         """Return once the record at *offset* of *partition* has been passed to ``on_record``

@@ -191,6 +191,13 @@ class WorkerConfig:
         return conf
 
     @property
+    def transactional_leader(self) -> bool:
+        """Whether the leader writes the config topic through a transactional producer
+        (``exactly.once.source.support`` preparing or enabled, distributed mode)."""
+        return self.mode == "distributed" and str(self.get("exactly.once.source.support")).lower() in (
+            "preparing", "enabled")
+
+    @property
     def exactly_once_source(self) -> bool:
         """Whether this worker runs source tasks exactly once (``exactly.once.source.support=enabled``,
         distributed mode)."""
@@ -256,14 +263,10 @@ class WorkerConfig:
     def _cross_checks(self) -> list[ConfigProblem]:
         found: list[ConfigProblem] = []
         support = (self._raw.get("exactly.once.source.support") or "").strip()
-        if support.lower() == "preparing" or support.lower() == "enabled" and self.mode != "distributed":
-            why = ("runs in distributed mode only, as in Kafka Connect" if self.mode != "distributed" else
-                   "is not supported yet: connectd's leader does not write the config topic in transactions; "
-                   "a cluster moves from disabled to enabled directly (docs/exactly-once.md)")
+        if support.lower() in ("preparing", "enabled") and self.mode != "distributed":
             found.append(ConfigProblem(self.origin("exactly.once.source.support"), "exactly.once.source.support",
-                                       f"exactly-once source delivery {why}; expected "
-                                       + ("disabled" if self.mode != "distributed" else "disabled or enabled"),
-                                       support))
+                                       "exactly-once source delivery runs in distributed mode only, as in Kafka "
+                                       "Connect; expected disabled", support))
         if self.mode == "distributed":
             topics: dict[str, str] = {}
             for key in ("config.storage.topic", "offset.storage.topic", "status.storage.topic"):

@@ -431,9 +431,10 @@ _WORKER_KEYS = [
     ConfigKey("topic.tracking.allow.reset", Type.BOOLEAN,
               "Allow PUT /connectors/{name}/topics/reset.", default=True, importance=L, group="Connectors"),
     ConfigKey("exactly.once.source.support", Type.STRING,
-              "Exactly-once delivery for source connectors (distributed mode): disabled, or enabled: each "
-              "source task writes its records and their offsets in Kafka transactions (docs/exactly-once.md). "
-              "preparing (Kafka Connect's step while upgrading a cluster) is not supported yet.",
+              "Exactly-once delivery for source connectors (distributed mode): disabled; preparing: the leader "
+              "writes the config topic in transactions (Kafka Connect's rolling step towards enabled); "
+              "enabled: that, and each source task writes its records and their offsets in Kafka transactions, "
+              "its zombies fenced (docs/exactly-once.md).",
               default="disabled", importance=H,
               validator=CaseInsensitiveValidString("disabled", "preparing", "enabled"), group="Connectors"),
 ]

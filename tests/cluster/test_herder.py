@@ -37,7 +37,8 @@ _NO_SPARK = SimpleNamespace()
 def _herder(worker_config, snapshot: ConfigSnapshot) -> tuple[DistributedHerder, list[tuple[int, int]]]:
     """A herder whose config topic reads *snapshot*; returns it and the (task, task count) of each start."""
     herder = DistributedHerder(worker_config("distributed"), "w1:8083", _NO_SPARK, "http://w1:8083")
-    herder.config_store = SimpleNamespace(snapshot=lambda: snapshot)
+    herder.config_store = SimpleNamespace(snapshot=lambda: snapshot, writer=None,
+                                          relinquish_write_privileges=lambda: None)
     herder.status = MemoryStatusStore()
     started: list[tuple[int, int]] = []
 
@@ -240,6 +241,57 @@ def test_without_exactly_once_a_source_task_starts_at_once(worker_config):
     asyncio.run(herder._start_owned_task(ConnectorTaskId("src", 0)))
 
     assert started == [(0, 1)] and herder.later == [] and herder.rounds == []
+
+
+def test_the_leader_claims_the_config_topics_write_privileges_and_again_after_losing_them(
+        worker_config, monkeypatch):
+    """exactly.once.source.support preparing or enabled (KIP-618): an assignment that makes this worker
+    the leader claims the leader's transactional id before anything of the round is written; one that
+    makes it a follower relinquishes it; a leader whose claim failed (or whose write lost it) claims
+    again, while it leads."""
+    from connectd.cluster import herder as herder_module
+    from connectd.cluster.protocol import COMPATIBLE
+
+    monkeypatch.setattr(herder_module, "_CLAIM_RETRY_S", 0.01)
+    herder, _ = _herder(lambda mode: worker_config(mode, **{"exactly.once.source.support": "preparing"}),
+                        _snapshot("c", 0))
+    calls, refusals = [], [ConnectorError("the cluster is away")]
+    writer = SimpleNamespace(claimed=False)
+
+    async def claim():
+        calls.append("claim")
+        if refusals:
+            raise refusals.pop()
+        writer.claimed = True
+
+    def relinquish():
+        calls.append("relinquish")
+        writer.claimed = False
+
+    herder.config_store.writer = writer
+    herder.config_store.claim_write_privileges = claim
+    herder.config_store.relinquish_write_privileges = relinquish
+    herder.config_store.refresh = _no_wait
+    herder.member = SimpleNamespace(is_leader=True, protocol=COMPATIBLE)
+    herder._clean_deleted_statuses = lambda: None  # the leader's, after each round: not this test's
+    herder.later = []
+    herder._later = lambda work, connector=None: herder.later.append(work)
+
+    async def scenario():
+        await herder.on_assigned(ConnectAssignment(0, "me", "http://me", 10), 1, "me", COMPATIBLE)
+        assert calls == ["claim"] and not writer.claimed  # refused: tried again, later
+        retry = next(work for work in herder.later if work.__name__ == "_claim_write_privileges")
+        await retry
+        assert calls == ["claim", "claim"] and writer.claimed
+        herder.member.is_leader = False
+        await herder.on_assigned(ConnectAssignment(0, "other", "http://other", 10), 2, "me", COMPATIBLE)
+        assert calls[-1] == "relinquish" and not writer.claimed
+        await herder._claim_write_privileges()  # a follower never claims
+        assert calls[-1] == "relinquish"
+        for work in herder.later:
+            work.close()  # the rounds' starts: not this test's
+
+    asyncio.run(scenario())
 
 
 @pytest.mark.integration

@@ -772,21 +772,14 @@ _STANDALONE = [
 ]
 
 
-@pytest.mark.parametrize("value", ["enabled", "ENABLED", "disabled"])
-def test_exactly_once_source_support_enabled_or_disabled_is_a_distributed_workers_choice(tmp_path, value) -> None:
+@pytest.mark.parametrize(("value", "leader", "sources"), [
+    ("enabled", True, True), ("ENABLED", True, True), ("preparing", True, False), ("disabled", False, False)])
+def test_exactly_once_source_support_is_a_distributed_workers_choice(tmp_path, value, leader, sources) -> None:
+    """Kafka Connect's three steps: preparing has the leader write the config topic in transactions,
+    enabled the source tasks too."""
     config = _config(tmp_path, f"exactly.once.source.support={value}", base=DISTRIBUTED, mode="distributed")
     assert _errors(config) == []
-    assert config.exactly_once_source is (value.lower() == "enabled")
-
-
-def test_exactly_once_source_support_preparing_is_refused_until_connectd_has_it(tmp_path) -> None:
-    errors = _errors(_config(tmp_path, "exactly.once.source.support=preparing", base=DISTRIBUTED, mode="distributed"))
-    assert [str(p) for p in errors] == [
-        f"{tmp_path / 'worker.properties'}:{len(DISTRIBUTED) + 1}: exactly.once.source.support='preparing': "
-        "exactly-once source delivery is not supported yet: connectd's leader does not write the config topic in "
-        "transactions; a cluster moves from disabled to enabled directly (docs/exactly-once.md); expected disabled "
-        "or enabled"
-    ]
+    assert (config.transactional_leader, config.exactly_once_source) == (leader, sources)
 
 
 @pytest.mark.parametrize("value", ["enabled", "preparing"])

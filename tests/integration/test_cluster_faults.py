@@ -291,6 +291,8 @@ def test_exactly_once_the_source_worker_killed_mid_stream_every_line_is_seen_onc
     3. a connector goes from 2 tasks to 1: before the new one starts, the leader fences the
        transactional ids of both old ones; a zombie of old task 1 (a producer of its id from
        before) can no longer commit.
+
+    Every leader writes the config topic in transactions (its write privileges claimed).
     """
     workers = cluster(**{"exactly.once.source.support": "enabled"})
     for name in ("w1", "w2"):
@@ -320,6 +322,7 @@ def test_exactly_once_the_source_worker_killed_mid_stream_every_line_is_seen_onc
         assert '"event": "zombie_fencing_recorded"' not in follower_log  # it asked the leader
         leader_log = (workers.directory / f"{leader}.log").read_text(errors="replace")
         assert leader_log.count('"event": "zombie_fencing_recorded"') == 2  # one round per connector
+        assert '"event": "config_topic_write_privileges_claimed"' in leader_log  # it writes in transactions
 
         status = workers.status("w1", "source")
         victim = workers.name_of(status["tasks"][0]["worker_id"])
@@ -348,6 +351,7 @@ def test_exactly_once_the_source_worker_killed_mid_stream_every_line_is_seen_onc
     workers.wait_until(lambda: workers.status(survivor, "gen"), "gen's one task RUNNING",
                        until=lambda s: [t["state"] for t in s.get("tasks", [])] == ["RUNNING"], timeout=120)
     survivor_log = (workers.directory / f"{survivor}.log").read_text(errors="replace")
+    assert '"event": "config_topic_write_privileges_claimed"' in survivor_log  # the leader now, if not before
     fencing = [json.loads(line) for line in survivor_log.splitlines() if '"event": "zombie_fencing"' in line]
     assert [(e["connector"], e["transactional_ids"], e["tasks_now"]) for e in fencing] == [("gen", 2, 1)]
     zombie.begin_transaction()
