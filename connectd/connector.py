@@ -264,9 +264,9 @@ class SourceTaskContext:
 
     def transaction_context(self) -> None:
         """Kafka Connect's ``transactionContext()``: always ``None``, as there for a connector that
-        does not define its own transaction boundaries. connectd has no exactly-once source
-        support and refuses connectors that ask for it (``transaction.boundary``), so a task
-        ported from Java that checks for ``None`` keeps working."""
+        does not define its own transaction boundaries (with exactly-once delivery, connectd ends
+        transactions at each ``poll()`` or interval; ``transaction.boundary=connector`` is refused,
+        not supported yet), so a task ported from Java that checks for ``None`` keeps working."""
         return None
 
 

@@ -124,7 +124,10 @@ def _source_query_options(worker, monkeypatch, connector_config, task_class=None
 def test_an_exactly_once_workers_source_task_gets_kafka_connects_transactional_id(worker_config, monkeypatch):
     enabled = worker_config("distributed", **{"exactly.once.source.support": "enabled", "group.id": "cluster-a"})
     assert _source_query_options(enabled, monkeypatch, {})["exactly_once"] == {
-        "transactional_id": "cluster-a-c-0", "boundary": "poll"}
+        "transactional_id": "cluster-a-c-0", "boundary": "poll", "interval_ms": 60_000}  # offset.flush.interval.ms
+    interval = {"transaction.boundary": "Interval", "transaction.boundary.interval.ms": "2500"}
+    assert _source_query_options(enabled, monkeypatch, interval)["exactly_once"] == {
+        "transactional_id": "cluster-a-c-0", "boundary": "interval", "interval_ms": 2500}
     assert _source_query_options(worker_config("distributed"), monkeypatch, {})["exactly_once"] is None
 
 

@@ -139,12 +139,13 @@ _SOURCE_KEYS = [
               group="Exactly once"),
     ConfigKey("transaction.boundary", Type.STRING,
               "Where a source task's transactions end under exactly-once delivery: poll (each poll()'s "
-              "records a transaction). interval and connector are not supported yet: refused.", default="poll",
+              "records a transaction), interval (every transaction.boundary.interval.ms, and at the end of "
+              "each Spark micro-batch). connector is not supported yet: refused.", default="poll",
               importance=M, validator=CaseInsensitiveValidString("poll", "interval", "connector"),
               group="Exactly once"),
     ConfigKey("transaction.boundary.interval.ms", Type.LONG,
-              "With transaction.boundary=interval, how often a transaction is committed. Not supported yet: "
-              "refused when set.", default=None,
+              "With transaction.boundary=interval, how often a transaction is committed (a micro-batch's end "
+              "commits too); unset: the worker's offset.flush.interval.ms.", default=None,
               importance=L, validator=Range.at_least(0), group="Exactly once"),
     ConfigKey("offsets.storage.topic", Type.STRING,
               "This connector's own offsets topic instead of the worker's.", default=None, importance=L,
@@ -235,6 +236,10 @@ class ConnectorConfig:
     offsets_storage_topic: str | None = None
     #: A sink's consumer group (:func:`sink_group_id`; empty for a source).
     group_id: str = ""
+    #: A source's ``transaction.boundary`` (lower case) and ``transaction.boundary.interval.ms``
+    #: (``None``: the worker's ``offset.flush.interval.ms``, as Kafka Connect).
+    transaction_boundary: str = "poll"
+    transaction_interval_ms: int | None = None
 
     @classmethod
     def parse(cls, config: Mapping[str, Any], kind: str) -> ConnectorConfig:
@@ -261,6 +266,8 @@ class ConnectorConfig:
             topics_regex=(value("topics.regex") or "").strip() if kind == "sink" else "",
             offsets_storage_topic=own_topic or None,
             group_id=sink_group_id(str(value("name")).strip(), config) if kind == "sink" else "",
+            transaction_boundary=str(value("transaction.boundary")).strip().lower() if kind == "source" else "poll",
+            transaction_interval_ms=value("transaction.boundary.interval.ms") if kind == "source" else None,
         )
 
 
@@ -448,9 +455,9 @@ def exactly_once_problems(
     ``exactly.once.support=requested`` (the default) asks for nothing, as in Kafka Connect;
     ``required`` needs the worker's ``exactly.once.source.support=enabled`` (*enabled*) and the
     connector's ``exactly_once_support(config)`` (*support*, called only then) to answer
-    ``SUPPORTED``. Transactions end at each ``poll()`` only: ``transaction.boundary=interval`` or
-    ``connector`` and ``transaction.boundary.interval.ms`` are refused (not supported yet);
-    ``transaction.boundary=poll`` without exactly-once has no effect and says so.
+    ``SUPPORTED``. ``transaction.boundary`` poll and interval are built, ``connector`` is refused
+    (not supported yet); a boundary without exactly-once has no effect and says so, as does
+    ``transaction.boundary.interval.ms`` with another boundary than interval.
     """
     found = []
     required = str(values.get("exactly.once.support") or "").strip().lower() == "required"
@@ -469,18 +476,19 @@ def exactly_once_problems(
                                        "exactly-once delivery is required, and the connector does not declare it "
                                        f"with this config (exactly_once_support() answered {said})", "required"))
     boundary = str(values.get("transaction.boundary") or "").strip()
-    if boundary and boundary.lower() != "poll":
+    if boundary.lower() == "connector":
         found.append(ConfigProblem(origin("transaction.boundary"), "transaction.boundary",
-                                   "is not supported yet: connectd ends a source task's transactions at each "
-                                   "poll(); expected poll", boundary))
+                                   "connector-defined transactions are not supported yet; expected poll or interval",
+                                   boundary))
     elif boundary and not enabled:
         found.append(ConfigProblem(origin("transaction.boundary"), "transaction.boundary",
                                    "has no effect: this worker's exactly.once.source.support is not enabled",
                                    boundary, severity="warning"))
-    if "transaction.boundary.interval.ms" in values:
+    interval = values.get("transaction.boundary.interval.ms")
+    if interval not in (None, "") and boundary.lower() != "interval":
         found.append(ConfigProblem(origin("transaction.boundary.interval.ms"), "transaction.boundary.interval.ms",
-                                   "is not supported yet (transaction.boundary=interval is not); remove the key",
-                                   str(values["transaction.boundary.interval.ms"])))
+                                   "has no effect: transaction.boundary is not interval", str(interval),
+                                   severity="warning"))
     return found
 
 

@@ -271,13 +271,13 @@ class TaskAssembler:
             metrics=handle.metrics,
             lease_file=self.lease_file,
             on_executors=on_executors,
-            exactly_once=self._exactly_once(connector, task_id, on_executors, connector_config),
+            exactly_once=self._exactly_once(connector, task_id, on_executors, connector_config, settings),
         )
 
     def _exactly_once(self, connector: str, task_id: int, on_executors: bool,
-                      connector_config: Mapping[str, str]) -> dict[str, Any] | None:
+                      connector_config: Mapping[str, str], settings: ConnectorConfig) -> dict[str, Any] | None:
         """A source task's transactions (:mod:`connectd.runtime.source.transactions`) with
-        ``exactly.once.source.support=enabled``: Kafka Connect's transactional id, a transaction per poll().
+        ``exactly.once.source.support=enabled``: Kafka Connect's transactional id, its boundary.
 
         :raises ConnectorError: the task is polled on the driver, where no transaction holds its records;
             or its records go to another Kafka cluster than its offsets topic's, which no transaction spans.
@@ -293,8 +293,10 @@ class TaskAssembler:
             raise ConnectorError("exactly.once.source.support is enabled and producer.override.bootstrap.servers "
                                  "names another Kafka cluster than the worker's, where the offsets topic is: no "
                                  "transaction spans two clusters (not supported yet: docs/exactly-once.md)")
+        interval_ms = settings.transaction_interval_ms
         return {"transactional_id": transactional_id(str(self.worker.get("group.id")), connector, task_id),
-                "boundary": "poll"}
+                "boundary": settings.transaction_boundary,
+                "interval_ms": interval_ms if interval_ms is not None else self.worker.get("offset.flush.interval.ms")}
 
     def _start_spark_source(self, handle: TaskHandle, connector: str, connector_config: Mapping[str, str],
                             task_class: type, task_id: int, task_config: Mapping[str, str], paused: bool) -> None:

@@ -47,11 +47,19 @@ def test_requested_asks_nothing_of_the_connector_either_way():
         assert problems({"exactly.once.support": "requested"}, enabled=enabled) == ([], False)
 
 
-@pytest.mark.parametrize("boundary", ["interval", "Connector"])
-def test_transaction_boundaries_other_than_poll_are_refused_until_connectd_has_them(boundary):
-    found, _ = problems({"transaction.boundary": boundary, "transaction.boundary.interval.ms": "100"}, enabled=True)
-    assert [(key, error) for key, _, error in found] == [("transaction.boundary", True),
-                                                         ("transaction.boundary.interval.ms", True)]
+def test_connector_defined_transaction_boundaries_are_refused_until_connectd_has_them():
+    found, _ = problems({"transaction.boundary": "Connector"}, enabled=True)
+    assert found == [("transaction.boundary", "connector-defined transactions are not supported yet; expected "
+                      "poll or interval", True)]
+
+
+def test_an_interval_boundary_is_accepted_and_its_interval_has_no_effect_with_another_boundary():
+    assert problems({"transaction.boundary": "interval", "transaction.boundary.interval.ms": "100"},
+                    enabled=True) == ([], False)
+    assert problems({"transaction.boundary": "interval"}, enabled=True) == ([], False)  # offset.flush.interval.ms
+    found, _ = problems({"transaction.boundary.interval.ms": "100"}, enabled=True)
+    assert found == [("transaction.boundary.interval.ms", "has no effect: transaction.boundary is not interval",
+                      False)]
 
 
 def test_transaction_boundary_poll_is_what_an_enabled_worker_does_and_has_no_effect_on_another():

@@ -509,16 +509,17 @@ def offsets_written(broker, offsets_topic: str) -> tuple[int, int]:
         consumer.close()
 
 
-def run_exactly_once(spark, broker, worker_config, tmp_path, topic: str, text: str, **options):
-    """A FileStreamSource task's query delivering exactly once on a new topic, its offsets in a new
-    offsets topic: (query, the file holding *text*, the offsets topic)."""
+def run_exactly_once(spark, broker, worker_config, tmp_path, topic: str, text: str, boundary=None, **options):
+    """A FileStreamSource task's query delivering exactly once on a new topic (transactions ending at
+    each poll(), or as *boundary* says), its offsets in a new offsets topic: (query, the file holding
+    *text*, the offsets topic)."""
     create_topic(broker, topic)
     offsets_topic = f"{topic}-offsets"
     create_topic(broker, offsets_topic)
     path = tmp_path / "in.txt"
     path.write_text(text)
     query = run(spark, worker_config.settings(), path, topic, offsets_topic=offsets_topic,
-                exactly_once=EXACTLY_ONCE, **options)
+                exactly_once={**EXACTLY_ONCE, **(boundary or {})}, **options)
     return query, path, offsets_topic
 
 
@@ -560,6 +561,28 @@ def test_exactly_once_a_polls_records_and_their_offsets_are_one_transaction_the_
         assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2300)]  # once each, in order
     finally:
         second.stop(graceful_timeout_s=30)
+
+
+@pytest.mark.parametrize(("boundary", "transactions"), [
+    ({"boundary": "poll"}, lambda n: n == 20),  # one per poll(): 2,000 lines, 100 a poll
+    ({"boundary": "interval", "interval_ms": 60_000}, lambda n: 4 <= n < 20),  # one per micro-batch (500 records)
+    ({"boundary": "interval", "interval_ms": 0}, lambda n: n == 20),  # the interval passed at every poll
+])
+def test_exactly_once_transaction_boundaries_poll_and_interval(
+        spark, broker, topic_name, tmp_path, worker_config, consume_records, boundary, transactions):
+    """transaction.boundary=poll: each poll()'s records and their offsets one transaction; interval:
+    every poll's records until the interval passed, or the micro-batch ended, in one (no transaction
+    spans two micro-batches). A transaction writes one offsets record here (one source partition)."""
+    query, path, offsets_topic = run_exactly_once(
+        spark, broker, worker_config, tmp_path, topic_name, "".join(f"line {i}\n" for i in range(2000)),
+        boundary, connector_extra={"batch.size": "100"})
+    try:
+        got = read_topic(consume_records, topic_name, 2000)
+    finally:
+        assert query.stop(graceful_timeout_s=30) is True
+    assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2000)]
+    records, _ = offsets_written(broker, offsets_topic)
+    assert transactions(records), records
 
 
 def test_exactly_once_a_poll_not_wholly_written_is_aborted_none_of_it_seen_no_offset_moved(

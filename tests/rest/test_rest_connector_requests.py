@@ -163,10 +163,8 @@ def test_overrides_connectd_carries_out_or_whose_purpose_never_arises_are_accept
 @pytest.mark.parametrize(("key", "value", "words"), [
     ("exactly.once.support", "required", "exactly-once delivery is required, and this worker's "
                                          "exactly.once.source.support is not enabled"),
-    ("transaction.boundary", "interval", "is not supported yet: connectd ends a source task's transactions at each "
-                                         "poll()"),
-    ("transaction.boundary", "connector", "is not supported yet"),
-    ("transaction.boundary.interval.ms", "1000", "is not supported yet"),
+    ("transaction.boundary", "connector", "connector-defined transactions are not supported yet; expected poll or "
+                                          "interval"),
 ])
 def test_exactly_once_source_keys_asking_what_the_worker_does_not_do_are_refused_with_400(rest, key, value, words):
     async def scenario(http, herder):

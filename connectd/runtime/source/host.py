@@ -362,7 +362,7 @@ class TaskHost:
         def produce_all(chunks: list[Any]) -> None:
             for chunk in chunks:
                 if transactions is not None:
-                    transactions.run(produce, chunk)  # a transaction per poll()
+                    transactions.run(produce, chunk)  # into the open transaction; committed at its boundary
                 else:
                     produce(chunk)
 
@@ -395,10 +395,16 @@ class TaskHost:
             # Records polled and not yet written (Kafka Connect's source-record-active-count), as the
             # batch waits for its acknowledgements: its own and those polled ahead.
             active = (written.records if written is not None else 0) + (poller.backlog if poller is not None else 0)
+            if transactions is not None:
+                transactions.commit()  # no transaction spans two micro-batches
             if written is not None:
                 flush_produced(producer, written, task.flush_timeout)
             if refused is not None:
                 refused.flush()  # dead-lettered before the batch's offsets move past them
+        except BaseException:
+            if transactions is not None:
+                transactions.abort()  # what the batch opened and did not commit is never seen
+            raise
         finally:
             self._polling_here = False
             if refused is not None:

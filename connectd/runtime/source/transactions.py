@@ -10,16 +10,20 @@ worker stores no offsets for such a task.
 
 ``transaction.boundary=poll``: each ``poll()``'s records are a transaction of their own (the poller
 keeps them apart: :meth:`connectd.runtime.source.poller.Poller.take_polls`), as Kafka Connect
-says; a Spark micro-batch then holds one or more whole transactions, committed before the batch
-replies.
+says. ``interval``: a transaction holds the records of every poll until
+``transaction.boundary.interval.ms`` has passed since it began, or until the micro-batch ends,
+whichever is first. Either way a Spark micro-batch holds one or more whole transactions, committed
+before the batch replies: none spans two micro-batches.
 
 States of the task's transactions::
 
     (start) ──init_transactions: older producers of the id fenced, their open transaction ended──►
-    IDLE ──a poll's records taken──► OPEN (begin) ──its records, then its offsets produced──►
-         commit ──committed──► IDLE
-    OPEN ──a record or offset not written, or the commit failing──► abort ──► the batch fails with
-         the error, the task with it
+    IDLE ──a poll's records taken──► OPEN (begin) ──its records produced──►
+    OPEN ──poll boundary; interval boundary: the interval passed; or the micro-batch ends──►
+         its offsets produced, commit ──committed──► IDLE
+    OPEN ──(interval) the next poll's records taken──► OPEN, they join it
+    OPEN ──a record or offset not written, the commit failing, or the batch failing──► abort ──►
+         the batch fails with the error, the task with it
     any ──a newer producer initialised the same id (the task's successor elsewhere)──► FENCED: the
          next begin or commit raises; the batch fails; this process ends its task (a zombie)
 
@@ -63,30 +67,69 @@ class TaskTransactions:
             raise ValueError("exactly-once delivery stores offsets in an offsets topic, not a file")
         self.store = store
         self.producer = transactional_producer(spec["producer"], self.transactional_id, timeout, every_delivery)
+        #: where transactions end: "poll" (each poll()'s records) or "interval" (every interval_s, or
+        #: at the micro-batch's end: :meth:`commit`)
+        self.boundary = str(settings.get("boundary", "poll"))
+        self.interval_s = float(settings.get("interval_ms", 0)) / 1000
         self._sizes: list[int] = []  # records of each transaction committed since the last take_stats()
         self._commit_seconds = 0.0
+        self._began: float | None = None  # when the open transaction began; None: none is open
+        self._records = 0  # records in the open transaction
+        self._offsets: dict[str, str] = {}  # the open transaction's last offset of each source partition
         log.info("source_task_transactions_initialised", transactional_id=self.transactional_id)
 
     def run(self, produce: Callable[[Any], int], chunk: tuple[list[Any], dict[str, str], set[str], list[Any]]) -> None:
-        """One transaction: *chunk*'s records (``produce(chunk)`` with :attr:`producer`, returning how
-        many it produced) and then its offsets, committed; aborted if any of it fails.
+        """*chunk*'s records (one ``poll()``'s: ``produce(chunk)`` with :attr:`producer`, returning how
+        many it produced) into the open transaction, begun here if none is; committed after them with
+        ``poll`` boundaries, or once ``interval`` boundaries' interval has passed since it began.
 
         :raises: what failed (after the abort).
         """
-        offsets = {partition: json.loads(offset) for partition, offset in chunk[1].items()}
-        producer = self.producer
-        producer.begin_transaction()
+        if self._began is None:
+            self.producer.begin_transaction()
+            self._began = time.monotonic()
         try:
-            records = produce(chunk)
-            self.store.put_in_transaction(producer, self.connector, offsets)
-            began = time.monotonic()
-            producer.commit_transaction(self.timeout)
+            self._records += produce(chunk)
         except BaseException:
-            self._abort()
+            self.abort()
+            raise
+        self._offsets.update(chunk[1])
+        if self.boundary == "poll" or time.monotonic() - self._began >= self.interval_s:
+            self.commit()
+
+    def commit(self) -> None:
+        """The open transaction's offsets (the last of each source partition), then its commit;
+        nothing without one (a micro-batch's end commits what it opened).
+
+        :raises: what failed (after the abort).
+        """
+        if self._began is None:
+            return
+        offsets = {partition: json.loads(offset) for partition, offset in self._offsets.items()}
+        try:
+            self.store.put_in_transaction(self.producer, self.connector, offsets)
+            began = time.monotonic()
+            self.producer.commit_transaction(self.timeout)
+        except BaseException:
+            self.abort()
             raise
         self._commit_seconds += time.monotonic() - began
-        self._sizes.append(records)
+        self._sizes.append(self._records)
+        self._reset()
         self.store.copy_to_fallback(self.connector, offsets)
+
+    def abort(self) -> None:
+        """End the open transaction unseen: none of its records is read committed, no offset moves."""
+        if self._began is None:
+            return
+        self._reset()
+        # A fenced producer cannot abort (its transaction is the broker's to end): the failure that
+        # brought us here is what the batch reports.
+        with contextlib.suppress(Exception):
+            self.producer.abort_transaction(self.timeout)
+
+    def _reset(self) -> None:
+        self._began, self._records, self._offsets = None, 0, {}
 
     def take_stats(self) -> dict[str, Any]:
         """For the task's metrics (:meth:`connectd.metrics.TaskMetrics.task_counts`), since the last call:
@@ -95,12 +138,6 @@ class TaskTransactions:
         sizes, self._sizes = self._sizes, []
         seconds, self._commit_seconds = self._commit_seconds, 0.0
         return {"transactions": sizes, "transaction_commit_seconds": seconds} if sizes else {}
-
-    def _abort(self) -> None:
-        # A fenced producer cannot abort (its transaction is the broker's to end): the failure that
-        # brought us here is what the batch reports.
-        with contextlib.suppress(Exception):
-            self.producer.abort_transaction(self.timeout)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -29,7 +29,8 @@ __all__ = ["EXACTLY_ONCE", "RESULT_SCHEMA", "SPEC_OPTION", "exchange", "prepare"
 #: The reader option holding the task's spec (JSON, secrets in it: Spark redacts option values whose
 #: key matches spark.redaction.regex).
 SPEC_OPTION = "task.secret.spec"
-#: The spec's key for a task delivering exactly once: ``{"transactional_id": …, "boundary": "poll"}``
+#: The spec's key for a task delivering exactly once: ``{"transactional_id": …, "boundary": "poll" or
+#: "interval", "interval_ms": …}``
 #: (:mod:`connectd.runtime.source.transactions`).
 EXACTLY_ONCE = "exactly_once"
 #: What reading a batch yields: each source partition's last offset, then the record count with

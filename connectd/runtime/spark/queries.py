@@ -300,7 +300,7 @@ def start_source_query(
     :param on_executors: the task runs on an executor's host, its records produced there
         (:mod:`connectd.runtime.source.executor`); ``False`` (``SourceTask.poll_on_driver``): it
         is polled in Spark's planner process on this host (:mod:`connectd.runtime.source.task`).
-    :param exactly_once: ``{"transactional_id": …, "boundary": "poll"}``: the task's records and
+    :param exactly_once: ``{"transactional_id": …, "boundary": …, "interval_ms": …}``: the task's records and
         their offsets are written in transactions by the task's own process
         (:mod:`connectd.runtime.source.transactions`), and this process stores no offsets for it.
         Needs an offsets topic and the task on an executor.
