@@ -278,17 +278,21 @@ def test_the_broker_away_for_20_seconds(lasting_broker, cluster, pipeline, consu
         topic, bootstrap_servers=lasting_broker.bootstrap_servers, **kw))
 
 
-def test_exactly_once_the_source_worker_killed_mid_stream_every_line_is_seen_once_zombies_fenced(
+def test_exactly_once_a_frozen_then_a_killed_source_worker_every_line_is_seen_once_zombies_fenced(
         cluster, tmp_path, topic_name, consume_records):
     """Issue 13, with ``exactly.once.source.support=enabled``:
 
     1. each connector's first generation of tasks starts after the leader's round of fencing,
        asked for by the follower's tasks too (``PUT /connectors/{c}/fence``, signed);
-    2. the source's worker dies (SIGKILL) while lines stream in; its task starts again on the other
+    2. the source's worker is frozen (SIGSTOP) between two transactions for longer than its session:
+       the task starts on the other worker, whose producer fences the frozen one's; lines appended
+       meanwhile arrive from there; the frozen worker wakes (SIGCONT) and rejoins, writing nothing
+       of its own (its lease ended; its producer is fenced);
+    3. the source's worker dies (SIGKILL) while lines stream in; its task starts again on the other
        worker from the offsets committed with its last transaction. A read_committed consumer sees
        every line once: none lost, none twice (at least once, the lines of the batch in flight
        would come again);
-    3. a connector goes from 2 tasks to 1: before the new one starts, the leader fences the
+    4. a connector goes from 2 tasks to 1: before the new one starts, the leader fences the
        transactional ids of both old ones; a zombie of old task 1 (a producer of its id from
        before) can no longer commit.
 
@@ -311,19 +315,36 @@ def test_exactly_once_the_source_worker_killed_mid_stream_every_line_is_seen_onc
         assert code == 201, answer
     leader = workers.leader()
     follower = next(name for name in ("w1", "w2") if name != leader)
-    with Appender(source_file) as appender:
-        consume_records(topic_name, 2000, partitions=1, timeout=180)
-        placed = workers.wait_until(lambda: workers.placement("w1", ["gen"], 2), "gen's two tasks RUNNING",
-                                    timeout=120)
-        on_follower = [task for task, worker in {**placed, **workers.placement("w1", ["source"], 1)}.items()
-                       if worker == workers.urls[follower].removeprefix("http://")]
-        assert on_follower, "three tasks on two workers: the follower runs one"
-        follower_log = (workers.directory / f"{follower}.log").read_text(errors="replace")
-        assert '"event": "zombie_fencing_recorded"' not in follower_log  # it asked the leader
-        leader_log = (workers.directory / f"{leader}.log").read_text(errors="replace")
-        assert leader_log.count('"event": "zombie_fencing_recorded"') == 2  # one round per connector
-        assert '"event": "config_topic_write_privileges_claimed"' in leader_log  # it writes in transactions
+    appender = Appender(source_file)
+    appender.append(1000)
+    consume_records(topic_name, 1000, partitions=1, timeout=180)
+    placed = workers.wait_until(lambda: workers.placement("w1", ["gen"], 2), "gen's two tasks RUNNING", timeout=120)
+    on_follower = [task for task, worker in {**placed, **workers.placement("w1", ["source"], 1)}.items()
+                   if worker == workers.urls[follower].removeprefix("http://")]
+    assert on_follower, "three tasks on two workers: the follower runs one"
+    follower_log = (workers.directory / f"{follower}.log").read_text(errors="replace")
+    assert '"event": "zombie_fencing_recorded"' not in follower_log  # it asked the leader
+    leader_log = (workers.directory / f"{leader}.log").read_text(errors="replace")
+    assert leader_log.count('"event": "zombie_fencing_recorded"') == 2  # one round per connector
+    assert '"event": "config_topic_write_privileges_claimed"' in leader_log  # it writes in transactions
 
+    # 2. Frozen between transactions: every line so far is in, the file has no new line.
+    frozen = workers.name_of(workers.status("w1", "source")["tasks"][0]["worker_id"])
+    awake = next(name for name in ("w1", "w2") if name != frozen)
+    workers.freeze(frozen)
+    try:
+        appender.append(1000)
+        workers.wait_until(lambda: workers.status(awake, "source"), "the source RUNNING on the awake worker",
+                           until=lambda s: [(t["state"], t["worker_id"]) for t in s.get("tasks", [])]
+                           == [("RUNNING", workers.urls[awake].removeprefix("http://"))], timeout=120)
+        consume_records(topic_name, 2000, partitions=1, timeout=120)
+    finally:
+        workers.thaw(frozen)
+    workers.wait_until(lambda: workers.settled(members=2), "the woken worker back in the group", timeout=120)
+
+    # 3. Killed mid-stream.
+    with appender:
+        consume_records(topic_name, appender.written + 1000, partitions=1, timeout=120)
         status = workers.status("w1", "source")
         victim = workers.name_of(status["tasks"][0]["worker_id"])
         survivor = next(name for name in ("w1", "w2") if name != victim)
@@ -337,8 +358,10 @@ def test_exactly_once_the_source_worker_killed_mid_stream_every_line_is_seen_onc
                                                                 linger=3.0))
     assert set(seen) == {f"line {i:07d}" for i in range(lines)}
     assert [line for line, times in seen.items() if times > 1] == []
+    frozen_log = (workers.directory / f"{frozen}.log").read_text(errors="replace")
+    assert '"event": "group_membership_lost"' in frozen_log
 
-    # 3. A zombie of gen's task 1 (paused first, so that its own task does not fail meanwhile).
+    # 4. A zombie of gen's task 1 (paused first, so that its own task does not fail meanwhile).
     assert workers.call(survivor, "PUT", "/connectors/gen/pause")[0] == 202
     workers.wait_until(lambda: workers.status(survivor, "gen"), "gen PAUSED",
                        until=lambda s: [t["state"] for t in s.get("tasks", [])] == ["PAUSED", "PAUSED"], timeout=120)
