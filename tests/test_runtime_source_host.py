@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -139,16 +140,27 @@ def test_malloc_trim_gives_the_pages_of_freed_small_blocks_back():
             libc.free(block)
 
 
-def test_a_stopping_query_waits_for_live_registrations_only_and_clears_a_killed_processs(tmp_path):
+def test_a_stopping_query_waits_for_live_registrations_only_and_clears_a_killed_processs(tmp_path, wait_until):
     from connectd.runtime.spark.queries import live_registrations
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
+    # Killed and not reaped yet by its parent (here, this test, until it waits): a zombie, dead all the same.
+    unreaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    unreaped.kill()
     instances = tmp_path / "instances"
     instances.mkdir()
-    for name in (f"source-{dead.pid}", f"planner-{os.getpid()}", str(os.getpid() + 0), "not-a-pid"):
-        (instances / name).touch()
-    assert sorted(p.name for p in live_registrations(instances)) == sorted(
-        [f"planner-{os.getpid()}", str(os.getpid()), "not-a-pid"])
+    try:
+        stat = f"/proc/{unreaped.pid}/stat"
+        wait_until(lambda: Path(stat).read_bytes(), "the killed process a zombie", until=lambda text: b") Z " in text,
+                   timeout=10)
+        for name in (f"source-{dead.pid}", f"source-{unreaped.pid}", f"planner-{os.getpid()}", str(os.getpid() + 0),
+                     "not-a-pid"):
+            (instances / name).touch()
+        assert sorted(p.name for p in live_registrations(instances)) == sorted(
+            [f"planner-{os.getpid()}", str(os.getpid()), "not-a-pid"])
+    finally:
+        unreaped.wait()
     assert not (instances / f"source-{dead.pid}").exists()  # a SIGKILLed host never unregisters: cleared
+    assert not (instances / f"source-{unreaped.pid}").exists()
     assert live_registrations(tmp_path / "gone") == []

@@ -173,12 +173,15 @@ class TaskQuery:
 def live_registrations(directory: Path) -> list[Path]:
     """The registrations in a run's instances *directory* whose process is alive: each file's name
     ends with its process id. A process killed (SIGKILL) never removed its own: it is removed here,
-    so that a stop does not wait out its timeout for it."""
+    so that a stop does not wait out its timeout for it — also while the killed process is a zombie
+    its parent has not reaped yet (it exists, and will never run again)."""
     live = []
     for path in directory.iterdir() if directory.is_dir() else ():
         pid = path.name.rsplit("-", 1)[-1]
         try:
             os.kill(int(pid), 0)
+            if _zombie(int(pid)):
+                raise ProcessLookupError
         except ProcessLookupError:
             path.unlink(missing_ok=True)
             continue
@@ -186,6 +189,15 @@ def live_registrations(directory: Path) -> list[Path]:
             pass  # not a pid, or another user's process: it counts as alive
         live.append(path)
     return live
+
+
+def _zombie(pid: int) -> bool:
+    """Whether process *pid* has ended and waits to be reaped (Linux's ``/proc``; elsewhere: no)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] == b"Z"  # the state follows the command's ")"
+    except (OSError, IndexError):
+        return False
 
 
 def _as_option(client: dict[str, Any] | str) -> str:
