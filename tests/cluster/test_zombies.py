@@ -36,6 +36,13 @@ class Rounds:
         self.before_fencing = None  # called (in the fencing's thread) before it fences
         self.fencer = ZombieFencer(self.store, ids, lambda config: self.option, 10.0, fence=self._fence)
 
+    async def reconfigured(self, store: KafkaConfigStore, before: int, after: int) -> None:
+        """Connector ``src`` ran *before* tasks (fenced, recorded), then got *after*: a round is pending."""
+        await store.put_connector_config("src", SOURCE)
+        await store.put_task_configs("src", [{"n": str(n)} for n in range(before)])
+        await store.put_task_count_record("src", before)
+        await store.put_task_configs("src", [{"n": str(n)} for n in range(after)])
+
     def _fence(self, option: str, transactional_ids: list[str], timeout_s: float) -> None:
         self.fenced.append(transactional_ids)
         if self.before_fencing is not None:
@@ -87,10 +94,7 @@ def test_a_zombie_of_the_previous_generation_cannot_commit_after_a_round(broker,
 
     async def scenario() -> None:
         async with rounds.store as store:
-            await store.put_connector_config("src", SOURCE)
-            await store.put_task_configs("src", [{"n": "0"}, {"n": "1"}, {"n": "2"}])
-            await store.put_task_count_record("src", 3)
-            await store.put_task_configs("src", [{"n": "0"}])  # task 2 is no more: nobody's init fences it
+            await rounds.reconfigured(store, 3, 1)  # task 2 is no more: nobody's init fences it
             await rounds.fencer.fence("src")
 
     asyncio.run(scenario())
@@ -106,10 +110,7 @@ def test_rounds_asked_at_once_are_one(broker, topic_name):
 
     async def scenario() -> None:
         async with rounds.store as store:
-            await store.put_connector_config("src", SOURCE)
-            await store.put_task_configs("src", [{"n": "0"}, {"n": "1"}])
-            await store.put_task_count_record("src", 2)
-            await store.put_task_configs("src", [{"n": "0"}])
+            await rounds.reconfigured(store, 2, 1)
             await asyncio.gather(*(rounds.fencer.fence("src") for _ in range(4)))
             assert rounds.fenced == [ids("src", 2)]
             await rounds.fencer.fence("src")  # done: a later ask finds nothing pending
@@ -123,10 +124,7 @@ def test_new_task_configs_during_a_round_refuse_it_and_their_own_round_follows(b
 
     async def scenario() -> None:
         async with rounds.store as store:
-            await store.put_connector_config("src", SOURCE)
-            await store.put_task_configs("src", [{"n": "0"}, {"n": "1"}])
-            await store.put_task_count_record("src", 2)
-            await store.put_task_configs("src", [{"n": "0"}])
+            await rounds.reconfigured(store, 2, 1)
             loop = asyncio.get_running_loop()
             rounds.before_fencing = lambda: asyncio.run_coroutine_threadsafe(
                 store.put_task_configs("src", [{"n": "0"}, {"n": "1"}, {"n": "2"}]), loop).result(30)
