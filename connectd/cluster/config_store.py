@@ -508,11 +508,11 @@ class KafkaConfigStore(LogBackedStore):
 
     async def claim_write_privileges(self) -> None:
         """The leader's writer claims its transactional id (fencing any earlier leader's); nothing
-        without a writer.
+        without a writer, or with one that holds it already (as Kafka's ``claimWritePrivileges``).
 
         :raises ConnectorError: not claimed in time.
         """
-        if self.writer is not None:
+        if self.writer is not None and not self.writer.claimed:
             async with self._writing:
                 await asyncio.to_thread(self.writer.claim)
 

@@ -117,7 +117,7 @@ class DistributedHerder(HerderBase):
         self.rest_url = rest_url
         self.config_store = KafkaConfigStore.from_worker_config(worker, f"connectd-{worker_id}", listener=self,
                                                                 loops=loops)
-        self.config_store.on_privileges_lost = lambda: self._later(self._claim_write_privileges())
+        self.config_store.on_privileges_lost = lambda: self._later(self._reclaim_write_privileges())
         self.protocol = str(worker.get("connect.protocol")).lower()
         settings = worker.client_config("admin", "aiokafka")
         settings["client_id"] = f"connectd-{worker_id}"
@@ -555,7 +555,7 @@ class DistributedHerder(HerderBase):
                 await self.config_store.claim_write_privileges()
             except ConnectdError as exc:
                 log.error("config_topic_write_privileges_unclaimed", error=str(exc), retry_in_s=_CLAIM_RETRY_S)
-                self._later(self._claim_write_privileges())
+                self._later(self._reclaim_write_privileges())
         else:
             self.config_store.relinquish_write_privileges()
         with bind_context(generation=generation):
@@ -949,7 +949,7 @@ class DistributedHerder(HerderBase):
                         if not only_failed or (current is not None and current.state == FAILED):
                             await self.supervisor.restart(run, task)
 
-    async def _claim_write_privileges(self) -> None:
+    async def _reclaim_write_privileges(self) -> None:
         """Claim again, after a pause, the config topic's write privileges this worker, still the
         leader, lost or could not claim (a write failed: fenced, the cluster away), every second
         until it has them or no longer leads, as Kafka's leader does (:mod:`connectd.cluster.leader_writer`).

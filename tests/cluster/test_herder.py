@@ -280,13 +280,13 @@ def test_the_leader_claims_the_config_topics_write_privileges_and_again_after_lo
     async def scenario():
         await herder.on_assigned(ConnectAssignment(0, "me", "http://me", 10), 1, "me", COMPATIBLE)
         assert calls == ["claim"] and not writer.claimed  # refused: tried again, later
-        retry = next(work for work in herder.later if work.__name__ == "_claim_write_privileges")
+        retry = next(work for work in herder.later if work.__name__ == "_reclaim_write_privileges")
         await retry
         assert calls == ["claim", "claim"] and writer.claimed
         herder.member.is_leader = False
         await herder.on_assigned(ConnectAssignment(0, "other", "http://other", 10), 2, "me", COMPATIBLE)
         assert calls[-1] == "relinquish" and not writer.claimed
-        await herder._claim_write_privileges()  # a follower never claims
+        await herder._reclaim_write_privileges()  # a follower never claims
         assert calls[-1] == "relinquish"
         for work in herder.later:
             work.close()  # the rounds' starts: not this test's
