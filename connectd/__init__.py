@@ -92,10 +92,10 @@ _EXPORTS: dict[str, str] = {
     ), "connectd.config.definitions"),
     **dict.fromkeys(("ConfigProvider",), "connectd.config.providers"),
     **dict.fromkeys((
-        "Connector", "ConnectorContext", "ErrantRecordReporter", "ExactlyOnceSupport", "OffsetStorageReader",
-        "RecordMetadata",
+        "Connector", "ConnectorContext", "ConnectorTransactionBoundaries", "ErrantRecordReporter",
+        "ExactlyOnceSupport", "OffsetStorageReader", "RecordMetadata",
         "SinkConnector", "SinkTask", "SinkTaskContext", "SourceConnector", "SourceTask", "SourceTaskContext",
-        "SparkSinkTask", "SparkSourceTask", "Task", "TopicPartition"
+        "SparkSinkTask", "SparkSourceTask", "Task", "TopicPartition", "TransactionContext"
     ), "connectd.connector"),
     **dict.fromkeys((
         "ConnectRecord", "Converter", "DataError", "Date", "Decimal", "Field", "Header", "HeaderConverter", "Headers",
@@ -155,6 +155,7 @@ __all__ = [
     "ConnectorClientConfigRequest",
     "ConnectorContext",
     "ConnectorError",
+    "ConnectorTransactionBoundaries",
     "Converter",
     "DataError",
     "Date",
@@ -198,6 +199,7 @@ __all__ = [
     "TimestampType",
     "TopicName",
     "TopicPartition",
+    "TransactionContext",
     "Transformation",
     "Type",
     "ValidList",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import enum
 import json
+import threading
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -135,8 +136,26 @@ class ExactlyOnceSupport(enum.Enum):
     UNSUPPORTED = "UNSUPPORTED"
 
 
+class ConnectorTransactionBoundaries(enum.Enum):
+    """Whether a source connector, with a config, can define its own transactions (Kafka's
+    ``ConnectorTransactionBoundaries``): ``transaction.boundary=connector`` needs SUPPORTED."""
+
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
 class SourceConnector(Connector, abc.ABC):
     """A connector that reads from an outside system and writes to Kafka."""
+
+    def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
+        """Whether this connector's tasks, with *config*, end their own transactions through
+        :meth:`SourceTaskContext.transaction_context` (Kafka's ``canDefineTransactionBoundaries``).
+
+        Asked when a config with ``transaction.boundary=connector`` is validated on a worker with
+        ``exactly.once.source.support=enabled``: anything but SUPPORTED refuses it. Called on a new,
+        unstarted instance, on the worker's event loop's thread pool. UNSUPPORTED by default.
+        """
+        return ConnectorTransactionBoundaries.UNSUPPORTED
 
     def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
         """Whether this connector, with *config*, can deliver exactly once (Kafka's ``exactlyOnceSupport``).
@@ -252,22 +271,81 @@ def _partition_text(partition: Mapping[str, Any]) -> str:
 
 
 class SourceTaskContext:
-    """What a source task gets from the runtime: its config and the offset reader."""
+    """What a source task gets from the runtime: its config, the offset reader and, with
+    connector-defined transactions, its :class:`TransactionContext`."""
 
-    def __init__(self, config: Mapping[str, str], offset_storage_reader: OffsetStorageReader) -> None:
+    def __init__(self, config: Mapping[str, str], offset_storage_reader: OffsetStorageReader,
+                 transaction_context: TransactionContext | None = None) -> None:
         self.config = dict(config)
         self.offset_storage_reader = offset_storage_reader
+        self._transaction_context = transaction_context
 
     def configs(self) -> dict[str, str]:
         """The task's configuration (Kafka Connect's ``configs()``); also :attr:`config`."""
         return dict(self.config)
 
-    def transaction_context(self) -> None:
-        """Kafka Connect's ``transactionContext()``: always ``None``, as there for a connector that
-        does not define its own transaction boundaries (with exactly-once delivery, connectd ends
-        transactions at each ``poll()`` or interval; ``transaction.boundary=connector`` is refused,
-        not supported yet), so a task ported from Java that checks for ``None`` keeps working."""
-        return None
+    def transaction_context(self) -> TransactionContext | None:
+        """Kafka Connect's ``transactionContext()``: the task's :class:`TransactionContext` when it
+        delivers exactly once with ``transaction.boundary=connector``; ``None`` otherwise."""
+        return self._transaction_context
+
+
+class TransactionContext:
+    """How a source task ends its own transactions (Kafka's ``TransactionContext``), with exactly-once
+    delivery and ``transaction.boundary=connector``. Every method may be called from any thread;
+    a request applies to records ``poll()`` returns (docs/plugin-authors.md, "Exactly-once delivery").
+
+    - :meth:`commit_transaction` ``()``: commit after the records of the next ``poll()`` that
+      returns any (when called inside ``poll()``, those it returns); ``(record)``: commit with
+      *record* the last record of the transaction (a record ``poll()`` returned, or returns next).
+    - :meth:`abort_transaction`: the same, aborting: every record since the last commit, up to the
+      end of that poll's records or to *record*, is discarded (never seen by a ``read_committed``
+      consumer, its offsets not stored). The task goes on with the records after them.
+
+    A commit and an abort asked for the same poll's records, or the same record, is an error
+    (``ValueError``), as in Kafka.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._batch: str | None = None
+        self._records: dict[int, tuple[Any, str]] = {}  # id(record) -> (record, "commit" or "abort")
+
+    def commit_transaction(self, record: Any = None) -> None:
+        self._request("commit", record)
+
+    def abort_transaction(self, record: Any = None) -> None:
+        self._request("abort", record)
+
+    def _request(self, action: str, record: Any) -> None:
+        with self._lock:
+            if record is None:
+                if self._batch not in (None, action):
+                    raise ValueError("Both an abort and a commit were requested for the same batch of records")
+                self._batch = action
+                return
+            asked = self._records.get(id(record))
+            if asked is not None and asked[1] != action:
+                raise ValueError("Both an abort and a commit were requested for the same record")
+            self._records[id(record)] = (record, action)
+
+    def split(self, records: list[Any]) -> list[tuple[list[Any], str | None]]:
+        """*records* (one poll's) cut after each record a request names, each part with what ends it
+        (``"commit"``, ``"abort"`` or ``None``: the transaction goes on); the last part also takes a
+        request for the whole batch. Used by the runtime, on the polling thread."""
+        with self._lock:
+            parts: list[tuple[list[Any], str | None]] = []
+            current: list[Any] = []
+            for record in records:
+                current.append(record)
+                asked = self._records.pop(id(record), None)  # held there: its id is not reused meanwhile
+                if asked is not None:
+                    parts.append((current, asked[1]))
+                    current = []
+            batch, self._batch = (self._batch, None) if records else (None, self._batch)
+            if current or batch is not None:
+                parts.append((current, batch))
+            return parts
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,10 @@ class WorkerMetrics:
             "connectd_source_transaction_commit_seconds", "Seconds a source task's transaction commits took "
             "(sending what was not sent yet included): divided by connectd_source_transaction_records_count, "
             "the mean time of a commit.", _TASK, registry=registry)
+        self.source_transaction_aborts = Counter(
+            "connectd_source_transaction_aborts", "Transactions a source task aborted: those its connector "
+            "asked to abort (transaction.boundary=connector), and one open as the task stopped.", _TASK,
+            registry=registry)
         self.record_failures = Counter(
             "connectd_task_record_failures", "Records whose conversion, transformation or put failed (each "
             "attempt's final failure; reported errant records and source records Kafka did not take under "
@@ -252,6 +256,8 @@ class TaskMetrics:
                 sizes.observe(records)
             self._metrics.source_transaction_commit_seconds.labels(*self._labels).inc(
                 counts.get("transaction_commit_seconds", 0))
+        if counts.get("transaction_aborts"):
+            self._metrics.source_transaction_aborts.labels(*self._labels).inc(counts["transaction_aborts"])
         for (topic, partition), records in (lag or {}).items():
             self._lagging.add((topic, str(partition)))
             self._metrics.sink_lag.labels(*self._labels, topic, str(partition)).set(records)
@@ -300,7 +306,7 @@ class TaskMetrics:
         for family in (metrics.batches, metrics.batch_seconds, metrics.batch_records, metrics.source_records,
                        metrics.sink_records, metrics.offset_commit_seconds, metrics.source_active,
                        metrics.sink_active, metrics.last_error, metrics.source_transaction_records,
-                       metrics.source_transaction_commit_seconds,
+                       metrics.source_transaction_commit_seconds, metrics.source_transaction_aborts,
                        *self._counted["sink"].values(),
                        *self._counted["source"].values()):
             _remove(family, self._labels)

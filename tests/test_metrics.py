@@ -117,7 +117,8 @@ def exercised() -> WorkerMetrics:
     sink.sink_committed({("t", 0): 0})
     sink.sink_read({("t", 0): 10})
     sink.task_counts(counts, {("t", 0): 5})
-    source.task_counts({**counts, "active": 4, "transactions": [2000, 150], "transaction_commit_seconds": 0.02})
+    source.task_counts({**counts, "active": 4, "transactions": [2000, 150], "transaction_commit_seconds": 0.02,
+                        "transaction_aborts": 1})
     return metrics
 
 
@@ -167,16 +168,17 @@ def test_a_source_tasks_transactions_are_a_histogram_of_their_sizes_only_where_i
     plain, exactly_once = metrics.task("in", 0), metrics.task("in", 1)
     plain.task_counts({"polls": 3})
     exactly_once.task_counts({"polls": 3, "transactions": [2000, 150], "transaction_commit_seconds": 0.5})
-    exactly_once.task_counts({"transactions": [10], "transaction_commit_seconds": 0.25})
+    exactly_once.task_counts({"transactions": [10], "transaction_commit_seconds": 0.25, "transaction_aborts": 2})
 
     def value(name: str, task: str) -> float | None:
         return metrics.registry.get_sample_value(f"connectd_source_transaction_{name}", {**labels, "task": task})
 
     assert value("records_count", "0") is None and value("commit_seconds_total", "0") is None
-    assert (value("records_count", "1"), value("records_sum", "1"), value("commit_seconds_total", "1")) == (
-        3, 2160, 0.75)
+    assert value("aborts_total", "0") is None
+    assert (value("records_count", "1"), value("records_sum", "1"), value("commit_seconds_total", "1"),
+            value("aborts_total", "1")) == (3, 2160, 0.75, 2)
     exactly_once.remove()
-    assert value("records_count", "1") is None
+    assert value("records_count", "1") is None and value("aborts_total", "1") is None
 
 
 def test_a_spark_level_sink_task_that_reads_nothing_here_has_no_active_records_series():

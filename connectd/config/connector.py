@@ -140,7 +140,8 @@ _SOURCE_KEYS = [
     ConfigKey("transaction.boundary", Type.STRING,
               "Where a source task's transactions end under exactly-once delivery: poll (each poll()'s "
               "records a transaction), interval (every transaction.boundary.interval.ms, and at the end of "
-              "each Spark micro-batch). connector is not supported yet: refused.", default="poll",
+              "each Spark micro-batch), connector (where the task's TransactionContext says; for a connector "
+              "whose can_define_transaction_boundaries() answers SUPPORTED).", default="poll",
               importance=M, validator=CaseInsensitiveValidString("poll", "interval", "connector"),
               group="Exactly once"),
     ConfigKey("transaction.boundary.interval.ms", Type.LONG,
@@ -449,37 +450,38 @@ def exactly_once_problems(
     origin: Callable[[str], Origin | None] = lambda key: None,
     enabled: bool = False,
     support: Callable[[], Any] | None = None,
+    boundaries: Callable[[], Any] | None = None,
 ) -> list[ConfigProblem]:
     """A source connector's exactly-once keys against what the worker and the connector do.
 
     ``exactly.once.support=requested`` (the default) asks for nothing, as in Kafka Connect;
     ``required`` needs the worker's ``exactly.once.source.support=enabled`` (*enabled*) and the
     connector's ``exactly_once_support(config)`` (*support*, called only then) to answer
-    ``SUPPORTED``. ``transaction.boundary`` poll and interval are built, ``connector`` is refused
-    (not supported yet); a boundary without exactly-once has no effect and says so, as does
-    ``transaction.boundary.interval.ms`` with another boundary than interval.
+    ``SUPPORTED``. ``transaction.boundary=connector`` on an enabled worker needs the connector's
+    ``can_define_transaction_boundaries(config)`` (*boundaries*) to answer ``SUPPORTED``; a boundary
+    without exactly-once has no effect and says so, as does ``transaction.boundary.interval.ms``
+    with another boundary than interval.
     """
     found = []
     required = str(values.get("exactly.once.support") or "").strip().lower() == "required"
+    boundary = str(values.get("transaction.boundary") or "").strip()
     if required and not enabled:
         found.append(ConfigProblem(origin("exactly.once.support"), "exactly.once.support",
                                    "exactly-once delivery is required, and this worker's exactly.once.source.support "
                                    "is not enabled: its source tasks deliver at least once", "required"))
     elif required and support is not None:
-        try:
-            answer = support()
-        except Exception as error:  # noqa: BLE001 - the plugin's: reported against the key
-            answer = f"an error ({error!r})"
-        if getattr(answer, "name", None) != "SUPPORTED":
-            said = getattr(answer, "name", answer)
+        said = _plugin_answer(support)
+        if said != "SUPPORTED":
             found.append(ConfigProblem(origin("exactly.once.support"), "exactly.once.support",
                                        "exactly-once delivery is required, and the connector does not declare it "
                                        f"with this config (exactly_once_support() answered {said})", "required"))
-    boundary = str(values.get("transaction.boundary") or "").strip()
-    if boundary.lower() == "connector":
-        found.append(ConfigProblem(origin("transaction.boundary"), "transaction.boundary",
-                                   "connector-defined transactions are not supported yet; expected poll or interval",
-                                   boundary))
+    if boundary.lower() == "connector" and enabled and boundaries is not None:
+        said = _plugin_answer(boundaries)
+        if said != "SUPPORTED":
+            found.append(ConfigProblem(origin("transaction.boundary"), "transaction.boundary",
+                                       "the connector does not define its own transaction boundaries with this config "
+                                       f"(can_define_transaction_boundaries() answered {said}); expected poll or "
+                                       "interval", boundary))
     elif boundary and not enabled:
         found.append(ConfigProblem(origin("transaction.boundary"), "transaction.boundary",
                                    "has no effect: this worker's exactly.once.source.support is not enabled",
@@ -490,6 +492,15 @@ def exactly_once_problems(
                                    "has no effect: transaction.boundary is not interval", str(interval),
                                    severity="warning"))
     return found
+
+
+def _plugin_answer(ask: Callable[[], Any]) -> str:
+    """The name of the enum member a plugin's method answered, or what else it gave (an error too)."""
+    try:
+        answer = ask()
+    except Exception as error:  # noqa: BLE001 - the plugin's: reported against the key
+        return f"an error ({error!r})"
+    return str(getattr(answer, "name", answer))
 
 
 def _aliases(raw: Any) -> list[str]:

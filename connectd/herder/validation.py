@@ -122,7 +122,8 @@ def validate_connector(
     problems += override_support_problems(config, resolve, origin)
     if kind == "source":
         support = (lambda: cls().exactly_once_support(config)) if cls is not None else None
-        problems += exactly_once_problems(config, origin, exactly_once, support)
+        boundaries = (lambda: cls().can_define_transaction_boundaries(config)) if cls is not None else None
+        problems += exactly_once_problems(config, origin, exactly_once, support, boundaries)
     if not any(p.key and (p.key.startswith("transforms") or p.key.startswith("predicates")) for p in problems if p.is_error):
         try:
             TransformationChain(config, registry.find_class, origin=origin).close()

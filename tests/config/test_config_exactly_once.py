@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectd import ExactlyOnceSupport
+from connectd import ConnectorTransactionBoundaries, ExactlyOnceSupport
 from connectd.config.connector import exactly_once_problems
 from connectd.herder import validate_connector
 from connectd.plugins import get_registry
@@ -47,10 +47,25 @@ def test_requested_asks_nothing_of_the_connector_either_way():
         assert problems({"exactly.once.support": "requested"}, enabled=enabled) == ([], False)
 
 
-def test_connector_defined_transaction_boundaries_are_refused_until_connectd_has_them():
-    found, _ = problems({"transaction.boundary": "Connector"}, enabled=True)
-    assert found == [("transaction.boundary", "connector-defined transactions are not supported yet; expected "
-                      "poll or interval", True)]
+@pytest.mark.parametrize(("answer", "said"), [
+    (ConnectorTransactionBoundaries.SUPPORTED, None),
+    (ConnectorTransactionBoundaries.UNSUPPORTED, "UNSUPPORTED"),
+    (RuntimeError("no"), "an error (RuntimeError('no'))"),
+])
+def test_connector_defined_boundaries_need_the_connector_to_say_it_defines_them(answer, said):
+    def boundaries():
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    found = [(p.key, p.message, p.is_error) for p in exactly_once_problems(
+        {"transaction.boundary": "Connector"}, enabled=True, boundaries=boundaries)]
+    assert found == ([] if said is None else [(
+        "transaction.boundary", "the connector does not define its own transaction boundaries with this config "
+        f"(can_define_transaction_boundaries() answered {said}); expected poll or interval", True)])
+    without = [(p.key, p.is_error) for p in exactly_once_problems({"transaction.boundary": "connector"},
+                                                                   enabled=False, boundaries=boundaries)]
+    assert without == [("transaction.boundary", False)]  # no effect without exactly-once: a warning
 
 
 def test_an_interval_boundary_is_accepted_and_its_interval_has_no_effect_with_another_boundary():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections import Counter
 
 import pytest
 from confluent_kafka import KafkaException
@@ -583,6 +584,45 @@ def test_exactly_once_transaction_boundaries_poll_and_interval(
     assert [m.value().decode() for m in got] == [f"line {i}" for i in range(2000)]
     records, _ = offsets_written(broker, offsets_topic)
     assert transactions(records), records
+
+
+def test_exactly_once_connector_defined_transactions_commit_and_abort_where_the_task_says(
+        spark, broker, topic_name, tmp_path, worker_config, wait_until, consume_records):
+    """transaction.boundary=connector (recording_source.TransactionalCountingTask, 7 records a poll):
+    commits through records 9, 19, 29, 39, 49 and an abort through record 25 — as Kafka Connect,
+    records 20-25 are discarded and their offsets stored all the same (the task goes on after
+    them). Transactions span polls and are never cut by a micro-batch's end.
+
+    The dev broker returns an aborted transaction's records to read_committed consumers (Kafka
+    hides them: docs/exactly-once.md): the abort shows in the topic's markers and the task's counts."""
+    create_topic(broker, topic_name)
+    offsets_topic = f"{topic_name}-offsets"
+    create_topic(broker, offsets_topic)
+    metrics = WorkerMetrics("w")
+    query = run(spark, worker_config.settings(), tmp_path / "unused", topic_name, offsets_topic=offsets_topic,
+                task_class="recording_source.TransactionalCountingTask", metrics=metrics.task("lines", 0),
+                connector_extra={"count": "50", "per.poll": "7", "commit.every": "10", "abort.at": "25",
+                                 "events.file": str(tmp_path / "events.txt")},
+                exactly_once={**EXACTLY_ONCE, "boundary": "connector"})
+    labels = {"worker": "w", "connector": "lines", "task": "0"}
+    store = TopicOffsetStore(offsets_topic, {"bootstrap.servers": broker.bootstrap_servers})
+    try:
+        got = Counter(m.value().decode() for m in consume_records(topic_name, 44, partitions=1, timeout=90,
+                                                                  linger=2.0))
+        wait_until(lambda: store.get("lines", [{"source": "counter"}]), "the last offset committed",
+                   until=lambda stored: list(stored.values()) == [{"i": 49}])
+        wait_until(lambda: metrics.registry.get_sample_value("connectd_source_transaction_records_count", labels),
+                   "the transactions counted", until=lambda n: n == 5)
+        assert metrics.registry.get_sample_value("connectd_source_transaction_aborts_total", labels) == 1
+        assert metrics.registry.get_sample_value("connectd_source_transaction_records_sum", labels) == 44
+    finally:
+        assert query.stop(graceful_timeout_s=30) is True
+    aborted = {f"n {i}" for i in range(20, 26)}
+    assert {value: times for value, times in got.items() if value not in aborted} == {
+        f"n {i}": 1 for i in range(50) if f"n {i}" not in aborted}
+    assert all(got[value] <= 1 for value in aborted)  # none on Kafka
+    records, end = offsets_written(broker, topic_name)
+    assert end - 50 == 6  # five commit markers and one abort marker: six transactions ended there
 
 
 def test_exactly_once_a_poll_not_wholly_written_is_aborted_none_of_it_seen_no_offset_moved(

@@ -81,6 +81,27 @@ class RecordingSourceTask(CountingSourceTask):
         self._event("commit_record", f"{record.value} {where}")
 
 
+class TransactionalCountingTask(CountingSourceTask):
+    """A CountingSourceTask that ends its own transactions (``transaction.boundary=connector``):
+    a commit after every record whose number + 1 is a multiple of ``commit.every``, an abort after
+    record ``abort.at`` (both through the record), and a commit of the whole poll's records when a
+    poll holds record ``commit.poll.at``."""
+
+    def poll(self) -> list[SourceRecord] | None:
+        records = super().poll()
+        context = self.context.transaction_context()
+        every = int(self.config.get("commit.every", "0"))
+        for record in records or []:
+            i = int(record.value.split()[1])
+            if str(i) == self.config.get("abort.at"):
+                context.abort_transaction(record)
+            elif every and (i + 1) % every == 0:
+                context.commit_transaction(record)
+            if str(i) == self.config.get("commit.poll.at"):
+                context.commit_transaction()
+        return records
+
+
 class DriverPolledSourceTask(RecordingSourceTask):
     """A :class:`RecordingSourceTask` that must be polled on the driver's host."""
 

@@ -29,10 +29,14 @@ and run.
 
 A batch ends when it produced ``max.records``, after ``BATCH_S``, once the
 buffer stayed empty ``DRAINED_S`` after records, or when the task is being
-stopped or paused. While a batch produces, it polls on its own thread, the poll thread held
-(two threads running Python take the GIL from each other); while it waits for Kafka's
-acknowledgements and between batches, the poll thread polls ahead, up to ``max.records``
-buffered, so Spark's planning costs no poll time.
+stopped or paused — but, with exactly-once delivery and connector-defined
+transactions, never while the task's transaction is open: then only once the
+task ends it, or as the task stops or its lease ends (the transaction is then
+aborted); paused, such a batch waits, polling nothing. While a batch
+produces, it polls on its own thread, the poll thread held (two threads
+running Python take the GIL from each other); while it waits for Kafka's
+acknowledgements and between batches, the poll thread polls ahead, up to
+``max.records`` buffered, so Spark's planning costs no poll time.
 
 Requests (``mode``)::
 
@@ -168,10 +172,14 @@ class TaskHost:
             return True
         return self.halted()
 
+    def ending(self) -> bool:
+        """The task's instance goes: it is stopping, or the worker's lease is over."""
+        return self.stopping or lease_expired(self.lease_file)
+
     def halted(self) -> bool:
         """Not polled at all: stopping, paused, the lease over, or (no shared file system) idle
         too long."""
-        if self.stopping or lease_expired(self.lease_file):
+        if self.ending():
             return True
         if not self.local:
             return not self._in_batch and time.monotonic() - self._batch_ended > PREFETCH_S
@@ -372,9 +380,13 @@ class TaskHost:
             else:
                 assert poller is not None
                 self._polling_here = True
+                # A transaction the task defines itself (transaction.boundary=connector) is never cut
+                # by the batch's end: the batch goes on until the task ends it, or the task's instance
+                # goes (stopping, the lease over); a paused task's batch waits, polling nothing.
+                holding = transactions is not None and transactions.boundary == "connector"
                 while True:
                     chunks = take()
-                    if not chunks:
+                    if not chunks and not (holding and self.halted()):
                         # Polled on this thread while the batch lasts: the poll thread, held meanwhile,
                         # would take the GIL from the producing one at every switch (≈15 % of the rate).
                         poller.poll_here(DRAINED_S)
@@ -384,19 +396,24 @@ class TaskHost:
                         produce_all(chunks)
                         last_data = now
                         # a source that always has records ends its batch on time too
-                        if written is not None and written.records >= task.max_records or now - began >= window:
+                        if ((written is not None and written.records >= task.max_records or now - began >= window)
+                                and not (holding and transactions.open)):
                             break
                         continue
-                    if now - began >= window or written is not None and now - last_data >= DRAINED_S:
+                    open_held = holding and transactions.open
+                    if (now - began >= window or written is not None and now - last_data >= DRAINED_S) \
+                            and not open_held:
                         break
                     if self.halted():
-                        break
+                        if not open_held or self.ending():
+                            break
+                        time.sleep(DRAINED_S)
             self._polling_here = False  # the poll thread polls ahead while Kafka acknowledges
             # Records polled and not yet written (Kafka Connect's source-record-active-count), as the
             # batch waits for its acknowledgements: its own and those polled ahead.
             active = (written.records if written is not None else 0) + (poller.backlog if poller is not None else 0)
-            if transactions is not None:
-                transactions.commit()  # no transaction spans two micro-batches
+            if transactions is not None:  # no transaction spans two micro-batches
+                transactions.end_of_batch(stopping=self.ending())
             if written is not None:
                 flush_produced(producer, written, task.flush_timeout)
             if refused is not None:

@@ -11,12 +11,25 @@ from typing import Any
 from connectd.errors import ConnectorError
 from connectd.logging import get_logger
 
-__all__ = ["Poller"]
+__all__ = ["EndedChunk", "Poller"]
 
 log = get_logger(__name__)
 
 _EMPTY_POLL_PAUSE_S = 0.005
 _IDLE_CHECK_S = 0.1
+
+
+class EndedChunk(tuple):
+    """A chunk (as the poller buffers a poll's records) after whose records the task's transaction
+    ends (``transaction.boundary=connector``): :attr:`end` is ``"commit"`` or ``"abort"``, or
+    ``None`` when the transaction goes on."""
+
+    end: str | None
+
+    def __new__(cls, chunk: tuple[Any, ...], end: str | None) -> EndedChunk:
+        made = super().__new__(cls, chunk)
+        made.end = end
+        return made
 
 
 class Poller:
@@ -85,12 +98,15 @@ class Poller:
             return None
         if polled is None:
             return _EMPTY_POLL_PAUSE_S
-        batch, offsets, topics, records = polled
         with self._cond:
-            rows = batch.num_rows if batch is not None else 0
-            if rows or offsets or records:
-                self._polls.append(([batch] if rows else [], offsets, topics, records or []))
-                self._buffered += rows
+            for part in polled if isinstance(polled, list) else (polled,):  # a list: parts of one poll
+                batch, offsets, topics, records = part
+                rows = batch.num_rows if batch is not None else 0
+                end = getattr(part, "end", None)
+                if rows or offsets or records or end:
+                    chunk = ([batch] if rows else [], offsets, topics, records or [])
+                    self._polls.append(EndedChunk(chunk, end) if end else chunk)
+                    self._buffered += rows
             self._cond.notify_all()
         if self._on_buffered is not None:
             self._on_buffered()

@@ -20,7 +20,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
-from connectd.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
+from connectd.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext, TransactionContext
 from connectd.data.records import SourceRecordBatch
 from connectd.errors import ConnectException, ConnectorError
 from connectd.logging import configure_spark_process, get_logger
@@ -29,8 +29,8 @@ from connectd.runtime.fencing import LEASE_OPTION
 from connectd.runtime.kafka.clients import client_settings
 from connectd.runtime.kafka.producing import ColumnBatch, write_arrow_batch
 from connectd.runtime.source.active_topics import active_topics_file, record_topics
-from connectd.runtime.source.poller import Poller
-from connectd.runtime.source.wire import SPEC_OPTION, take_stored
+from connectd.runtime.source.poller import EndedChunk, Poller
+from connectd.runtime.source.wire import EXACTLY_ONCE, SPEC_OPTION, take_stored
 from connectd.transforms.chain import TransformationChain
 
 __all__ = ["SourceTaskRunner"]
@@ -131,6 +131,8 @@ class SourceTaskRunner:
         self._poll_stuck = False  # …and had not returned: stop() wakes it at once, not after another wait
         self._kept: dict[int, bytes | str] = {}  # a batch's IPC bytes, or its handoff file
         self._acks = False  # the task overrides commit_record
+        #: the task's TransactionContext: exactly once, transaction.boundary=connector
+        self._transaction_context: TransactionContext | None = None
         self._polled: dict[int, list[Any]] = {}  # seq -> (record, topic or None) for commit_record
         #: Running totals for the task's metrics (:meth:`take_counts`): poll() calls that returned
         #: records, the seconds every poll() took, the records they returned.
@@ -316,7 +318,11 @@ class SourceTaskRunner:
         connector = spec["connector"]
         module, _, name = spec["task_class"].rpartition(".")
         task = getattr(importlib.import_module(module), name)()
-        context = SourceTaskContext(task_config, OffsetStorageReader(lambda parts: store.get(connector, parts)))
+        exactly_once = spec.get(EXACTLY_ONCE) or {}
+        if exactly_once.get("boundary") == "connector":
+            self._transaction_context = TransactionContext()
+        context = SourceTaskContext(task_config, OffsetStorageReader(lambda parts: store.get(connector, parts)),
+                                    self._transaction_context)
         # As Kafka Connect: initialize(context), then start(config). The context is set first so a
         # task whose initialize() override does not call super() has it all the same.
         task.context = context
@@ -353,15 +359,15 @@ class SourceTaskRunner:
             raise ConnectorError("the task is stopping: a failed record is not retried again")
         poller.wait(seconds)
 
-    def _poll_once(self) -> tuple[Any, dict[str, str], set[str]] | None:
+    def _poll_once(self) -> Any:
         """One ``poll()``, its records transformed and converted (on the poller thread).
 
         :returns: the records as an Arrow batch (``None`` if every one was dropped), the
             last offset of each source partition (:meth:`_partition_text` → offset's ordered JSON
-            text), and their topics.
+            text), their topics, and the records for ``commit_record`` (or ``None``); for a task that
+            ends its own transactions, a list of those, each an :class:`EndedChunk` saying whether
+            its transaction ends after it.
         """
-        from connectd.runtime.offsets.store import ordered  # lazy: planner only (see _ensure_started)
-
         began = time.monotonic()
         records = self._task.poll()
         self.poll_seconds += time.monotonic() - began
@@ -370,11 +376,22 @@ class SourceTaskRunner:
         self.polls += 1
         self.polled_records += len(records)
         if isinstance(records, SourceRecordBatch):
-            if not self._acks and not self._chain.stages:
+            if not self._acks and not self._chain.stages and self._transaction_context is None:
                 columns = self._poll_columns(records)
                 if columns is not None:
                     return columns
             records = list(records)  # what a transform, commit_record or the error handling sees
+        if self._transaction_context is not None:  # the task ends its own transactions: cut where it says
+            return [EndedChunk(self._records_chunk(part), end)
+                    for part, end in self._transaction_context.split(list(records))]
+        return self._records_chunk(records)
+
+    def _records_chunk(self, records: list[Any]) -> tuple[Any, dict[str, str], set[str], list[Any] | None]:
+        """*records* (a poll's, or a part of one) transformed and converted, as :meth:`_poll_once` returns them."""
+        from connectd.runtime.offsets.store import ordered  # lazy: planner only (see _ensure_started)
+
+        if not records:  # a part that only ends a transaction
+            return None, {}, set(), None
         if self._acks:
             return self._poll_tracked(records)
         # The last record of each source partition carries the batch's offset for it (a null
