@@ -55,6 +55,7 @@ from connectd.cluster.signing import SessionKey
 from connectd.errors import ConfigError, ConnectorError
 from connectd.logging import get_logger
 from connectd.loops import Loops
+from connectd.runtime.kafka.clients import client_option
 
 if TYPE_CHECKING:
     from aiokafka.structs import ConsumerRecord
@@ -260,9 +261,8 @@ class KafkaConfigStore(LogBackedStore):
         topic = config.get("config.storage.topic")
         writer = None
         if config.transactional_leader:
-            settings = config.client_config("producer", "confluent")
-            settings.setdefault("client.id", f"{client_id}-configs-leader")
-            writer = LeaderWriter(topic, settings, transactional_id(str(config.get("group.id"))), _WRITE_TIMEOUT_S)
+            option = client_option(config.originals(), "producer", {"client.id": f"{client_id}-configs-leader"})
+            writer = LeaderWriter(topic, option, transactional_id(str(config.get("group.id"))), _WRITE_TIMEOUT_S)
         if config.exactly_once_source:
             consumer["isolation_level"] = "read_committed"
         return cls(topic, consumer, producer, listener=listener, loops=loops, writer=writer)
@@ -286,7 +286,7 @@ class KafkaConfigStore(LogBackedStore):
         log.info("config_store_started", topic=self.topic, offset=self._offset, connectors=len(self._connector_configs))
 
     async def stop(self) -> None:
-        self.relinquish_write_privileges()
+        await self.relinquish_write_privileges()
         await super().stop()
 
     # --- reading ---
@@ -516,9 +516,12 @@ class KafkaConfigStore(LogBackedStore):
             async with self._writing:
                 await asyncio.to_thread(self.writer.claim)
 
-    def relinquish_write_privileges(self) -> None:
-        if self.writer is not None:
-            self.writer.relinquish()
+    async def relinquish_write_privileges(self) -> None:
+        """The writer drops its producer (a follower's, or at stop); in a thread, as its client's
+        destruction may wait on the cluster."""
+        if self.writer is not None and self.writer.claimed:
+            async with self._writing:
+                await asyncio.to_thread(self.writer.relinquish)
 
     async def put_connector_config(self, connector: str, properties: Mapping[str, str | None],
                                    target_state: str | None = None) -> None:

@@ -557,7 +557,7 @@ class DistributedHerder(HerderBase):
                 log.error("config_topic_write_privileges_unclaimed", error=str(exc), retry_in_s=_CLAIM_RETRY_S)
                 self._later(self._reclaim_write_privileges())
         else:
-            self.config_store.relinquish_write_privileges()
+            await self.config_store.relinquish_write_privileges()
         with bind_context(generation=generation):
             if assignment.error == CONFIG_MISMATCH:
                 log.info("config_behind_leader", offset=assignment.config_offset)

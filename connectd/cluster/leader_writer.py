@@ -13,18 +13,18 @@ connector's config with its target state, a generation of task configs with thei
     CLAIMED ──relinquish(): no longer the leader, or stopping──► RELINQUISHED
     RELINQUISHED ──write──► refused: not claimed (nothing is written)
 
-Every call blocks: the config store runs them in a thread, one at a time.
+Every call blocks (a dropped producer's client is destroyed in the call that drops it): the config
+store runs them in a thread, one at a time.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from connectd.errors import ConnectorError
-from connectd.logging import RepeatFilter, get_logger
+from connectd.logging import get_logger
 
 __all__ = ["LeaderWriter", "transactional_id"]
 
@@ -43,17 +43,17 @@ class LeaderWriter:
     """Writes to one single-partition topic in transactions (states in the module's docstring).
 
     :param topic: the config topic.
-    :param settings: confluent-kafka producer settings (the worker's ``producer.*``), without a transactional id.
+    :param client_option: the producer's settings as a client option
+        (:func:`connectd.runtime.kafka.clients.client_option`: the worker's ``producer.*``).
     :param transactional_id: :func:`transactional_id` of the cluster.
     :param timeout_s: how long initialising, a commit or an abort may take.
     """
 
-    def __init__(self, topic: str, settings: Mapping[str, Any], transactional_id: str, timeout_s: float) -> None:
+    def __init__(self, topic: str, client_option: str, transactional_id: str, timeout_s: float) -> None:
         self.topic = topic
+        self.client_option = client_option
         self.transactional_id = transactional_id
         self.timeout_s = timeout_s
-        # No error_cb: a fatal error (fenced by a newer leader) raises from the call that met it.
-        self._settings = {**settings, "transactional.id": transactional_id, "enable.idempotence": True, "acks": "all"}
         self._producer: Any = None
         self._lock = threading.Lock()
 
@@ -66,14 +66,14 @@ class LeaderWriter:
 
         :raises ConnectorError: the cluster did not initialise it in time.
         """
-        from confluent_kafka import KafkaException, Producer  # lazy: only workers with exactly-once load it
+        from confluent_kafka import KafkaException  # lazy: only workers with exactly-once load it
+
+        from connectd.runtime.kafka.producing import transactional_producer
 
         with self._lock:
             self._producer = None
-            client_log = RepeatFilter.on(logging.getLogger("connectd.kafka.client"))  # librdkafka's lines, rate-limited
-            producer = Producer({**self._settings, "logger": client_log})
             try:
-                producer.init_transactions(self.timeout_s)
+                producer = transactional_producer(self.client_option, self.transactional_id, self.timeout_s)
             except KafkaException as exc:
                 raise ConnectorError(f"could not claim the write privileges for config topic {self.topic} "
                                      f"(transactional.id {self.transactional_id}): {exc.args[0]}",
@@ -82,6 +82,7 @@ class LeaderWriter:
         log.info("config_topic_write_privileges_claimed", transactional_id=self.transactional_id)
 
     def relinquish(self) -> None:
+        """Drop the producer (its client is destroyed here: call it off the event loop)."""
         with self._lock:
             released, self._producer = self._producer, None
         if released is not None:

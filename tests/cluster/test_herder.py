@@ -38,7 +38,7 @@ def _herder(worker_config, snapshot: ConfigSnapshot) -> tuple[DistributedHerder,
     """A herder whose config topic reads *snapshot*; returns it and the (task, task count) of each start."""
     herder = DistributedHerder(worker_config("distributed"), "w1:8083", _NO_SPARK, "http://w1:8083")
     herder.config_store = SimpleNamespace(snapshot=lambda: snapshot, writer=None,
-                                          relinquish_write_privileges=lambda: None)
+                                          relinquish_write_privileges=_no_wait)
     herder.status = MemoryStatusStore()
     started: list[tuple[int, int]] = []
 
@@ -264,7 +264,7 @@ def test_the_leader_claims_the_config_topics_write_privileges_and_again_after_lo
             raise refusals.pop()
         writer.claimed = True
 
-    def relinquish():
+    async def relinquish():
         calls.append("relinquish")
         writer.claimed = False
 

@@ -23,7 +23,8 @@ def create_topic(broker, name: str) -> None:
 
 
 def writer(broker, topic: str) -> LeaderWriter:
-    return LeaderWriter(topic, {"bootstrap.servers": broker.bootstrap_servers}, transactional_id("cluster"), 10.0)
+    return LeaderWriter(topic, json.dumps({"bootstrap.servers": broker.bootstrap_servers}), transactional_id("cluster"),
+                        10.0)
 
 
 def store(broker, topic: str, leader: LeaderWriter | None = None, *, committed: bool = True) -> KafkaConfigStore:
