@@ -14,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from connectd.capacity.providers import CapacityProvider, ProviderUnusable
     from connectd.config.definitions import (
         CaseInsensitiveValidString,
         ConfigDef,
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
 
 #: Each public name and the module that defines it.
 _EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("CapacityProvider", "ProviderUnusable"), "connectd.capacity.providers"),
     **dict.fromkeys((
         "CaseInsensitiveValidString", "ConfigDef", "ConfigKey", "ConfigProblem", "Importance", "NonEmptyString",
         "OneOf", "Range", "RegexValid", "TopicName", "Type", "Validator", "ValidList"
@@ -141,6 +143,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "CapacityProvider",
     "CaseInsensitiveValidString",
     "ConfigDef",
     "ConfigError",
@@ -172,6 +175,7 @@ __all__ = [
     "OneOf",
     "PluginError",
     "Predicate",
+    "ProviderUnusable",
     "Range",
     "RegexValid",
     "RetriableException",

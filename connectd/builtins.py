@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from connectd.capacity.processes import ProcessesProvider
+from connectd.capacity.systemd import SystemdProvider
 from connectd.config.providers import BUILTIN_PROVIDERS
 from connectd.data.converters import BUILTIN_CONVERTERS
 from connectd.hookspecs import Register, hookimpl
@@ -37,3 +39,9 @@ def register_transforms(register: Register) -> None:
 def register_predicates(register: Register) -> None:
     for cls, aliases in BUILTIN_PREDICATES:
         register(cls, aliases=aliases)
+
+
+@hookimpl
+def register_capacity_providers(register: Register) -> None:
+    for cls in (ProcessesProvider, SystemdProvider):
+        register(cls, aliases=(cls.name,))

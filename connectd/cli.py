@@ -108,15 +108,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cluster_parser(verbs: Any, access: argparse.ArgumentParser) -> None:
+    cluster = verbs.add_parser("cluster", help="run a host's workers as the cluster's capacity policy decides")
+    cluster_verbs = cluster.add_subparsers(dest="cluster_verb", metavar="ACTION")
+    cluster_verbs.required = True
+    run = cluster_verbs.add_parser(
+        "run", parents=[access],
+        help="start this host's workers of WORKER_FILE (capacity.provider=processes) as child processes, start "
+             "and stop them as the leader decides, restart one that crashed; Ctrl-C or SIGTERM stops them all")
+    run.add_argument("worker_config", metavar="WORKER_FILE")
+
+
 def _connectors_parser(verbs: Any) -> None:
-    server = argparse.ArgumentParser(add_help=False)
+    access = argparse.ArgumentParser(add_help=False)  # how the REST API is reached
+    access.add_argument("--user", default=None, help="HTTP Basic user; the password comes from $CONNECTD_PASSWORD")
+    access.add_argument("--insecure", action="store_true", help="https: accept any certificate")
+    access.add_argument("--cacert", default=None, metavar="FILE", help="https: trust the CAs in this PEM file")
+    access.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="wait this long for each answer (default 60)")
+    server = argparse.ArgumentParser(add_help=False, parents=[access])
     server.add_argument("--url", default=os.environ.get("CONNECTD_URL") or DEFAULT_URL, type=_rest_url,
                         help=f"the worker's REST API (default $CONNECTD_URL or {DEFAULT_URL})")
-    server.add_argument("--user", default=None, help="HTTP Basic user; the password comes from $CONNECTD_PASSWORD")
-    server.add_argument("--insecure", action="store_true", help="https: accept any certificate")
-    server.add_argument("--cacert", default=None, metavar="FILE", help="https: trust the CAs in this PEM file")
-    server.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                        help="wait this long for each answer (default 60)")
 
     status = verbs.add_parser("status", parents=[server],
                               help="workers, connectors and tasks: state, worker, records/s, first line of any error")
@@ -124,6 +136,7 @@ def _connectors_parser(verbs: Any) -> None:
     status.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
                         help="how long records/s is measured over, and how often --watch redraws (default 2)")
 
+    _cluster_parser(verbs, access)
     connectors = verbs.add_parser("connectors", help="manage the connectors of a running worker over its REST API")
     actions = connectors.add_subparsers(dest="connectors_verb", metavar="ACTION")
     actions.required = True
@@ -160,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # A worker logs to stdout, as Kafka Connect does; a command whose output is its answer
         # (plugins, config check, topics orphans, connectors …) keeps its log lines on stderr.
-        worker = args.verb in ("standalone", "distributed", "quickstart", "broker")
+        worker = args.verb in ("standalone", "distributed", "quickstart", "broker", "cluster")
         configure_logging(args.log_level, stream=None if worker else sys.stderr)
         return _dispatch(args, out)
     except ConfigError as exc:
@@ -206,6 +219,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return _connectors(args, out)
     if args.verb == "status":
         return _status(args, out)
+    if args.verb == "cluster" and args.cluster_verb == "run":
+        return _cluster_run(args)
     if args.verb == "topics" and args.topics_verb == "orphans":
         return _orphan_topics(args.worker_config, args.delete, args.timeout, out)
     raise AssertionError(f"unhandled verb {args.verb}")  # argparse only lets known verbs through
@@ -276,6 +291,26 @@ def _run_worker(mode: str, file: str, connector_files: Sequence[str] = ()) -> in
     with OutputScrubber():  # Spark's JVM and Python workers write to our stdout and stderr too
         asyncio.run(Worker(config, registry=registry).serve(connectors))
     return EXIT_OK
+
+
+def _cluster_run(args: argparse.Namespace) -> int:
+    """``connectd cluster run``: the ``processes`` capacity provider's supervisor, until SIGTERM or Ctrl-C."""
+    import threading
+
+    # lazy: only this verb supervises workers
+    from connectd.capacity.processes import Supervisor
+
+    config = WorkerConfig.from_file(args.worker_config, "distributed")
+    config.check(get_registry())
+    password = os.environ.get("CONNECTD_PASSWORD")
+    if args.user is not None and password is None:
+        raise ConfigError(["--user needs the password in $CONNECTD_PASSWORD"])
+    supervisor = Supervisor(args.worker_config, config, lambda url: Client(
+        url, user=args.user, password=password, insecure=args.insecure, cacert=args.cacert, timeout=args.timeout))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return supervisor.run(stop)
 
 
 def _checked_connector_files(config: Any, registry: Any, files: Sequence[str]) -> list[tuple[dict[str, str], Any]]:

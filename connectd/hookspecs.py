@@ -91,3 +91,13 @@ def register_config_providers(register: Register) -> None:
     :param register: ``register(cls, aliases=())`` — *cls* subclasses
         :class:`connectd.ConfigProvider`.
     """
+
+
+@hookspec
+def register_capacity_providers(register: Register) -> None:
+    """Register capacity providers, named by the worker's ``capacity.provider``: what starts and
+    stops workers (or Spark executors) as the leader's capacity decisions ask (docs/capacity.md).
+
+    :param register: ``register(cls, aliases=())`` — *cls* subclasses
+        :class:`connectd.CapacityProvider`; give its :attr:`~connectd.CapacityProvider.name` as an alias.
+    """

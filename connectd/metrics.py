@@ -171,6 +171,16 @@ class WorkerMetrics:
         self.offset_commit_seconds = Histogram(
             "connectd_task_offset_commit_seconds", "How long a task's offset commits took.", _TASK,
             buckets=_DURATION_BUCKETS, registry=registry)
+        self.cpu_utilization = Gauge(
+            "connectd_worker_cpu_utilization_percent", "CPU of this worker's whole process tree (Python, Spark's "
+            "JVM and its Python workers) over the last capacity evaluation interval, in percent of its Spark's "
+            "cores: the figure the capacity policy's leader averages (distributed mode).", ["worker"],
+            registry=registry)
+        self.capacity_decisions = Counter(
+            "connectd_capacity_decisions", "The capacity decisions this worker took as the leader, by action "
+            "(scale_out, scale_in, hold).", ["worker", "action"], registry=registry)
+        #: this worker's process tree (connectd.capacity.load.ProcessTreeCpu), for connectd_worker_cpu_seconds_total
+        self.process_tree: Any = None
         for result in ("success", "failure"):  # exported from the start, at 0
             self.connector_startups.labels(worker_id, result)
             self.task_startups.labels(worker_id, result)
@@ -354,6 +364,17 @@ class _StateCollector(Collector):
             for state, seconds in task_metrics.state_seconds().items():
                 state_seconds.add_metric([*labels, state], seconds)
         yield state_seconds
+        tree = self._metrics.process_tree
+        if tree is not None:
+            cpu = CounterMetricFamily("connectd_worker_cpu_seconds", "User and system CPU seconds of this worker's "
+                                      "whole process tree: Python, Spark's JVM and its Python workers.",
+                                      labels=["worker"])
+            cpu.add_metric([worker], tree.cpu_seconds())
+            yield cpu
+            cores = GaugeMetricFamily("connectd_worker_cpu_cores", "The cores this worker's Spark runs tasks on: "
+                                      "100 % of connectd_worker_cpu_utilization_percent.", labels=["worker"])
+            cores.add_metric([worker], tree.cores)
+            yield cores
         if herder is None:
             return
         view = herder.local_view()
@@ -399,6 +420,17 @@ class _StateCollector(Collector):
                      "The Connect group's generation this worker is in (Kafka Connect's epoch).", group["generation"]),
                     ("connectd_group_leader", "1 if this worker leads the Connect group.", float(group["leader"])),
                     ("connectd_rebalancing", "1 while this worker is rebalancing.", float(group["rebalancing"]))):
+                gauge = GaugeMetricFamily(name, documentation, labels=["worker"])
+                gauge.add_metric([worker], value)
+                yield gauge
+        capacity = getattr(herder, "capacity", None)
+        decision = capacity.last if capacity is not None else None
+        if decision is not None:
+            for name, documentation, value in (
+                    ("connectd_capacity_workers_desired", "The worker count the cluster's last capacity decision "
+                     "asked for (every worker shows the leader's last decision).", decision.desired),
+                    ("connectd_capacity_workers_current", "The group's workers when the last capacity decision "
+                     "was taken.", decision.current)):
                 gauge = GaugeMetricFamily(name, documentation, labels=["worker"])
                 gauge.add_metric([worker], value)
                 yield gauge

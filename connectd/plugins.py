@@ -47,6 +47,7 @@ GROUPS: dict[str, str] = {
     "predicate": "register_predicates",
     "config_provider": "register_config_providers",
     "override_policy": "register_override_policies",
+    "capacity_provider": "register_capacity_providers",
 }
 
 
@@ -159,6 +160,7 @@ _GROUP_WORDS = {
     "predicate": "predicate",
     "config_provider": "config provider",
     "override_policy": "client config override policy",
+    "capacity_provider": "capacity provider",
 }
 
 

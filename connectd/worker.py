@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import io
 import signal
-import socket
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,6 +37,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from connectd import __version__
+from connectd.capacity.providers import open_provider
 from connectd.cluster.herder import DistributedHerder
 from connectd.config.properties import Origin
 from connectd.config.worker import WorkerConfig
@@ -73,7 +73,7 @@ class Worker:
         self.config = config
         #: The plugins every part of this worker looks classes up in; set by :meth:`start` at the latest.
         self.registry = registry
-        self.worker_id = worker_id or _default_worker_id(config)
+        self.worker_id = worker_id or config.advertised_id
         self.state = "NEW"
         self.cluster_id: str | None = None
         self.converters: dict[str, type] = {}
@@ -91,6 +91,8 @@ class Worker:
         self._rest_middlewares: list[Any] = []
         self._stack: contextlib.AsyncExitStack | None = None
         self._own_spark = False  # the worker started its SparkSession (and stops it)
+        #: what acts on the cluster's capacity decisions (capacity.provider), checked at start
+        self.capacity_provider: Any = None
 
     async def start(self) -> None:
         """Check the config, load plugins, connect to Kafka.
@@ -108,6 +110,9 @@ class Worker:
                 if registry is None:
                     registry = self.registry = await asyncio.to_thread(get_registry)
                 self.config.check(registry)
+                # A capacity provider this machine cannot use is refused now, with the reason.
+                if self.config.mode == "distributed":
+                    self.capacity_provider = await asyncio.to_thread(open_provider, self.config, registry)
                 # TLS files and credentials are read now, so that a mistake
                 # stops the worker before it touches Kafka or starts Spark.
                 self._rest_listeners = await asyncio.to_thread(rest_listeners, self.config)
@@ -168,7 +173,7 @@ class Worker:
             # (seconds), and the other workers of a cluster reach this one at its advertised URL.
             if self.config.mode == "distributed":
                 cluster_herder = DistributedHerder(self.config, self.worker_id, None, rest_url="",
-                                                   registry=self.registry)
+                                                   registry=self.registry, capacity_provider=self.capacity_provider)
                 await self._start_rest(cluster_herder)
                 cluster_herder.rest_url = self.advertised_url()
                 # Spark stops after the herder (registered first, run last), whenever it started.
@@ -330,17 +335,6 @@ class Worker:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
-
-
-def _default_worker_id(config: WorkerConfig) -> str:
-    host = config.raw("rest.advertised.host.name") or socket.gethostname()
-    port = config.raw("rest.advertised.port")
-    if port is None:
-        listeners = [item.strip() for item in (config.raw("listeners") or "http://:8083").split(",")]
-        scheme = (config.raw("rest.advertised.listener") or "").strip().lower()
-        listener = next((item for item in listeners if item.lower().startswith(f"{scheme}://")), listeners[0])
-        port = listener.rsplit(":", 1)[-1].strip("/") or "8083"
-    return f"{host}:{port}"
 
 
 def _log_tasks() -> None:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from connectd.capacity.decision import SCALE_OUT, Decision
+from connectd.capacity.load import ProcessTreeCpu
 from connectd.metrics import TASK_STATES, WorkerMetrics
 
 
 class View:
     """What a herder tells the metrics."""
 
-    def __init__(self, connectors, group=None) -> None:
-        self.connectors, self.group = connectors, group
+    def __init__(self, connectors, group=None, capacity=None) -> None:
+        self.connectors, self.group, self.capacity = connectors, group, capacity
 
     def local_view(self):
         return self.connectors
@@ -103,7 +106,12 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
 def exercised() -> WorkerMetrics:
     """A worker whose every series has a sample: a sink and a source task that did everything."""
     metrics = WorkerMetrics("w")
-    metrics.watch(View([SINK], {"generation": 3, "leader": False, "rebalancing": True}))
+    decision = Decision(1000.0, 2, 1, SCALE_OUT, "average CPU 90 %")
+    metrics.watch(View([SINK], {"generation": 3, "leader": False, "rebalancing": True},
+                       capacity=SimpleNamespace(last=decision)))
+    metrics.process_tree = ProcessTreeCpu(cores=2)
+    metrics.cpu_utilization.labels("w").set(12.5)
+    metrics.capacity_decisions.labels("w", SCALE_OUT).inc()
     metrics.started("connector", True)
     metrics.spark_hiccups.labels("w").inc()
     metrics.rebalanced(0.5)

@@ -229,6 +229,10 @@ class _AllHooks:
     def register_override_policies(self, register):
         register(type("ExtraPolicy", (), {}), aliases=("Extra",))
 
+    @hookimpl
+    def register_capacity_providers(self, register):
+        register(type("ExtraCapacity", (), {}), aliases=("extra-capacity",))
+
 
 def test_every_group_receives_its_registrations():
     registry = registry_for({"CONNECTD_LOAD_PLUGINS": ""}, _AllHooks())
@@ -238,6 +242,7 @@ def test_every_group_receives_its_registrations():
     assert registry.find("predicate", "ExtraPredicate").kind == "predicate"
     assert registry.find("config_provider", "extra").package == "_AllHooks"
     assert registry.find("override_policy", "Extra").kind == "override_policy"
+    assert registry.find("capacity_provider", "extra-capacity").kind == "capacity_provider"
 
 
 class _TenantPolicy(ConnectorClientConfigOverridePolicy):

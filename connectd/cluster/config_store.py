@@ -12,6 +12,10 @@ config topic reads here and the other way round::
     session-key              {"key": "<base64>", "algorithm": "HmacSHA256", "creation-timestamp": <ms>}
     tasks-fencing-<c>        {"task-count": N}                exactly-once sources: the generation of N tasks
                                                               whose transactional ids the next fencing fences
+    connectd-capacity-policy {"autoScaling": {...}}           connectd's: the cluster's capacity policy, MSK
+                                                              Connect's JSON (PUT /capacity); null: none, the
+                                                              worker keys capacity.* apply (Kafka Connect's
+                                                              workers skip it as a key they do not know)
 
 Task configurations are applied atomically: ``task-`` records wait until
 the ``commit-`` record of their connector arrives; a commit that finds tasks
@@ -84,6 +88,7 @@ RESTART_PREFIX = "restart-connector-"
 SESSION_KEY_KEY = "session-key"
 LOGGER_PREFIX = "logger-cluster-"
 TASK_COUNT_PREFIX = "tasks-fencing-"
+CAPACITY_POLICY_KEY = "connectd-capacity-policy"
 _TASK_NUMBER = re.compile(r"[+-]?[0-9]+")
 _INT32 = range(-(2**31), 2**31)  # Java's Integer.parseInt refuses the rest
 _WRITE_TIMEOUT_S = 30.0  # Kafka Connect's READ_WRITE_TOTAL_TIMEOUT_MS
@@ -120,6 +125,8 @@ class ConfigSnapshot:
     :attr task_count_records: the last ``tasks-fencing-`` count of each connector.
     :attr pending_fencing: connectors whose task configs were committed after their last
         ``tasks-fencing-`` record: their exactly-once tasks wait for a round of fencing.
+    :attr capacity_policy: the capacity policy ``PUT /capacity`` stored (MSK Connect's JSON, checked
+        when it was written), ``None`` if none is.
     """
 
     offset: int = -1
@@ -133,6 +140,7 @@ class ConfigSnapshot:
     task_generations: Mapping[str, int] = field(default_factory=lambda: _frozen({}))
     task_count_records: Mapping[str, int] = field(default_factory=lambda: _frozen({}))
     pending_fencing: frozenset[str] = frozenset()
+    capacity_policy: Mapping[str, Any] | None = None
 
     def contains(self, connector: str) -> bool:
         return connector in self.connector_configs
@@ -173,6 +181,9 @@ class ConfigListener(Protocol):
 
     def on_logger_level(self, namespace: str, level: str) -> None:
         """A cluster-wide log level was set (``PUT /admin/loggers/{name}?scope=cluster``)."""
+
+    def on_capacity_policy(self) -> None:
+        """The cluster's capacity policy was stored or removed (``PUT`` / ``DELETE /capacity``)."""
 
 
 def _dumps(value: Any) -> bytes:
@@ -246,6 +257,7 @@ class KafkaConfigStore(LogBackedStore):
         self._generations: dict[str, int] = {}
         self._task_count_records: dict[str, int] = {}
         self._pending_fencing: set[str] = set()
+        self._capacity_policy: dict[str, Any] | None = None
         self._snapshot: ConfigSnapshot | None = None
 
     @classmethod
@@ -310,6 +322,7 @@ class KafkaConfigStore(LogBackedStore):
             task_generations=_frozen(self._generations),
             task_count_records=_frozen(self._task_count_records),
             pending_fencing=frozenset(self._pending_fencing),
+            capacity_policy=None if self._capacity_policy is None else _frozen(self._capacity_policy),
         )
 
     def contains(self, connector: str) -> bool:
@@ -355,6 +368,12 @@ class KafkaConfigStore(LogBackedStore):
                 log.error("config_record_skipped", key=key, reason="no level")
         elif key.startswith(TASK_COUNT_PREFIX):
             self._read_task_count(key[len(TASK_COUNT_PREFIX):], value)
+        elif key == CAPACITY_POLICY_KEY:
+            if value is not None and not isinstance(value, dict):
+                log.error("config_record_skipped", key=key, reason="not a JSON object")
+                return
+            self._capacity_policy = value
+            self._tell("on_capacity_policy")
         else:
             log.error("config_record_skipped", key=key, reason="unknown key")
 
@@ -558,6 +577,10 @@ class KafkaConfigStore(LogBackedStore):
     async def put_logger_level(self, namespace: str, level: str) -> None:
         """KIP-976's cluster-wide log level: every worker running when it is read applies it."""
         await self._write([(f"{LOGGER_PREFIX}{namespace}", {"level": level})])
+
+    async def put_capacity_policy(self, policy: Mapping[str, Any] | None) -> None:
+        """Store the cluster's capacity policy (MSK Connect's JSON), or remove it (``None``)."""
+        await self._write([(CAPACITY_POLICY_KEY, None if policy is None else dict(policy))])
 
     async def put_task_count_record(self, connector: str, count: int) -> None:
         """KIP-618's ``tasks-fencing-`` record: *connector*'s zombies are fenced, *count* tasks now run."""

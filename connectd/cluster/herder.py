@@ -48,7 +48,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from connectd.capacity.providers import CapacityProvider
 from connectd.cluster.assignor import AssignorState, assign, assign_eager
+from connectd.cluster.capacity import CapacityController
 from connectd.cluster.config_store import KafkaConfigStore
 from connectd.cluster.forwarding import request_fencing, send_task_configs
 from connectd.cluster.kafka_log import ensure_internal_topics, ensure_topic, internal_topic_settings
@@ -107,9 +109,11 @@ class DistributedHerder(HerderBase):
     :param rest_url: this worker's advertised REST URL (forwarded requests reach the leader there);
         set before :meth:`start` when it is known only once the REST API listens.
     :param registry: the plugin registry.
+    :param capacity_provider: the checked provider ``capacity.provider`` names (docs/capacity.md).
     """
 
-    def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, rest_url: str, registry: Any = None) -> None:
+    def __init__(self, worker: WorkerConfig, worker_id: str, spark: Any, rest_url: str, registry: Any = None,
+                 capacity_provider: CapacityProvider | None = None) -> None:
         loops = Loops()
         status = KafkaStatusStore.from_worker_config(worker, f"connectd-{worker_id}", loops=loops)
         super().__init__(worker, worker_id, spark, status=status, active_topics=status, registry=registry,
@@ -159,6 +163,9 @@ class DistributedHerder(HerderBase):
         self._spark_attached = asyncio.Event()
         if spark is not None:
             self._spark_attached.set()
+        #: the capacity policy's step: this worker's load reports and, on the leader, the decisions
+        self.capacity = CapacityController(self, capacity_provider)
+        self.status.on_capacity = self.capacity.on_record
 
     # --- lifecycle ---
 
@@ -177,11 +184,16 @@ class DistributedHerder(HerderBase):
         ttl_s = self.worker.get("inter.worker.key.ttl.ms") / 1000
         self._key_task = self.loops.run("session-keys", self._rotate_session_key,
                                         pause_s=min(max(ttl_s / 4, 1.0), 60.0))
+        self.loops.run("capacity", self.capacity.step, pause_s=self.capacity.interval_s)
+        if self.spark is not None and self.capacity.wants_spark:
+            await self.capacity.start(self.spark)
 
     async def stop(self) -> None:
         if self._key_task is not None:
             await self.loops.stop("session-keys")
             self._key_task = None
+        await self.loops.stop("capacity")
+        await self.capacity.close()
         # Every task stops gracefully and says so (UNASSIGNED) before the group hears we left: the
         # leader hands work released this way over at once, where a crashed worker's waits for it.
         async with self._lock:
@@ -210,6 +222,8 @@ class DistributedHerder(HerderBase):
         waited for Spark and starts now), and a rejoin would stop all the group's work for nothing."""
         super().attach_spark(spark)
         self._spark_attached.set()
+        if self._started and self.capacity.wants_spark:
+            self._later(self.capacity.start(spark))
         if self._started and self.member.protocol != EAGER:
             log.info("worker_warm_rejoining")
             self.member.request_rejoin()
@@ -223,6 +237,10 @@ class DistributedHerder(HerderBase):
     @property
     def is_leader(self) -> bool:
         return self.member.is_leader
+
+    def member_urls(self) -> list[str]:
+        """The leader's view of the group: each member's advertised REST URL (empty on a follower)."""
+        return sorted(metadata.url for metadata in self._members.values()) if self.is_leader else []
 
     def group_view(self) -> dict[str, Any]:
         """The group as the metrics show it: generation, leadership, whether a rebalance is under way."""
@@ -398,6 +416,12 @@ class DistributedHerder(HerderBase):
         if self._run(name).kind != "source":
             raise BadRequestError(f"Connector {name} is not a source connector")
         await self.fencer.fence(name)
+
+    async def put_capacity_policy(self, policy: Mapping[str, Any] | None) -> None:
+        """Store the cluster's capacity policy (MSK Connect's JSON, checked), or remove it (``None``:
+        the worker keys ``capacity.*`` apply again), through the config topic."""
+        await self._as_leader()
+        await self.config_store.put_capacity_policy(policy)
 
     async def put_logger_level(self, namespace: str, level: str) -> None:
         """Set a log level on every worker of the cluster (KIP-976), through the config topic."""
@@ -852,6 +876,9 @@ class DistributedHerder(HerderBase):
         if self._session_key is not None and key != self._session_key:
             self._previous_session_key = self._session_key
         self._session_key = key
+
+    def on_capacity_policy(self) -> None:
+        self.capacity.on_policy_changed()
 
     def on_logger_level(self, namespace: str, level: str) -> None:
         try:

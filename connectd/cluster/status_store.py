@@ -43,7 +43,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,10 @@ CONNECTOR_PREFIX = "status-connector-"
 TASK_PREFIX = "status-task-"
 TOPIC_PREFIX = "status-topic-"
 TOPIC_SEPARATOR = ":connector-"
+#: connectd's capacity records (connectd.cluster.capacity): ``connectd-capacity-load-<worker>``, each
+#: worker's load, and ``connectd-capacity-decision``, the leader's last decision. Kafka Connect's
+#: workers skip them (with a warning) as keys they do not know.
+CAPACITY_PREFIX = "connectd-capacity-"
 _TIMEOUT_S = 30.0
 
 _CONNECTORS, _TASKS, _TOPICS = "connector", "task", "topic"
@@ -154,6 +158,8 @@ class KafkaStatusStore(LogBackedStore, StatusStore, ActiveTopicsStore):
         self._generation = 0
         self._read_to: dict[int, int] = {}  # partition → offset after the last record read
         self._own: dict[tuple[int, int], _Entry] = {}  # (partition, offset) of own writes acknowledged, not yet read
+        #: told of every capacity record read: (the key after CAPACITY_PREFIX, its JSON value or None)
+        self.on_capacity: Callable[[str, Any], None] | None = None
 
     @classmethod
     def from_worker_config(cls, config: WorkerConfig, client_id: str = "connectd", *,
@@ -299,6 +305,11 @@ class KafkaStatusStore(LogBackedStore, StatusStore, ActiveTopicsStore):
         )
         return True
 
+    def put_capacity(self, name: str, value: Mapping[str, Any]) -> None:
+        """Write capacity record ``connectd-capacity-<name>``; read back through :attr:`on_capacity`, as
+        any other worker's. Not cached nor retried: the next evaluation writes it again."""
+        self._log.send_nowait((CAPACITY_PREFIX + name).encode("utf-8"), _dumps(dict(value)))
+
     def _written(self, kind: str, ident: Any, entry: _Entry, metadata: RecordMetadata | None) -> None:
         with self._lock:
             if metadata is not None and self._read_to.get(metadata.partition, 0) <= metadata.offset:
@@ -320,6 +331,9 @@ class KafkaStatusStore(LogBackedStore, StatusStore, ActiveTopicsStore):
             if own is not None:
                 own.unread -= 1
         key = record.key.decode("utf-8", "replace") if record.key is not None else ""
+        if key.startswith(CAPACITY_PREFIX):
+            self._read_capacity(key, record)
+            return
         parsed = parse_key(key)
         if parsed is None:
             log.warning("status_record_skipped", key=key, reason="unknown key")
@@ -342,6 +356,18 @@ class KafkaStatusStore(LogBackedStore, StatusStore, ActiveTopicsStore):
                 log.debug("status_record_stale", key=key, status=repr(value), cached=repr(entry.value))
                 return
             table.setdefault(ident, _Entry()).value = value
+
+    def _read_capacity(self, key: str, record: ConsumerRecord) -> None:
+        try:
+            value = json.loads(record.value) if record.value else None
+        except ValueError as exc:
+            log.warning("status_record_skipped", key=key, offset=record.offset, reason=f"not JSON: {exc}")
+            return
+        if self.on_capacity is not None:
+            try:
+                self.on_capacity(key[len(CAPACITY_PREFIX):], value)
+            except Exception:
+                log.exception("capacity_record_unread", key=key, offset=record.offset)
 
     def _remove(self, kind: str, ident: Any) -> None:
         table = self._tables[kind]

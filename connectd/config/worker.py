@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -191,6 +192,25 @@ class WorkerConfig:
         return conf
 
     @property
+    def advertised_id(self) -> str:
+        """How a Connect cluster knows this worker, as Kafka Connect's: its advertised ``host:port``
+        (``rest.advertised.host.name`` or the machine's name, ``rest.advertised.port`` or the port
+        of the advertised listener)."""
+        host = self.raw("rest.advertised.host.name") or socket.gethostname()
+        port = self.raw("rest.advertised.port")
+        if port is None:
+            listeners = [item.strip() for item in (self.raw("listeners") or "http://:8083").split(",")]
+            scheme = (self.raw("rest.advertised.listener") or "").strip().lower()
+            listener = next((item for item in listeners if item.lower().startswith(f"{scheme}://")), listeners[0])
+            port = listener.rsplit(":", 1)[-1].strip("/") or "8083"
+        return f"{host}:{port}"
+
+    @property
+    def spark_cores(self) -> int:
+        """The cores this worker's Spark runs tasks on: N of a ``local[N]`` master, else the machine's."""
+        return _local_cores(self.spark_conf()["spark.master"])
+
+    @property
     def transactional_leader(self) -> bool:
         """Whether the leader writes the config topic through a transactional producer
         (``exactly.once.source.support`` preparing or enabled, distributed mode)."""
@@ -290,6 +310,15 @@ class WorkerConfig:
                 found.append(ConfigProblem(self.origin("inter.worker.signature.algorithm"), "inter.worker.signature.algorithm",
                                            f"expected one of inter.worker.verification.algorithms ({', '.join(verification)}), "
                                            "or workers would refuse each other's requests", signature))
+            for low, high in (("capacity.min.worker.count", "capacity.max.worker.count"),
+                              ("capacity.scale.in.cpu.utilization.percentage",
+                               "capacity.scale.out.cpu.utilization.percentage")):
+                below, above = self._safe_int(low), self._safe_int(high)
+                strict = "cpu" in low
+                if below is not None and above is not None and (below >= above if strict else below > above):
+                    expected = "less than" if strict else "at most"
+                    found.append(ConfigProblem(self.origin(low), low, f"expected {expected} {high} ({above})",
+                                               str(below)))
             heartbeat, session = self._safe_int("heartbeat.interval.ms"), self._safe_int("session.timeout.ms")
             if heartbeat is not None and session is not None and heartbeat >= session:
                 found.append(ConfigProblem(self.origin("heartbeat.interval.ms"), "heartbeat.interval.ms",

@@ -37,6 +37,7 @@ __all__ = [
     "COMMON_WORKER_DEF",
     "DISTRIBUTED_DEF",
     "DRIVER_JAVA_OPTIONS",
+    "MCU_COUNTS",
     "MODES",
     "STANDALONE_DEF",
     "definition_for",
@@ -45,11 +46,40 @@ __all__ = [
 
 H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
+#: The sizes of a worker MSK Connect offers (``mcuCount``); one MCU is 1 vCPU and 4 GiB of memory.
+MCU_COUNTS = (1, 2, 4, 8)
+
 #: Kafka's HTTP Basic authentication REST extension, which connectd has built in.
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
 BASIC_AUTH_EXTENSIONS = (BASIC_AUTH_EXTENSION, "BasicAuthSecurityRestExtension")
 #: ``spark.driver.extraJavaOptions`` unless the worker properties set it: the C1 compiler alone, one thread.
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
+
+class _PortRange(Validator):
+    """``first-last``, two ports, first not above last."""
+
+    def __call__(self, value: Any) -> None:
+        if value is None:
+            return
+        first, dash, last = str(value).partition("-")
+        if not (dash and first.strip().isdigit() and last.strip().isdigit()
+                and 1 <= int(first) <= int(last) <= 65535):
+            raise ValueError("expected a port range first-last, e.g. 8083-8099")
+
+    def describe(self) -> str:
+        return "first-last"
+
+
+class _McuCount(Validator):
+    """MSK Connect's MCU counts."""
+
+    def __call__(self, value: Any) -> None:
+        if value is not None and value not in MCU_COUNTS:
+            raise ValueError(f"expected one of {self.describe()}")
+
+    def describe(self) -> str:
+        return "[" + ", ".join(map(str, MCU_COUNTS)) + "]"
+
 
 class _ReplicationFactor(Range):
     # -1 asks the broker for its default, as Kafka allows for internal topics.
@@ -495,6 +525,58 @@ _DISTRIBUTED_KEYS = [
     ConfigKey("scheduled.rebalance.max.delay.ms", Type.INT,
               "How long the work of a departed worker waits for it to come back before it is reassigned.",
               default=300000, importance=L, validator=Range.between(0, 2**31 - 1), group="Cluster"),
+    ConfigKey("capacity.mode", Type.STRING,
+              "The cluster's capacity policy unless PUT /capacity gave one (a connectd extension, docs/capacity.md): "
+              "none; provisioned: capacity.worker.count workers; autoscaling: between capacity.min.worker.count "
+              "and capacity.max.worker.count workers on CPU utilisation, as MSK Connect's.",
+              default="none", importance=M, validator=CaseInsensitiveValidString("none", "provisioned", "autoscaling"),
+              group="Capacity"),
+    ConfigKey("capacity.worker.count", Type.INT, "Provisioned capacity: the number of workers (MSK Connect's "
+              "workerCount).", default=1, importance=M, validator=Range.between(1, 1000), group="Capacity"),
+    ConfigKey("capacity.min.worker.count", Type.INT, "Autoscaling: the fewest workers (MSK Connect's "
+              "minWorkerCount).", default=1, importance=M, validator=Range.between(1, 1000), group="Capacity"),
+    ConfigKey("capacity.max.worker.count", Type.INT, "Autoscaling: the most workers (MSK Connect's "
+              "maxWorkerCount).", default=2, importance=M, validator=Range.between(1, 1000), group="Capacity"),
+    ConfigKey("capacity.mcu.count", Type.INT,
+              "Each worker's size in MSK Connect units (1 vCPU and 4 GiB each): the Spark cores and driver memory "
+              "of the workers a capacity provider starts (mcuCount).",
+              default=1, importance=M, validator=_McuCount(), group="Capacity"),
+    ConfigKey("capacity.scale.in.cpu.utilization.percentage", Type.INT,
+              "Autoscaling: one worker fewer when the workers' average CPU over the evaluation window is below this "
+              "(scaleInPolicy.cpuUtilizationPercentage).",
+              default=20, importance=M, validator=Range.between(1, 100), group="Capacity"),
+    ConfigKey("capacity.scale.out.cpu.utilization.percentage", Type.INT,
+              "Autoscaling: one worker more when the workers' average CPU over the evaluation window is above this "
+              "(scaleOutPolicy.cpuUtilizationPercentage).",
+              default=80, importance=M, validator=Range.between(1, 100), group="Capacity"),
+    ConfigKey("capacity.evaluation.window.ms", Type.LONG,
+              "Autoscaling: the span the average CPU is taken over; a decision waits for a whole window after the "
+              "leader starts watching and after each change.",
+              default=120000, importance=L, validator=Range.at_least(1000), group="Capacity"),
+    ConfigKey("capacity.cooldown.ms", Type.LONG,
+              "Autoscaling: no change of the worker count for this long after the last one.",
+              default=300000, importance=L, validator=Range.at_least(0), group="Capacity"),
+    ConfigKey("capacity.evaluation.interval.ms", Type.LONG,
+              "How often each worker reports its CPU and sink lag and the leader decides.",
+              default=10000, importance=L, validator=Range.at_least(100), group="Capacity"),
+    ConfigKey("capacity.provider", Type.STRING,
+              "The capacity provider that acts on the leader's decisions (register_capacity_providers): processes "
+              "(workers run by `connectd cluster run`), systemd (instances of connectd@.service), spark (each "
+              "worker's Spark executors); empty: decisions are logged and exported only.",
+              default="", importance=M, group="Capacity"),
+    ConfigKey("capacity.systemd.instances", Type.LIST,
+              "The instances of connectd@.service the systemd capacity provider may run on the leader's host, in "
+              "the order it starts them (connectd@NAME.service reads NAME.properties of capacity.systemd.config.dir).",
+              default="", importance=L, group="Capacity"),
+    ConfigKey("capacity.systemd.config.dir", Type.STRING,
+              "Where the systemd capacity provider reads each instance's properties file (NAME.properties), as "
+              "connectd@.service does.", default="/etc/connectd", importance=L, group="Capacity"),
+    ConfigKey("capacity.processes.rest.ports", Type.STRING,
+              "The REST ports the workers of `connectd cluster run` listen on, first-last.",
+              default="8083-8099", importance=L, validator=_PortRange(), group="Capacity"),
+    ConfigKey("capacity.processes.log.dir", Type.STRING,
+              "Where `connectd cluster run` keeps each worker's properties and log (worker-<port>.*); empty: a "
+              "directory logs beside the worker file.", default="", importance=L, group="Capacity"),
     ConfigKey("rest.rebalance.wait.ms", Type.INT,
               "How long a REST write waits for a rebalance under way to end before answering 409 "
               "(a connectd extension: Kafka Connect answers 409 at once).",

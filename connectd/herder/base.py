@@ -61,6 +61,7 @@ from connectd.herder.supervision import Supervisor
 from connectd.herder.validation import check_connector, too_many_tasks
 from connectd.logging import bind_context, get_logger
 from connectd.loops import Loops
+from connectd.capacity.load import ProcessTreeCpu
 from connectd.metrics import WorkerMetrics
 from connectd.plugins import get_registry
 from connectd.runtime.assembly import TaskAssembler
@@ -202,6 +203,7 @@ class HerderBase:
         #: This worker's Prometheus metrics (``/metrics``); the state series are read off this herder.
         self.metrics = WorkerMetrics(worker_id)
         self.metrics.watch(self)
+        self.metrics.process_tree = ProcessTreeCpu(worker.spark_cores)
         self._versions: dict[type, str] = {}
         self.assembler = TaskAssembler(worker, spark, self.registry, self._admin, self._source_offsets_spec,
                                        self.record_active_topics, self._spark_checkpoints())

@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from connectd.errors import ConnectdError
 from connectd.logging import get_logger
-from connectd.rest import connectors, loggers, openapi, plugins
+from connectd.rest import capacity, connectors, loggers, openapi, plugins
 from connectd.rest._keys import CREATE_LOCK, HERDER, INFO, REGISTRY
 from connectd.rest.error_responses import RestError, error_middleware
 from connectd.rest.forwarding import forwarding_middleware
@@ -53,6 +53,7 @@ def create_app(herder: Any, *, worker_id: str, kafka_cluster_id: str | None, ver
     app.router.add_get("/metrics", _metrics)
     connectors.add_routes(app.router)
     plugins.add_routes(app.router)
+    capacity.add_routes(app.router)
     if admin_routes:
         loggers.add_routes(app.router)
     openapi.add_routes(app.router)

@@ -66,6 +66,7 @@ _TAGS = [
     ("topics", "the topics a connector has used"),
     ("plugins", "installed connector plugins, their settings, validating a config"),
     ("loggers", "log levels, read and changed at run time"),
+    ("capacity", "the cluster's capacity policy (MSK Connect's JSON) and the leader's decisions"),
 ]
 
 
@@ -318,6 +319,24 @@ _PATHS: dict[str, Any] = {
         parameters=[_path_param("plugin")],
         body=_body(_ref("ConnectorConfig"), _EXAMPLE_CONFIG,
                    "the config; a `connector.class` in it must name the path's plugin"))},
+    "/capacity": {
+        "get": _operation("getCapacity", "capacity", "the capacity policy in force",
+                          {"200": _answer("stored by PUT, else the workers' capacity.* keys", _ref("Capacity")),
+                           **_errors(404)},
+                          description="404 on a standalone worker, or when the cluster has no policy."),
+        "put": _operation("putCapacity", "capacity", "store the cluster's capacity policy in the config topic",
+                          {"200": _answer("the policy now in force", _ref("Capacity")), **_errors(400, 404, 409)},
+                          body=_body(_ref("Capacity"), {"autoScaling": {
+                              "minWorkerCount": 1, "maxWorkerCount": 4, "mcuCount": 1,
+                              "scaleInPolicy": {"cpuUtilizationPercentage": 20},
+                              "scaleOutPolicy": {"cpuUtilizationPercentage": 80}}},
+                              "MSK Connect's capacity: provisionedCapacity or autoScaling")),
+        "delete": _operation("deleteCapacity", "capacity", "remove the stored policy: the capacity.* keys apply",
+                             {"204": _answer("removed"), **_errors(404, 409)}),
+    },
+    "/capacity/status": {"get": _operation(
+        "getCapacityStatus", "capacity", "the policy, the desired and current worker counts, the last decision",
+        {"200": _answer("as this worker read it from the status topic", _ref("CapacityStatus")), **_errors(404)})},
     "/admin/loggers": {"get": _operation(
         "listLoggers", "loggers", "every logger that has a level of its own",
         {"200": _answer("a map logger → level", {"type": "object", "additionalProperties": _ref("LoggerLevel")}),
@@ -447,6 +466,28 @@ _SCHEMAS: dict[str, Any] = {
                                               "description": "epoch milliseconds of the last change at run "
                                                              "time; null if set at start-up"}}),
     "LoggerLevelRequest": _object({"level": {"type": "string", "description": "TRACE, DEBUG, INFO, WARN, ERROR"}}),
+    "Capacity": {"type": "object", "description": "MSK Connect's capacity: exactly one of the two",
+                 "properties": {
+                     "provisionedCapacity": _object({"workerCount": {"type": "integer", "minimum": 1},
+                                                     "mcuCount": {"type": "integer", "enum": [1, 2, 4, 8]}},
+                                                    required=["workerCount"]),
+                     "autoScaling": _object({
+                         "minWorkerCount": {"type": "integer", "minimum": 1},
+                         "maxWorkerCount": {"type": "integer", "minimum": 1},
+                         "mcuCount": {"type": "integer", "enum": [1, 2, 4, 8]},
+                         "scaleInPolicy": _object({"cpuUtilizationPercentage": {"type": "integer"}}, required=[]),
+                         "scaleOutPolicy": _object({"cpuUtilizationPercentage": {"type": "integer"}}, required=[]),
+                         "evaluationWindowSeconds": {"type": "number", "description": "connectd's"},
+                         "cooldownSeconds": {"type": "number", "description": "connectd's"}},
+                         required=["minWorkerCount", "maxWorkerCount"])}},
+    "CapacityStatus": _object({
+        "policy": {"oneOf": [_ref("Capacity"), {"type": "null"}]},
+        "source": {"type": ["string", "null"], "description": "config topic or worker config"},
+        "provider": _NULLABLE_STRING,
+        "desired": {"type": ["integer", "null"]},
+        "current": {"type": ["integer", "null"]},
+        "last_decision": {"type": ["object", "null"]},
+        "workers": {"type": "object", "additionalProperties": {"type": "object"}}}),
 }
 
 _COMPONENTS: dict[str, Any] = {

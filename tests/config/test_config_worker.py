@@ -243,6 +243,20 @@ def test_heartbeat_must_be_less_than_session_timeout(tmp_path, extra, session) -
     ]
 
 
+@pytest.mark.parametrize("extra, expected", [
+    (["capacity.min.worker.count=3", "capacity.max.worker.count=2"],
+     ("capacity.min.worker.count", "expected at most capacity.max.worker.count (2)")),
+    (["capacity.scale.in.cpu.utilization.percentage=80"],  # the scale-out default is 80
+     ("capacity.scale.in.cpu.utilization.percentage",
+      "expected less than capacity.scale.out.cpu.utilization.percentage (80)")),
+    (["capacity.mcu.count=3"], ("capacity.mcu.count", "expected one of [1, 2, 4, 8]")),
+    (["capacity.processes.rest.ports=9000-8000"],
+     ("capacity.processes.rest.ports", "expected a port range first-last, e.g. 8083-8099")),
+])
+def test_capacity_keys_that_make_no_policy_are_refused(tmp_path, extra, expected) -> None:
+    assert [(p.key, p.message) for p in _errors(_config(tmp_path, *extra))] == [expected]
+
+
 def test_heartbeat_below_session_timeout_is_fine(tmp_path) -> None:
     assert _errors(_config(tmp_path, "heartbeat.interval.ms=2999", "session.timeout.ms=3000")) == []
 

@@ -1,0 +1,163 @@
+"""``connectd cluster run`` (the ``processes`` capacity provider) on real processes: load takes the
+cluster from 1 worker to 2 and, once it stops, back to 1; tasks spread and come back; every record
+reaches the sink once (docs/capacity.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from ledger_sink import read_ledger
+
+from connectd.broker import free_port
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 2
+
+
+class ClusterRun:
+    """A ``connectd cluster run`` process; it and every worker it started are stopped by PID."""
+
+    def __init__(self, file: Path, directory: Path) -> None:
+        self.directory = directory
+        self.log = directory / "cluster-run.log"
+        with open(self.log, "ab") as output:
+            self.process = subprocess.Popen([sys.executable, "-m", "connectd", "cluster", "run", str(file)],
+                                            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def events(self, name: str) -> list[dict]:
+        return [json.loads(line) for line in self.log.read_text(errors="replace").splitlines()
+                if f'"event": "{name}"' in line]
+
+    def urls(self) -> list[str]:
+        """The workers running now, by the supervisor's log."""
+        started = {e["port"] for e in self.events("cluster_worker_started")}
+        stopped = Counter(e["port"] for e in self.events("cluster_worker_stopped"))
+        starts = Counter(e["port"] for e in self.events("cluster_worker_started"))
+        return [f"http://127.0.0.1:{port}" for port in sorted(started) if starts[port] > stopped[port]]
+
+    def stop(self) -> int | None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(180)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+        for event in self.events("cluster_worker_started"):  # whatever a failed stop left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(event["pid"], signal.SIGKILL)
+        return self.process.returncode
+
+
+def _get(url: str, path: str):
+    try:
+        with urllib.request.urlopen(url + path, timeout=30) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _send(url: str, method: str, path: str, body: object = None) -> int:
+    request = urllib.request.Request(url + path, method=method, headers={"Content-Type": "application/json"},
+                                     data=None if body is None else json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(request, timeout=90) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _placement(url: str, connectors: tuple[str, ...] = ("load", "ledger")) -> dict[str, str]:
+    """task → worker id, as *url* answers; empty until every task of *connectors* runs."""
+    placed = {}
+    for connector in connectors:
+        status = _get(url, f"/connectors/{connector}/status") or {}
+        tasks = status.get("tasks", [])
+        if len(tasks) != PARTITIONS or any(t["state"] != "RUNNING" for t in tasks):
+            return {}
+        placed.update({f"{connector}-{t['id']}": t["worker_id"] for t in tasks})
+    return placed
+
+
+def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, topic_name, consume_records,
+                                                               wait_until, tmp_path):
+    first = free_port()
+    file = worker_config.file(
+        "distributed", name="cluster.properties", listeners=f"http://127.0.0.1:{first}",
+        **{"rest.advertised.host.name": "127.0.0.1", "capacity.mode": "autoscaling", "capacity.provider": "processes",
+           "capacity.min.worker.count": "1", "capacity.max.worker.count": "2",
+           "capacity.scale.out.cpu.utilization.percentage": "40",
+           "capacity.scale.in.cpu.utilization.percentage": "20",
+           "capacity.evaluation.interval.ms": "1000", "capacity.evaluation.window.ms": "8000",
+           "capacity.cooldown.ms": "15000", "capacity.processes.rest.ports": f"{first}-{first + 8}",
+           "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
+           "scheduled.rebalance.max.delay.ms": "60000", "task.shutdown.graceful.timeout.ms": "10000"})
+    run = ClusterRun(file, tmp_path)
+    try:
+        wait_until(run.urls, "the first worker", until=lambda urls: len(urls) == 1, timeout=60)
+        url = run.urls()[0]
+        wait_until(lambda: _get(url, "/capacity/status"), "the first worker's REST API", timeout=120)
+        # A worker that crashes (SIGKILL, its Spark with it) is started again on its port.
+        os.killpg(run.events("cluster_worker_started")[0]["pid"], signal.SIGKILL)
+        exited = wait_until(lambda: run.events("cluster_worker_exited"), "the crash seen", timeout=30)
+        assert exited[0]["exit_code"] == -signal.SIGKILL and exited[0]["log"].endswith(f"worker-{first}.log")
+        wait_until(lambda: len(run.events("cluster_worker_started")), "the worker started again",
+                   until=lambda starts: starts == 2, timeout=30)
+        assert run.urls() == [url]
+        wait_until(lambda: _get(url, "/capacity/status"), "the restarted worker's REST API", timeout=120)
+        ledger = tmp_path / "ledger"
+        ledger.mkdir()
+        # A source doing real work (generating random records as fast as it can) and a sink of them.
+        load = {"connector.class": "DatagenConnector", "kafka.topic": topic_name, "quickstart": "users",
+                "max.interval": "0", "batch.size": "200", "tasks.max": str(PARTITIONS),
+                "topic.creation.default.partitions": str(PARTITIONS),
+                "topic.creation.default.replication.factor": "1"}
+        sink = {"connector.class": "FileStreamSink", "topics": topic_name, "tasks.max": str(PARTITIONS),
+                "file": str(tmp_path / "unused.txt"), "task.class": "ledger_sink.LedgerSinkTask",
+                "ledger.dir": str(ledger)}
+        assert _send(url, "POST", "/connectors", {"name": "load", "config": load}) == 201
+        assert _send(url, "POST", "/connectors", {"name": "ledger", "config": sink}) == 201
+
+        # Over 40 % of its core: the leader asks for a second worker, the supervisor starts it, the tasks spread.
+        wait_until(lambda: (_get(url, "/capacity/status") or {}).get("desired"), "a scale-out decision",
+                   until=lambda desired: desired == 2, timeout=120)
+        wait_until(run.urls, "the second worker", until=lambda urls: len(urls) == 2, timeout=30)
+        spread = wait_until(lambda: _placement(url), "the tasks on both workers",
+                            until=lambda placed: len(set(placed.values())) == 2, timeout=240)
+        decision = _get(url, "/capacity/status")["last_decision"]
+        assert decision["action"] == "scale_out" or decision["desired"] == 2
+
+        # The load stops: the leader asks for one worker again; the newer one leaves cleanly and its
+        # tasks come back at once (not after scheduled.rebalance.max.delay.ms, a minute here).
+        assert _send(url, "PUT", "/connectors/load/stop") == 204
+        wait_until(run.urls, "one worker again", until=lambda urls: len(urls) == 1, timeout=240)
+        survivor = run.urls()[0]
+        back = wait_until(lambda: _placement(survivor, ("ledger",)), "the sink's tasks back on the one worker",
+                          until=lambda placed: placed and len(set(placed.values())) == 1, timeout=60)
+        removed = run.events("cluster_worker_removed")
+        assert len(removed) == 1 and "below scale-in 20 %" in removed[0]["reason"]
+        assert set(back.values()) < set(spread.values())
+
+        # Every record the source wrote reaches the sink once: the ledger holds each offset exactly once.
+        written = consume_records(topic_name, partitions=PARTITIONS, timeout=60)
+        assert written, "the source wrote nothing"
+        expected = {(m.partition(), m.offset()) for m in written}
+        wait_until(lambda: {(e.partition, e.offset) for e in read_ledger(ledger)}, "every record in the sink",
+                   until=lambda seen: seen >= expected, timeout=120)
+        counts = Counter((e.partition, e.offset) for e in read_ledger(ledger))
+        assert [key for key, n in counts.items() if n > 1] == []
+        assert set(counts) == expected
+    finally:
+        assert run.stop() == 0
+    stopped = run.events("cluster_worker_stopped")  # the one scaled in, then the last at the supervisor's stop
+    assert len(stopped) == 2 and all(e["exit_code"] == 0 for e in stopped)
