@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from connectd.capacity.processes import ProcessesProvider
+from connectd.capacity.spark import SparkProvider
 from connectd.capacity.systemd import SystemdProvider
 from connectd.config.providers import BUILTIN_PROVIDERS
 from connectd.data.converters import BUILTIN_CONVERTERS
@@ -43,5 +44,5 @@ def register_predicates(register: Register) -> None:
 
 @hookimpl
 def register_capacity_providers(register: Register) -> None:
-    for cls in (ProcessesProvider, SystemdProvider):
+    for cls in (ProcessesProvider, SparkProvider, SystemdProvider):
         register(cls, aliases=(cls.name,))

@@ -17,7 +17,8 @@ too:
   N records or up to its end, with a deadline.
 - ``spark_standalone``: a real Spark standalone cluster (master and one
   worker, from pip's pyspark) on loopback for the session, stopped by
-  killing its process groups.
+  killing its process groups; ``spark_standalone_pair`` one with two Spark
+  workers, for a module.
 - ``tests/support`` is on ``sys.path`` and on ``PYTHONPATH`` (so Spark's
   Python workers import it too): sink tasks that record their calls.
 - ``worker_config``: a minimal worker config (standalone or distributed) in
@@ -218,10 +219,24 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spark
     group of its own (the worker's executors join its group), and stopped by
     killing those groups. Executors run this interpreter and see ``tests/support``.
     """
+    with _standalone_cluster(tmp_path_factory.mktemp("spark-standalone"), workers=1, cores=2, memory="2g") as made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def spark_standalone_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandalone]:
+    """As ``spark_standalone``, with two Spark workers of 1 core and 1 GiB each (an executor on
+    each), for the tests of one module."""
+    with _standalone_cluster(tmp_path_factory.mktemp("spark-standalone-pair"), workers=2, cores=1,
+                             memory="1g") as made:
+        yield made
+
+
+@contextlib.contextmanager
+def _standalone_cluster(base: Path, *, workers: int, cores: int, memory: str) -> Iterator[SparkStandalone]:
     from pyspark.find_spark_home import _find_spark_home
 
     home = _find_spark_home()
-    base = tmp_path_factory.mktemp("spark-standalone")
     env = {**os.environ, "SPARK_HOME": home, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(base),
            "PYSPARK_PYTHON": sys.executable}
     master_port, master_ui = free_port(), free_port()
@@ -229,10 +244,12 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spark
     commands = {
         "master": ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(master_port),
                    "--webui-port", str(master_ui)],
-        "worker": ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", str(free_port()),
-                   "--webui-port", str(free_port()), "--cores", "2", "--memory", "2g",
-                   "--work-dir", str(base / "work")],
     }
+    for n in range(workers):
+        commands[f"worker-{n}" if n else "worker"] = [
+            "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", str(free_port()),
+            "--webui-port", str(free_port()), "--cores", str(cores), "--memory", memory,
+            "--work-dir", str(base / f"work-{n}" if n else base / "work")]
     processes: dict[str, subprocess.Popen] = {}
     try:
         for name, argv in commands.items():
@@ -251,7 +268,8 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spark
             except (OSError, ValueError):  # not listening yet, or an empty answer while its UI starts
                 return 0
 
-        _wait_until(alive_workers, "the Spark worker to register with the master", timeout=120)
+        _wait_until(alive_workers, f"{workers} Spark worker(s) to register with the master",
+                    until=lambda alive: alive >= workers, timeout=120)
         yield SparkStandalone(url, processes["worker"].pid, base, f"http://127.0.0.1:{master_ui}")
     finally:
         for process in processes.values():
@@ -260,7 +278,8 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spark
 
 @dataclass(frozen=True)
 class SparkStandalone:
-    """A running standalone cluster: its master URL, the Spark worker's pid (executors descend from it)."""
+    """A running standalone cluster: its master URL, the (first) Spark worker's pid (its executors descend
+    from it)."""
 
     master_url: str
     worker_pid: int

@@ -77,7 +77,7 @@ class Decision:
 
 def decide(policy: CapacityPolicy, members: Sequence[str], loads: Mapping[str, Sequence[LoadSample]],
            now_s: float, *, watching_since_s: float, silent_after_s: float,
-           previous: Decision | None = None) -> Decision:
+           previous: Decision | None = None, unit: str = "workers") -> Decision:
     """The desired worker count now.
 
     :param members: the group's members (their worker ids); their number is the current count.
@@ -85,6 +85,7 @@ def decide(policy: CapacityPolicy, members: Sequence[str], loads: Mapping[str, S
     :param watching_since_s: when this leader began collecting samples (or the policy changed).
     :param silent_after_s: a member whose last sample is older than this is silent.
     :param previous: the last decision (this leader's or the one before it, from the status topic).
+    :param unit: what the members are, in the reasons (the spark provider's are executors).
     """
     current = len(members)
     before = previous.desired if previous is not None else current
@@ -98,9 +99,9 @@ def decide(policy: CapacityPolicy, members: Sequence[str], loads: Mapping[str, S
     if policy.mode == PROVISIONED:
         return decision(policy.worker_count, f"provisioned: workerCount {policy.worker_count}")
     if current < policy.min_workers:
-        return decision(policy.min_workers, f"{current} workers, below minWorkerCount {policy.min_workers}")
+        return decision(policy.min_workers, f"{current} {unit}, below minWorkerCount {policy.min_workers}")
     if current > policy.max_workers:
-        return decision(policy.max_workers, f"{current} workers, above maxWorkerCount {policy.max_workers}")
+        return decision(policy.max_workers, f"{current} {unit}, above maxWorkerCount {policy.max_workers}")
     held = min(max(before, policy.min_workers), policy.max_workers)
     if changed_s is not None and now_s - changed_s < policy.cooldown_s:
         left = policy.cooldown_s - (now_s - changed_s)
@@ -124,7 +125,7 @@ def decide(policy: CapacityPolicy, members: Sequence[str], loads: Mapping[str, S
     if not means:
         return decision(held, f"no member reported its CPU in the last {policy.window_s:g} s")
     cpu = sum(means.values()) / len(means)
-    average = f"average CPU {cpu:.0f} % over {policy.window_s:g} s of {len(means)} of {current} workers"
+    average = f"average CPU {cpu:.0f} % over {policy.window_s:g} s of {len(means)} of {current} {unit}"
     if cpu > policy.scale_out_cpu:
         if current >= policy.max_workers:
             return decision(held, f"{average}, above {policy.scale_out_cpu} %, at maxWorkerCount "

@@ -20,6 +20,7 @@ decision.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from connectd.capacity.decision import Decision
@@ -55,8 +56,10 @@ class CapacityProvider:
     def check(self) -> None:
         """Raise :class:`ProviderUnusable` saying why when this machine cannot use the provider."""
 
-    async def start(self, spark: Any = None) -> None:
-        """The worker runs (an :data:`EACH_WORKER` provider gets the worker's SparkSession)."""
+    async def start(self, spark: Any, policy: Callable[[], Any]) -> None:
+        """An :data:`EACH_WORKER` provider's start, once the worker's Spark is up: *spark* is its
+        SparkSession, ``policy()`` the cluster's policy in force
+        (:class:`~connectd.capacity.policy.CapacityPolicy`, ``None`` for none)."""
 
     async def apply(self, decision: Decision, workers: list[str], me: str) -> None:
         """Act on *decision*; *workers* are the group's members (worker ids) it was taken with, *me*

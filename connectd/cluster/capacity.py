@@ -13,6 +13,8 @@ Every ``capacity.evaluation.interval.ms`` each worker runs one step::
            /capacity/status, connectd status, the metrics), logged (capacity_decision, at info
            when the desired count changes), counted (connectd_capacity_decisions_total)
         ─► a provider that acts in the leader (systemd) applies it
+    (with the spark provider the policy sizes each worker's executors instead, and each worker
+     decides for its own: connectd.capacity.spark; the leader decides no worker count)
 
 Every worker reads the status topic from its start, so a new leader has the
 members' recent reports and the last decision (its cool-down goes on); its
@@ -68,6 +70,8 @@ class CapacityController:
         #: the leader's last decision, as this worker read it (or took it)
         self.last: Decision | None = None
         self.last_workers: list[str] = []
+        #: the last decision that changed the desired count (the reason a cluster has its size)
+        self.last_change: Decision | None = None
         self._loads: dict[str, collections.deque[LoadSample]] = {}  # by worker URL
         self._names: dict[str, str] = {}  # worker URL → worker id
         self._latest: dict[str, dict[str, Any]] = {}  # worker URL → its last report, as written
@@ -106,6 +110,8 @@ class CapacityController:
             if isinstance(value, Mapping):
                 try:
                     self.last = Decision.from_json(value)
+                    change = value.get("last_change")
+                    self.last_change = Decision.from_json(change) if isinstance(change, Mapping) else None
                 except (KeyError, TypeError, ValueError) as exc:
                     log.warning("capacity_record_skipped", record=name, reason=f"malformed: {exc!r}")
                     return
@@ -143,8 +149,8 @@ class CapacityController:
         self.herder.status.put_capacity(_LOAD_PREFIX + self.herder.worker_id, {
             "url": self.herder.rest_url, "worker": self.herder.worker_id, "time_ms": int(now * 1000),
             "cpu_percent": round(percent, 2), "sink_lag": self._sink_lag()})
-        if not self.herder.is_leader or self.herder.group_view()["rebalancing"]:
-            return
+        if not self.herder.is_leader or self.herder.group_view()["rebalancing"] or self.wants_spark:
+            return  # with the spark provider, the policy sizes each worker's executors, not the workers
         members = self.herder.member_urls()
         if not members:
             return
@@ -154,8 +160,11 @@ class CapacityController:
         workers = [self._names.get(url, worker_of(url)) for url in members]
         changed = self.last is None or decision.desired != self.last.desired
         self.last, self.last_workers = decision, workers
-        self.herder.status.put_capacity(_DECISION, {**decision.to_json(), "workers": workers,
-                                                    "policy": policy.to_json(), "source": source})
+        if changed:
+            self.last_change = decision
+        self.herder.status.put_capacity(_DECISION, {
+            **decision.to_json(), "workers": workers, "policy": policy.to_json(), "source": source,
+            "last_change": self.last_change.to_json() if self.last_change is not None else None})
         self.herder.metrics.capacity_decisions.labels(self.herder.worker_id, decision.action).inc()
         (log.info if changed or decision.action != HOLD else log.debug)(
             "capacity_decision", desired=decision.desired, current=decision.current, action=decision.action,
@@ -201,8 +210,10 @@ class CapacityController:
             "desired": decision.desired if decision is not None else None,
             "current": decision.current if decision is not None else None,
             "last_decision": None if decision is None else {**decision.to_json(), "workers": self.last_workers},
+            "last_change": None if self.last_change is None else self.last_change.to_json(),
             "workers": {self._names.get(url, worker_of(url)): {k: v for k, v in report.items() if k != "worker"}
                         for url, report in sorted(self._latest.items())},
+            **({"spark": self.provider.view()} if self.wants_spark else {}),  # type: ignore[union-attr]
         }
 
     @property
@@ -212,7 +223,7 @@ class CapacityController:
 
     async def start(self, spark: Any) -> None:
         if self.wants_spark:
-            await self.provider.start(spark)  # type: ignore[union-attr]
+            await self.provider.start(spark, lambda: self.policy()[0])  # type: ignore[union-attr]
 
     async def close(self) -> None:
         if self.provider is not None:

@@ -182,6 +182,11 @@ class WorkerConfig:
         # cores. C1 alone, on one thread, moves a worker's first record ≈1 s sooner on 2 cores and
         # its sources no slower (BENCHMARKS.md, "Start-up"). Setting the key replaces these.
         conf.setdefault("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
+        if self.mode == "distributed" and str(self._raw.get("capacity.provider", "")).strip() == "spark":
+            # The spark capacity provider's executors are mcuCount units: 1 core and 4 GiB each.
+            mcu = self.get("capacity.mcu.count")
+            conf.setdefault("spark.executor.cores", str(mcu))
+            conf.setdefault("spark.executor.memory", f"{4 * mcu}g")
         if conf["spark.master"].startswith("local"):
             conf.setdefault("spark.driver.host", "127.0.0.1")
             conf.setdefault("spark.driver.bindAddress", "127.0.0.1")

@@ -127,3 +127,9 @@ def test_provisioned_is_the_worker_count_whatever_the_load():
 def test_a_decision_survives_its_json():
     decision = run(["a"], {"a": steady(95)})
     assert Decision.from_json(decision.to_json()) == decision
+
+
+def test_the_reasons_name_what_is_counted():
+    decision = decide(POLICY, ["0"], {"0": steady(95)}, NOW, watching_since_s=NOW - 1000, silent_after_s=30,
+                      unit="executors")
+    assert decision.reason == "average CPU 95 % over 60 s of 1 of 1 executors, above scale-out 80 %"
