@@ -502,10 +502,13 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     def connectors() -> Any:
         return client.connectors(expand=["status", "info"])
 
+    def capacity() -> Any:
+        return client.request("GET", "/capacity/status")
+
     console = Console(file=out, width=None if out.isatty() else 160)
     _, counted = look(connectors, metrics)
     time.sleep(args.interval)
-    snapshot, counted = look(connectors, metrics, counted)
+    snapshot, counted = look(connectors, metrics, counted, capacity)
     if not args.watch:
         console.print(render(snapshot, client.url))
         return EXIT_OK
@@ -514,7 +517,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     with Live(render(snapshot, client.url), console=console, auto_refresh=False) as live:
         while True:
             time.sleep(args.interval)
-            snapshot, counted = look(connectors, metrics, counted)
+            snapshot, counted = look(connectors, metrics, counted, capacity)
             live.update(render(snapshot, client.url), refresh=True)
 
 

@@ -1,8 +1,9 @@
 """``connectd status``: a Connect cluster's workers, connectors and tasks at a glance, over its REST API.
 
 One look is two reads of every worker's ``/metrics`` (records/s is the
-difference over the interval) and one of ``GET /connectors?expand=status&
-expand=info`` from the worker given; ``--watch`` looks again every interval
+difference over the interval), one of ``GET /connectors?expand=status&
+expand=info`` and one of ``GET /capacity/status`` (the capacity policy, the
+desired and current worker counts, the last decision) from the worker given; ``--watch`` looks again every interval
 and redraws the table in place (rich's ``Live``) until Ctrl-C. The workers
 are those the statuses name (their ids are their advertised ``host:port``);
 one that cannot be read shows ``?`` for its tasks' rates.
@@ -17,7 +18,9 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 from rich import box
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from connectd.rest.client import RestClientError
 
@@ -45,6 +48,7 @@ class Snapshot:
     lines: list[TaskLine] = field(default_factory=list)
     workers: dict[str, int] = field(default_factory=dict)  #: worker → tasks it runs
     unreachable: list[str] = field(default_factory=list)  #: workers whose /metrics could not be read
+    capacity: Mapping[str, Any] | None = None  #: ``GET /capacity/status``; None: a standalone worker, or unread
 
 
 def _first_line(trace: str | None) -> str:
@@ -64,10 +68,13 @@ def record_counts(metrics_text: str) -> dict[tuple[str, int], float]:
 
 def look(connectors: Callable[[], Mapping[str, Any]], metrics: Callable[[str], str],
          previous: tuple[float, dict[tuple[str, int], float]] | None = None,
+         capacity: Callable[[], Mapping[str, Any]] | None = None,
          ) -> tuple[Snapshot, tuple[float, dict[tuple[str, int], float]]]:
     """One look at the cluster.
 
     :param connectors: ``GET /connectors?expand=status&expand=info``.
+    :param capacity: ``GET /capacity/status``; raises :class:`~connectd.rest.client.RestClientError`
+        where there is none (a standalone worker answers 404).
     :param metrics: a worker's ``/metrics`` text, by worker id; raises ``OSError`` or
         :class:`~connectd.rest.client.RestClientError` when it cannot be read.
     :param previous: what the last look counted, for the rates.
@@ -75,6 +82,11 @@ def look(connectors: Callable[[], Mapping[str, Any]], metrics: Callable[[str], s
     """
     answer = connectors()
     snapshot = Snapshot()
+    if capacity is not None:
+        try:
+            snapshot.capacity = capacity()
+        except (OSError, RestClientError, ValueError):
+            snapshot.capacity = None
     for name in sorted(answer):
         entry = answer[name]
         status = entry.get("status", {})
@@ -112,7 +124,8 @@ _STATE_STYLES = {"RUNNING": "green", "FAILED": "bold red", "PAUSED": "yellow", "
 
 
 def render(snapshot: Snapshot, url: str) -> Any:
-    """The snapshot as a rich table (connectors, then their tasks indented)."""
+    """The snapshot as a rich table (connectors, then their tasks indented), with the capacity
+    policy's line under it where the cluster has one."""
     tasks = [line for line in snapshot.lines if line.task is not None]
     running = sum(1 for line in tasks if line.state == "RUNNING")
     failed = sum(1 for line in tasks if line.state == "FAILED")
@@ -137,4 +150,35 @@ def render(snapshot: Snapshot, url: str) -> Any:
                       line.worker, rate, line.error)
     if snapshot.unreachable:
         table.caption = "no metrics from " + ", ".join(snapshot.unreachable)
-    return table
+    if not snapshot.capacity:
+        return table
+    return Group(table, Text(capacity_line(snapshot.capacity), overflow="fold"))
+
+
+def capacity_line(view: Mapping[str, Any]) -> str:
+    """The capacity policy, the desired and current counts and the last change, in a line or two."""
+    policy = view.get("policy")
+    if not policy:
+        return "capacity: no policy"
+    if "provisionedCapacity" in policy:
+        shape = policy["provisionedCapacity"]
+        text = f"capacity: provisioned {shape['workerCount']} × {shape.get('mcuCount', 1)} MCU"
+    else:
+        shape = policy["autoScaling"]
+        text = (f"capacity: autoscaling {shape['minWorkerCount']}–{shape['maxWorkerCount']} × "
+                f"{shape.get('mcuCount', 1)} MCU, CPU in < {shape['scaleInPolicy']['cpuUtilizationPercentage']} % "
+                f"< out {shape['scaleOutPolicy']['cpuUtilizationPercentage']} %")
+    text += f" ({view.get('source')}; provider {view.get('provider') or 'none'})"
+    spark = view.get("spark")
+    decided = view if spark is None else spark  # with the spark provider, the policy sizes this worker's executors
+    if spark is not None:
+        text += f"; this worker's executors: {len(spark.get('executors', []))}, desired {spark.get('desired')}"
+    else:
+        text += f"; workers: {view.get('current')}, desired {view.get('desired')}"
+    for label, key in (("last decision", "last_decision"), ("last change", "last_change")):
+        decision = decided.get(key)
+        if decision:
+            when = time.strftime("%H:%M:%S", time.localtime(decision["time_ms"] / 1000))
+            text += (f"\n{label} {when}: {decision['action'].replace('_', ' ')}, {decision['desired']}: "
+                     f"{decision['reason']}")
+    return text

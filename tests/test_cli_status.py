@@ -60,3 +60,30 @@ def test_record_counts_add_sources_and_sinks_per_task():
     text = exposition(3, 4) + ("# TYPE connectd_sink_records_read counter\n"
                                'connectd_sink_records_read_total{connector="out",task="0",worker="a"} 7\n')
     assert record_counts(text) == {("in", 0): 3, ("in", 1): 4, ("out", 0): 7}
+
+
+def test_the_capacity_policy_desired_and_current_counts_and_the_last_change_are_shown():
+    change = {"time_ms": 1_700_000_000_000, "desired": 2, "current": 1, "action": "scale_out",
+              "reason": "average CPU 91 % over 120 s of 1 of 1 workers, above scale-out 80 %"}
+    view = {"policy": {"autoScaling": {"minWorkerCount": 1, "maxWorkerCount": 3, "mcuCount": 2,
+                                       "scaleInPolicy": {"cpuUtilizationPercentage": 20},
+                                       "scaleOutPolicy": {"cpuUtilizationPercentage": 80}}},
+            "source": "config topic", "provider": "processes", "desired": 2, "current": 1, "last_change": change,
+            "last_decision": {**change, "time_ms": change["time_ms"] + 60_000, "action": "hold",
+                              "reason": "cool-down: 240 s left of 300 s"}}
+    snapshot, _ = look(lambda: CONNECTORS, lambda worker: exposition(1, 1), capacity=lambda: view)
+    out = io.StringIO()
+    Console(file=out, width=200).print(render(snapshot, "http://a:8083"))
+    text = out.getvalue()
+    assert ("capacity: autoscaling 1–3 × 2 MCU, CPU in < 20 % < out 80 % (config topic; provider processes); "
+            "workers: 1, desired 2") in text
+    assert "scale out, 2: average CPU 91 % over 120 s of 1 of 1 workers, above scale-out 80 %" in text
+    assert "hold, 2: cool-down: 240 s left of 300 s" in text
+
+    def standalone():
+        raise RestClientError("404: This worker runs standalone")
+
+    alone, _ = look(lambda: CONNECTORS, lambda worker: exposition(1, 1), capacity=standalone)
+    out = io.StringIO()
+    Console(file=out, width=200).print(render(alone, "http://a:8083"))
+    assert alone.capacity is None and "capacity" not in out.getvalue()

@@ -50,6 +50,7 @@ from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
 
+from connectd.capacity.load import ProcessTreeCpu
 from connectd.config.connector import ConnectorConfig, client_overrides
 from connectd.config.properties import Origin
 from connectd.config.worker import WorkerConfig
@@ -61,7 +62,6 @@ from connectd.herder.supervision import Supervisor
 from connectd.herder.validation import check_connector, too_many_tasks
 from connectd.logging import bind_context, get_logger
 from connectd.loops import Loops
-from connectd.capacity.load import ProcessTreeCpu
 from connectd.metrics import WorkerMetrics
 from connectd.plugins import get_registry
 from connectd.runtime.assembly import TaskAssembler

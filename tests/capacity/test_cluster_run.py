@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,8 +20,9 @@ import pytest
 from ledger_sink import read_ledger
 
 from connectd.broker import free_port
-
-pytestmark = pytest.mark.integration
+from connectd.capacity.processes import Supervisor
+from connectd.config.worker import WorkerConfig
+from connectd.errors import ConfigError
 
 PARTITIONS = 2
 
@@ -89,6 +91,42 @@ def _placement(url: str, connectors: tuple[str, ...] = ("load", "ledger")) -> di
     return placed
 
 
+def _supervisor(tmp_path: Path, **settings: str) -> Supervisor:
+    values = {"bootstrap.servers": "127.0.0.1:9092", "group.id": "g", "config.storage.topic": "c",
+              "offset.storage.topic": "o", "status.storage.topic": "s", "capacity.provider": "processes",
+              "listeners": "http://127.0.0.1:8083", **settings}
+    file = tmp_path / "cluster.properties"
+    file.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return Supervisor(file, WorkerConfig.from_file(file, "distributed"), client_for=lambda url: None)
+
+
+def test_each_worker_gets_its_port_and_the_policys_size(tmp_path):
+    supervisor = _supervisor(tmp_path, **{"capacity.mode": "autoscaling", "capacity.min.worker.count": "2",
+                                          "capacity.max.worker.count": "4", "capacity.mcu.count": "2",
+                                          "spark.master": "local[*]", "capacity.processes.log.dir": "run"})
+    assert (supervisor.initial, supervisor.log_dir) == (2, tmp_path / "run")
+    properties = supervisor.worker_properties(8090)
+    assert (properties["listeners"], properties["spark.master"], properties["spark.driver.memory"]) == (
+        "http://127.0.0.1:8090", "local[2]", "8g")
+    assert properties["group.id"] == "g"
+    # The file's own driver memory and a cluster master are kept.
+    kept = _supervisor(tmp_path, **{"spark.master": "spark://m:7077", "spark.driver.memory": "1g"})
+    assert kept.initial == 1  # no policy: one worker
+    assert {k: kept.worker_properties(8084)[k] for k in ("spark.master", "spark.driver.memory")} == {
+        "spark.master": "spark://m:7077", "spark.driver.memory": "1g"}
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"capacity.provider": "systemd"}, "capacity.provider must be processes for `connectd cluster run`, not 'systemd'"),
+    ({"listeners": "http://:8083,https://:8443"}, "expected one, not 2"),
+    ({"admin.listeners": "http://127.0.0.1:9999"}, "admin.listeners: the workers of `connectd cluster run` would"),
+])
+def test_a_file_it_cannot_run_several_times_is_refused_saying_why(tmp_path, settings, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        _supervisor(tmp_path, **settings)
+
+
+@pytest.mark.integration
 def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, topic_name, consume_records,
                                                                wait_until, tmp_path):
     first = free_port()
@@ -101,7 +139,7 @@ def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, to
            "capacity.evaluation.interval.ms": "1000", "capacity.evaluation.window.ms": "8000",
            "capacity.cooldown.ms": "15000", "capacity.processes.rest.ports": f"{first}-{first + 8}",
            "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
-           "scheduled.rebalance.max.delay.ms": "60000", "task.shutdown.graceful.timeout.ms": "10000"})
+           "scheduled.rebalance.max.delay.ms": "300000", "task.shutdown.graceful.timeout.ms": "10000"})
     run = ClusterRun(file, tmp_path)
     try:
         wait_until(run.urls, "the first worker", until=lambda urls: len(urls) == 1, timeout=60)
@@ -138,7 +176,7 @@ def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, to
         assert decision["action"] == "scale_out" or decision["desired"] == 2
 
         # The load stops: the leader asks for one worker again; the newer one leaves cleanly and its
-        # tasks come back at once (not after scheduled.rebalance.max.delay.ms, a minute here).
+        # tasks come back at once (not after scheduled.rebalance.max.delay.ms, five minutes).
         assert _send(url, "PUT", "/connectors/load/stop") == 204
         wait_until(run.urls, "one worker again", until=lambda urls: len(urls) == 1, timeout=240)
         survivor = run.urls()[0]
