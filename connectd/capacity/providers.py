@@ -9,7 +9,7 @@ hook, makes it so. Where it acts is the provider's :attr:`~CapacityProvider.acts
   and stops instances of ``connectd@.service``);
 - :data:`SUPERVISOR`: in ``connectd cluster run``, which starts the workers of a
   host as its child processes and follows the decisions they report
-  (``processes``);
+  (``processes``, the only provider ``connectd cluster run`` runs);
 - :data:`EACH_WORKER`: in every worker, for its own Spark (``spark``: its
   executors on a Spark standalone cluster).
 
