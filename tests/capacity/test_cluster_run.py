@@ -1,6 +1,7 @@
 """``connectd cluster run`` (the ``processes`` capacity provider) on real processes: load takes the
 cluster from 1 worker to 2 and, once it stops, back to 1; tasks spread and come back; every record
-reaches the sink once (docs/capacity.md)."""
+reaches the sink once; the cluster's policy over REST, stored in the config topic and read back by a
+restarted worker; the decisions and reports on every worker and in /metrics (docs/capacity.md)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from ledger_sink import read_ledger
+from prometheus_client.parser import text_string_to_metric_families
 
 from connectd.broker import free_port
 from connectd.capacity.processes import Supervisor
@@ -25,6 +27,11 @@ from connectd.config.worker import WorkerConfig
 from connectd.errors import ConfigError
 
 PARTITIONS = 2
+#: the cluster's policy, as the worker keys give it and as PUT /capacity stores it
+POLICY = {"autoScaling": {"minWorkerCount": 1, "maxWorkerCount": 2, "mcuCount": 1,
+                          "scaleInPolicy": {"cpuUtilizationPercentage": 20},
+                          "scaleOutPolicy": {"cpuUtilizationPercentage": 40},
+                          "evaluationWindowSeconds": 8, "cooldownSeconds": 15}}
 
 
 class ClusterRun:
@@ -69,14 +76,27 @@ def _get(url: str, path: str):
         return None
 
 
-def _send(url: str, method: str, path: str, body: object = None) -> int:
+def _send(url: str, method: str, path: str, body: object = None) -> tuple[int, object]:
+    """The status and the answer's JSON (its message for an error)."""
     request = urllib.request.Request(url + path, method=method, headers={"Content-Type": "application/json"},
                                      data=None if body is None else json.dumps(body).encode())
     try:
         with urllib.request.urlopen(request, timeout=90) as response:
-            return response.status
+            text = response.read()
+            return response.status, json.loads(text) if text else None
     except urllib.error.HTTPError as exc:
-        return exc.code
+        with exc:
+            return exc.code, json.loads(exc.read() or b"{}").get("message")
+
+
+def _text(url: str, path: str) -> str:
+    with urllib.request.urlopen(url + path, timeout=30) as response:
+        return response.read().decode()
+
+
+def _samples(text: str) -> dict[str, float]:
+    return {sample.name: sample.value for family in text_string_to_metric_families(text)
+            for sample in family.samples}
 
 
 def _placement(url: str, connectors: tuple[str, ...] = ("load", "ledger")) -> dict[str, str]:
@@ -145,6 +165,13 @@ def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, to
         wait_until(run.urls, "the first worker", until=lambda urls: len(urls) == 1, timeout=60)
         url = run.urls()[0]
         wait_until(lambda: _get(url, "/capacity/status"), "the first worker's REST API", timeout=120)
+        # The policy over REST, stored in the config topic: a bad one is refused saying which field.
+        assert _get(url, "/capacity") == POLICY and _get(url, "/capacity/status")["source"] == "worker config"
+        assert _send(url, "PUT", "/capacity", {"autoScaling": {"minWorkerCount": 3, "maxWorkerCount": 2}}) == (
+            400, "Invalid capacity: minWorkerCount 3 is above maxWorkerCount 2")
+        assert _send(url, "PUT", "/capacity", POLICY) == (200, POLICY)
+        wait_until(lambda: _get(url, "/capacity/status")["source"], "the stored policy read back",
+                   until=lambda source: source == "config topic")
         # A worker that crashes (SIGKILL, its Spark with it) is started again on its port.
         os.killpg(run.events("cluster_worker_started")[0]["pid"], signal.SIGKILL)
         exited = wait_until(lambda: run.events("cluster_worker_exited"), "the crash seen", timeout=30)
@@ -153,6 +180,8 @@ def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, to
                    until=lambda starts: starts == 2, timeout=30)
         assert run.urls() == [url]
         wait_until(lambda: _get(url, "/capacity/status"), "the restarted worker's REST API", timeout=120)
+        wait_until(lambda: _get(url, "/capacity/status")["source"], "the restarted worker to read the policy back",
+                   until=lambda source: source == "config topic")
         ledger = tmp_path / "ledger"
         ledger.mkdir()
         # A source doing real work (generating random records as fast as it can) and a sink of them.
@@ -163,8 +192,8 @@ def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, to
         sink = {"connector.class": "FileStreamSink", "topics": topic_name, "tasks.max": str(PARTITIONS),
                 "file": str(tmp_path / "unused.txt"), "task.class": "ledger_sink.LedgerSinkTask",
                 "ledger.dir": str(ledger)}
-        assert _send(url, "POST", "/connectors", {"name": "load", "config": load}) == 201
-        assert _send(url, "POST", "/connectors", {"name": "ledger", "config": sink}) == 201
+        assert _send(url, "POST", "/connectors", {"name": "load", "config": load})[0] == 201
+        assert _send(url, "POST", "/connectors", {"name": "ledger", "config": sink})[0] == 201
 
         # Over 40 % of its core: the leader asks for a second worker, the supervisor starts it, the tasks spread.
         wait_until(lambda: (_get(url, "/capacity/status") or {}).get("desired"), "a scale-out decision",
@@ -172,12 +201,24 @@ def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, to
         wait_until(run.urls, "the second worker", until=lambda urls: len(urls) == 2, timeout=30)
         spread = wait_until(lambda: _placement(url), "the tasks on both workers",
                             until=lambda placed: len(set(placed.values())) == 2, timeout=240)
-        decision = _get(url, "/capacity/status")["last_decision"]
-        assert decision["action"] == "scale_out" or decision["desired"] == 2
+        status = _get(url, "/capacity/status")
+        assert status["last_change"]["action"] == "scale_out" and status["desired"] == 2
+        assert "above scale-out 40 %" in status["last_change"]["reason"]
+        # Every worker reads the decisions and each worker's report; a follower forwards a PUT to the leader.
+        follower = next(u for u in run.urls() if u.removeprefix("http://") != status["leader"])
+        ids = sorted(u.removeprefix("http://") for u in run.urls())
+        seen = wait_until(lambda: _get(follower, "/capacity/status"), "both workers' reports on the follower",
+                          until=lambda view: sorted(view["workers"]) == ids)
+        assert seen["desired"] == 2
+        assert _send(follower, "PUT", "/capacity", POLICY) == (200, POLICY)
+        metrics = _samples(_text(follower, "/metrics"))
+        assert metrics["connectd_worker_cpu_seconds_total"] > 0 and metrics["connectd_worker_cpu_cores"] == 1
+        assert metrics["connectd_capacity_workers_desired"] == 2
+        assert "connectd_worker_cpu_utilization_percent" in metrics
 
         # The load stops: the leader asks for one worker again; the newer one leaves cleanly and its
         # tasks come back at once (not after scheduled.rebalance.max.delay.ms, five minutes).
-        assert _send(url, "PUT", "/connectors/load/stop") == 204
+        assert _send(url, "PUT", "/connectors/load/stop")[0] == 204
         wait_until(run.urls, "one worker again", until=lambda urls: len(urls) == 1, timeout=240)
         survivor = run.urls()[0]
         back = wait_until(lambda: _placement(survivor, ("ledger",)), "the sink's tasks back on the one worker",
@@ -195,6 +236,10 @@ def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, to
         counts = Counter((e.partition, e.offset) for e in read_ledger(ledger))
         assert [key for key, n in counts.items() if n > 1] == []
         assert set(counts) == expected
+        # DELETE: the worker keys' policy applies again.
+        assert _send(survivor, "DELETE", "/capacity")[0] == 204
+        wait_until(lambda: _get(survivor, "/capacity/status")["source"], "the worker keys' policy again",
+                   until=lambda source: source == "worker config")
     finally:
         assert run.stop() == 0
     stopped = run.events("cluster_worker_stopped")  # the one scaled in, then the last at the supervisor's stop
