@@ -12,6 +12,7 @@ share. Processes that ended keep what they used: the total only grows.
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import psutil
@@ -32,9 +33,14 @@ class ProcessTreeCpu:
         self._seen: dict[tuple[int, float], float] = {}  # (pid, create time) → its CPU seconds when last read
         self._ended = 0.0  # what processes no longer in the tree used, when last read
         self._last: tuple[float, float] | None = None  # (monotonic time, total CPU seconds)
+        self._lock = threading.Lock()  # a scrape (event loop) and the capacity step (a thread) read it at once
 
     def cpu_seconds(self) -> float:
         """User and system CPU seconds of the tree so far, ended processes included."""
+        with self._lock:
+            return self._read()
+
+    def _read(self) -> float:
         processes = [self._root]
         try:
             processes += self._root.children(recursive=True)
@@ -54,8 +60,9 @@ class ProcessTreeCpu:
 
     def percent(self) -> float | None:
         """The tree's CPU since the last call, in percent of :attr:`cores`; ``None`` the first time."""
-        now, total = time.monotonic(), self.cpu_seconds()
-        last, self._last = self._last, (now, total)
+        with self._lock:
+            now, total = time.monotonic(), self._read()
+            last, self._last = self._last, (now, total)
         if last is None or now <= last[0]:
             return None
         return max(total - last[1], 0.0) / (now - last[0]) / self.cores * 100

@@ -91,14 +91,16 @@ class SparkProvider(CapacityProvider):
         while True:
             await asyncio.sleep(self.interval_s)
             try:
-                await asyncio.to_thread(self.step)
+                # The policy is read here, on the event loop that keeps the config topic's snapshot up to date.
+                policy = self._policy()
+                await asyncio.to_thread(self.step, policy)
             except Exception as exc:  # the next round tries again; the worker and its tasks go on
                 log.error("capacity_provider_failed", provider=self.name, error=str(exc), exc_info=exc)
 
-    # --- one round, in a thread (py4j calls block) ---
+    # --- one round, in a thread (py4j calls block; nothing here reads the event loop's state) ---
 
-    def step(self) -> None:
-        policy = self._policy()
+    def step(self, policy: Any) -> None:
+        """One round under *policy* (a :class:`~connectd.capacity.policy.CapacityPolicy`, or ``None``)."""
         executors = self._read()
         now = time.time()
         for executor in executors:

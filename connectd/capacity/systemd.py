@@ -54,6 +54,7 @@ class SystemdProvider(CapacityProvider):
         self.instances = [name.strip() for name in worker.get("capacity.systemd.instances") or [] if name.strip()]
         self.config_dir = Path(str(worker.get("capacity.systemd.config.dir")))
         self.systemctl = shutil.which("systemctl") or "systemctl"
+        self._ids: dict[str, str] | None = None  # the instances' worker ids, read once from their files
 
     def check(self) -> None:
         if not os.path.isdir(BOOTED_MARK):
@@ -65,10 +66,14 @@ class SystemdProvider(CapacityProvider):
         self.worker_ids()  # every instance's file readable
 
     def worker_ids(self) -> dict[str, str]:
-        """Each instance's worker id (its advertised ``host:port``), from its properties file.
+        """Each instance's worker id (its advertised ``host:port``), from its properties file, read the
+        first time (an instance's file is its own worker's start-up config: it does not change under it).
 
         :raises ProviderUnusable: an instance's file is missing or unreadable.
         """
+        if self._ids is not None:
+            return self._ids
+        # lazy: connectd.config.worker loads the plugin registry, which registers this module
         from connectd.config.worker import WorkerConfig
 
         ids = {}
@@ -78,6 +83,7 @@ class SystemdProvider(CapacityProvider):
                 ids[instance] = WorkerConfig(dict(load_properties(path)), "distributed", source=str(path)).advertised_id
             except ConfigError as exc:
                 raise ProviderUnusable(self.name, f"instance {instance}: {exc}") from None
+        self._ids = ids
         return ids
 
     async def apply(self, decision: Decision, workers: list[str], me: str) -> None:

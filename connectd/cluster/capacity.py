@@ -27,6 +27,7 @@ the leader hands that work over at once (``released_work_reassigned``).
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import time
 from collections.abc import Mapping
@@ -137,7 +138,7 @@ class CapacityController:
 
     async def step(self) -> None:
         """Report this worker's load and, on the leader, decide and act."""
-        percent = self.cpu.percent()
+        percent = await asyncio.to_thread(self.cpu.percent)  # a walk of the process tree: off the loop
         if percent is not None:
             self.herder.metrics.cpu_utilization.labels(self.herder.worker_id).set(percent)
         policy, source = self.policy()
