@@ -553,8 +553,6 @@ def consume_records(broker: EmbeddedBroker) -> Callable[..., list[Message]]:
 # --- worker configs ------------------------------------------------------------
 
 UNREACHABLE_BOOTSTRAP = "127.0.0.1:9"  # the discard port: no Kafka answers there
-# The worker's default driver options and the serial collector (tests' JVMs are small and short-lived).
-JVM_TEST_OPTIONS = f"{DRIVER_JAVA_OPTIONS} -XX:+UseSerialGC"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 
 
@@ -605,7 +603,7 @@ class WorkerConfigs:
             "listeners": f"http://127.0.0.1:{free_port()}",
             "spark.master": "local[2]",
             "spark.sql.shuffle.partitions": "2",
-            "spark.driver.extraJavaOptions": JVM_TEST_OPTIONS,
+            "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS,
             "class.archive.dir": "",
         }
         for key, value in defaults.items():

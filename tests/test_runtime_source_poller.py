@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from stage_transforms import Suffixed, two_stages
 
-from connectd.runtime.kafka.producing import write_arrow_batch
-from connectd.runtime.source.poller import Poller
+from connectd.runtime.kafka.producing import ColumnBatch, write_arrow_batch
+from connectd.config.worker_keys import COMMON_WORKER_DEF
+from connectd.runtime.source.poller import AHEAD_BYTES, Poller, batch_bytes
 
 
 class Polls:
@@ -53,6 +54,34 @@ def test_it_polls_ahead_until_the_buffer_is_full_then_waits_for_a_batch_to_take_
         wait_until(lambda: polls.calls, "polling again once the batch was taken", until=lambda n: n >= 6)
     finally:
         poller.stop(5)
+
+
+def test_it_polls_ahead_no_more_than_its_bytes_bound_either(wait_until):
+    polls = Polls(size=10)
+    one_poll = batch_bytes(Polls(size=10)()[0])  # a poll's batch, as the poller will buffer it
+    poller = Poller(polls, max_records=1000, idle=lambda: False, name="t", max_bytes=2 * one_poll + 1)
+    try:
+        wait_until(lambda: poller._buffered, "30 records buffered", until=lambda n: n >= 30)
+        assert polls.calls == 3  # FULL by bytes: 3 polls' records are over the bound, 1,000 records are not
+        assert values(poller.take()[0]) == [f"{c}-{i}".encode() for c in (1, 2, 3) for i in range(10)]
+        wait_until(lambda: polls.calls, "polling again once the batch was taken", until=lambda n: n >= 6)
+    finally:
+        poller.stop(5)
+
+
+def test_the_workers_key_documents_the_bytes_bound_the_poller_has():
+    assert f"or {AHEAD_BYTES >> 20} MiB of converted records" in COMMON_WORKER_DEF.get("source.batch.max.records").documentation
+
+
+def test_a_batchs_bytes_are_its_arrow_buffers_or_its_columns_keys_and_values_with_their_overhead():
+    arrow = Polls(size=10)()[0]
+    assert batch_bytes(arrow) == arrow.nbytes and batch_bytes(None) == 0
+    n = 1000
+    alike = ColumnBatch({"topic": ["t"] * n, "key": [b"k" * 10] * n, "value": [b"v" * 200] * n}, n)
+    assert batch_bytes(alike) == n * (10 + 200 + 64)
+    tombstones = ColumnBatch({"topic": ["t"] * n, "key": [b"k" * 10] * n, "value": [None] * n}, n)
+    assert batch_bytes(tombstones) == n * (10 + 64)
+    assert batch_bytes(ColumnBatch({"topic": []}, 0)) == 0
 
 
 def test_each_poll_can_be_taken_as_a_chunk_of_its_own_for_a_transaction_per_poll(wait_until):

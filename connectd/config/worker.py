@@ -180,7 +180,8 @@ class WorkerConfig:
         # The driver JVM plans and schedules micro-batches (and, on a local master, is the executor
         # beside the Python workers): HotSpot's C2 compiler threads compete with that work for the
         # cores. C1 alone, on one thread, moves a worker's first record ≈1 s sooner on 2 cores and
-        # its sources no slower (BENCHMARKS.md, "Start-up"). Setting the key replaces these.
+        # its sources no slower (BENCHMARKS.md, "Start-up"); the serial collector takes ≈55 MiB less
+        # than G1 (BENCHMARKS.md, "Four source tasks' memory"). Setting the key replaces these.
         conf.setdefault("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
         if self.mode == "distributed" and str(self._raw.get("capacity.provider", "")).strip() == "spark":
             # The spark capacity provider's executors are mcuCount units: 1 core and 4 GiB each.

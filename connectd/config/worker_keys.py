@@ -52,8 +52,11 @@ MCU_COUNTS = (1, 2, 4, 8)
 #: Kafka's HTTP Basic authentication REST extension, which connectd has built in.
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
 BASIC_AUTH_EXTENSIONS = (BASIC_AUTH_EXTENSION, "BasicAuthSecurityRestExtension")
-#: ``spark.driver.extraJavaOptions`` unless the worker properties set it: the C1 compiler alone, one thread.
-DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
+#: ``spark.driver.extraJavaOptions`` unless the worker properties set it: the C1 compiler alone, one
+#: thread; the serial collector (G1's own structures and eager heap are ≈55 MiB more, for a heap that
+#: holds only plans and batches' counts: BENCHMARKS.md, "Four source tasks' memory").
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC"
+
 
 class _PortRange(Validator):
     """``first-last``, two ports, first not above last."""
@@ -339,9 +342,9 @@ _WORKER_KEYS = [
               default=500, importance=L, validator=Range.between(0, 60000), group="Tasks"),
     ConfigKey("source.batch.max.records", Type.INT,
               "connectd extension: the most records one micro-batch of a record-level source task produces, "
-              "and the most its poll thread buffers ahead (polling waits while this many are waiting to be "
-              "produced). A batch also ends after 1 s, or once nothing more was polled for 50 ms; its "
-              "offsets are stored when it ends.",
+              "and the most its poll thread buffers ahead (polling waits while this many, or 8 MiB of converted "
+              "records, are waiting to be produced). A batch also ends after 1 s, or once nothing more was "
+              "polled for 50 ms; its offsets are stored when it ends.",
               default=100000, importance=L, validator=Range.at_least(1), group="Tasks"),
     ConfigKey("executor.check.timeout.ms", Type.LONG,
               "connectd extension: with a cluster master (spark.master not local), how long Spark's executors "

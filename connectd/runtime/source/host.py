@@ -36,7 +36,8 @@ aborted); paused, such a batch waits, polling nothing. While a batch
 produces, it polls on its own thread, the poll thread held (two threads
 running Python take the GIL from each other); while it waits for Kafka's
 acknowledgements and between batches, the poll thread polls ahead, up to
-``max.records`` buffered, so Spark's planning costs no poll time.
+``max.records`` (or :data:`~connectd.runtime.source.poller.AHEAD_BYTES`) buffered, so Spark's planning
+costs no poll time.
 
 Requests (``mode``)::
 

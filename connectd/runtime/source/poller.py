@@ -11,12 +11,36 @@ from typing import Any
 from connectd.errors import ConnectorError
 from connectd.logging import get_logger
 
-__all__ = ["EndedChunk", "Poller"]
+__all__ = ["AHEAD_BYTES", "EndedChunk", "Poller", "batch_bytes"]
 
 log = get_logger(__name__)
 
 _EMPTY_POLL_PAUSE_S = 0.005
 _IDLE_CHECK_S = 0.1
+#: The most the poll thread buffers ahead of the batches, in converted records' bytes (beside
+#: ``source.batch.max.records``). Ahead of a batch it needs only what Spark's round between two
+#: batches lets it poll (0.1-0.3 s); a batch polls on as it produces. 100,000 records buffered
+#: ahead held ≈45 MiB of one task's process (BENCHMARKS.md, "Four source tasks' memory").
+AHEAD_BYTES = 8 << 20
+#: What a buffered record costs beside its key's and value's bytes (its Python objects, list slots).
+_RECORD_OVERHEAD = 64
+
+
+def batch_bytes(batch: Any) -> int:
+    """About how much memory a converted batch holds: an Arrow batch's buffers, or for a
+    :class:`~connectd.runtime.kafka.producing.ColumnBatch` the mean key and value size of up to 16
+    of its records × its rows (a poll's records are alike), plus each record's Python overhead."""
+    if batch is None:
+        return 0
+    if not hasattr(batch, "columns") or not isinstance(batch.columns, dict):
+        return batch.nbytes  # Arrow
+    n = batch.num_rows
+    if not n:
+        return 0
+    sample = range(0, n, max(1, n // 16))
+    size = sum(len(column[i] or b"") for column in (batch.columns.get("key") or (), batch.columns.get("value") or ())
+               if column for i in sample)
+    return n * (size // len(sample) + _RECORD_OVERHEAD)
 
 
 class EndedChunk(tuple):
@@ -35,7 +59,8 @@ class EndedChunk(tuple):
 class Poller:
     """Polls the task on its own thread into a bounded buffer (states in the module docstring)."""
 
-    def __init__(self, poll: Any, max_records: int, idle: Any, name: str, buffered: Any = None) -> None:
+    def __init__(self, poll: Any, max_records: int, idle: Any, name: str, buffered: Any = None,
+                 max_bytes: int = AHEAD_BYTES) -> None:
         # () -> (Arrow batch or None, {partition: offset}, topics, polled records or None) or None
         self._poll = poll
         #: () -> None, called (on the poller's thread) after each poll() that buffered something
@@ -43,11 +68,13 @@ class Poller:
         self._name = name
         self._idle = idle
         self.max_records = max_records
+        self.max_bytes = max_bytes
         self._cond = threading.Condition()
         #: one entry per poll() that gave anything, in order: ([Arrow batch] or [], {partition: offset},
         #: topics, polled records: (record, its topic once transformed, or None), for commit_record)
         self._polls: list[tuple[list[Any], dict[str, str], set[str], list[Any]]] = []
         self._buffered = 0
+        self._buffered_bytes = 0
         self._error: BaseException | None = None
         self._stopping = False
         self._polling = False  # a poll() (or the look whether to make one) is under way
@@ -58,7 +85,8 @@ class Poller:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._stopping and self._buffered >= self.max_records:
+                while not self._stopping and (self._buffered >= self.max_records
+                                              or self._buffered_bytes >= self.max_bytes):
                     self._cond.wait()
                 if self._stopping:
                     return
@@ -107,6 +135,7 @@ class Poller:
                     chunk = ([batch] if rows else [], offsets, topics, records or [])
                     self._polls.append(EndedChunk(chunk, end) if end else chunk)
                     self._buffered += rows
+                    self._buffered_bytes += batch_bytes(batch) if rows else 0
             self._cond.notify_all()
         if self._on_buffered is not None:
             self._on_buffered()
@@ -153,7 +182,7 @@ class Poller:
         with self._cond:
             if self._error is not None:
                 raise self._error
-            taken, self._polls, self._buffered = self._polls, [], 0
+            taken, self._polls, self._buffered, self._buffered_bytes = self._polls, [], 0, 0
             self._cond.notify_all()
             return taken
 

@@ -13,7 +13,7 @@ of its own, so the next batch is polled while the last one is produced::
     ─────────────────────────────────────            ──────────────────────
     poller thread: task.poll() ─► transforms
       ─► converters ─► Arrow record batches,
-      buffered (max.records at most: it waits)
+      buffered (max.records or AHEAD_BYTES at most: it waits)
     latestOffset: everything buffered is batch N
       (Arrow IPC, a file or bytes; its offsets last)
     partitions: batch N, one input partition ──────► read: produce it (producer kept per
@@ -40,7 +40,7 @@ of it is stored; under ``errors.tolerance=all`` it is reported and passed over i
 
 Poller states::
 
-    POLLING ──buffer holds max.records──► FULL ──latestOffset takes it──► POLLING
+    POLLING ──buffer holds max.records or AHEAD_BYTES──► FULL ──latestOffset takes it──► POLLING
     POLLING ──stop or pause file──► IDLE (not polled) ──pause file gone──► POLLING
     IDLE (stop file) ──latestOffset: the poll() under way returned (5 s at most)──► what is
       buffered is one last batch (not while paused)
