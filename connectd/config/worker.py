@@ -12,6 +12,7 @@ import os
 import re
 import socket
 import sys
+import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,8 +170,10 @@ class WorkerConfig:
         conf.setdefault("spark.ui.enabled", "false")
         # Spark draws stage progress bars on the console, which is the worker's log.
         conf.setdefault("spark.ui.showConsoleProgress", "false")
-        # Spark's Python processes must be this interpreter, which has connectd and its plugins.
-        conf.setdefault("spark.pyspark.python", sys.executable)
+        # Spark's Python processes must be this interpreter, which has connectd and its plugins: through
+        # connectd-spark-python, which has them import pyspark's installed, compiled modules rather
+        # than compile its archive again in each new process (connectd/runtime/spark/python.py).
+        conf.setdefault("spark.pyspark.python", spark_python())
         # A task's checkpoint is scratch, written twice per micro-batch. Hadoop's default local file
         # system forks chmod and readlink for each file without its native library (pip's pyspark has
         # none): ≈100 ms of a batch. The FileSystem API on the raw local file system forks nothing.
@@ -425,6 +428,20 @@ class WorkerConfig:
         except ConfigError:
             return None
         return value if isinstance(value, int) else None
+
+
+#: The console script of connectd/runtime/spark/python.py.
+SPARK_PYTHON = "connectd-spark-python"
+
+
+def spark_python() -> str:
+    """``spark.pyspark.python`` unless the worker properties set it: this interpreter through
+    ``connectd-spark-python`` where it is installed beside it, else this interpreter."""
+    for directory in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        launcher = os.path.join(directory, SPARK_PYTHON)
+        if os.access(launcher, os.X_OK):
+            return launcher
+    return sys.executable
 
 
 def _file_order(problem: ConfigProblem) -> tuple[int, int]:

@@ -402,7 +402,7 @@ def test_spark_conf_defaults(tmp_path) -> None:
         "spark.scheduler.mode": "FIFO",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.python": str(Path(sys.executable).parent / "connectd-spark-python"),
         "spark.sql.streaming.checkpointFileManagerClass":
             "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
         "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",

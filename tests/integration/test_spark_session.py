@@ -98,3 +98,9 @@ def test_more_busy_queries_than_cores_all_make_progress(spark, wait_until):
             each.query.stop()
             each.discard()
     assert min(batches.values()) >= 5, batches
+
+
+def test_sparks_python_workers_import_pyspark_from_its_installed_package(spark):
+    """Not from $SPARK_HOME/python/lib/pyspark.zip, which each new process compiled again (connectd-spark-python)."""
+    seen = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect()
+    assert seen == [__import__("pyspark").__file__] and ".zip" not in seen[0]

@@ -89,7 +89,7 @@ from connectd.connector import SourceTask
 from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 from connectd.runtime.kafka.producing import executor_producer, flush_produced, produce_batches
-from connectd.runtime.source.runner import SourceTaskRunner, _ProduceFailures
+from connectd.runtime.source.runner import SourceTaskRunner, _ProduceFailures, acknowledges, task_class
 from connectd.runtime.source.wire import EXACTLY_ONCE, SPEC_OPTION, recv, send
 
 __all__ = ["BATCH_S", "IDLE_STOP_S", "TaskHost", "main", "serve"]
@@ -232,10 +232,15 @@ class TaskHost:
 
     def start(self) -> None:
         """Start the task now, before the first request asks (unless paused or stopping): its first
-        ``poll()`` then overlaps Spark's planning. A failure is the first request's reply."""
+        ``poll()`` then overlaps Spark's planning. Its producer first: connecting to the cluster (its
+        bootstrap, metadata and producer id; 0.5-1 s on 2 cores) goes on, on librdkafka's threads,
+        while the task starts. A failure is the first request's reply."""
         if self.halted():
             return
         try:
+            if not self._exactly_once:  # a transactional producer is the task's transactions' own
+                spec = self.task.spec
+                executor_producer(spec.get("producer", "{}"), every_delivery=acknowledges(task_class(spec)))
             self._ensure_started()
         except Exception as error:  # noqa: BLE001 - the first batch fails with it, so does the task
             self._start_error = error

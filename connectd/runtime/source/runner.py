@@ -33,7 +33,7 @@ from connectd.runtime.source.poller import EndedChunk, Poller
 from connectd.runtime.source.wire import EXACTLY_ONCE, SPEC_OPTION, take_stored
 from connectd.transforms.chain import TransformationChain
 
-__all__ = ["SourceTaskRunner"]
+__all__ = ["SourceTaskRunner", "acknowledges", "task_class"]
 
 log = get_logger(__name__)
 
@@ -316,8 +316,7 @@ class SourceTaskRunner:
             self._admin = AdminClient(client_settings(self.spec.get("admin") or self.spec.get("producer", "{}")))
         store = open_offset_store(spec["offsets"])
         connector = spec["connector"]
-        module, _, name = spec["task_class"].rpartition(".")
-        task = getattr(importlib.import_module(module), name)()
+        task = task_class(spec)()
         exactly_once = spec.get(EXACTLY_ONCE) or {}
         if exactly_once.get("boundary") == "connector":
             self._transaction_context = TransactionContext()
@@ -332,7 +331,7 @@ class SourceTaskRunner:
         self.commit_interval = worker.get("offset.flush.interval.ms") / 1000
         self._last_commit = time.monotonic()
         self._register()
-        self._acks = type(task).commit_record is not SourceTask.commit_record
+        self._acks = acknowledges(type(task))
         self._poller = Poller(self._poll_once, self.max_records, self._held, self._name(), self._on_buffered)
 
     def take_counts(self) -> dict[str, float]:
@@ -564,6 +563,17 @@ class SourceTaskRunner:
         if not ok:
             return None
         return (topic, record.kafka_partition, key, value, record.timestamp, headers, None, None)
+
+
+def task_class(spec: dict[str, Any]) -> type:
+    """The plugin's :class:`~connectd.SourceTask` class the task *spec* names."""
+    module, _, name = spec["task_class"].rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def acknowledges(cls: type) -> bool:
+    """Whether a task of *cls* is told of each record Kafka acknowledged (it overrides ``commit_record``)."""
+    return cls.commit_record is not SourceTask.commit_record
 
 
 def _exit_on_sigterm(signum: int, frame: Any, reader: SourceTaskRunner) -> None:
