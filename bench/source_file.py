@@ -202,15 +202,17 @@ async def sources_memory(herder: Any, bootstrap: str, tmp: Path, memory: Any, ta
     once (the benchmark's other connectors deleted first), each moving *lines* lines."""
     for name in list(herder.connectors()):
         await herder.delete(name)
-    rp.create_topic(bootstrap, "bench-file-many", 1)
-    counter = rp.TopicCounter(bootstrap, "bench-file-many", tasks * lines)
+    topics = [f"bench-file-many-{index}" for index in range(tasks)]  # a topic each (rp.TopicCounter)
+    for topic in topics:
+        rp.create_topic(bootstrap, topic, 1)
+    counter = rp.TopicCounter(bootstrap, topics, tasks * lines)
     counter.start()
     memory.take()  # the peaks from here on
-    for index in range(tasks):
+    for index, topic in enumerate(topics):
         path = tmp / f"many-{index}.txt"
         write_lines(path, lines)
         await herder.put({"name": f"bench-file-many-{index}", "connector.class": "FileStreamSource",
-                          "file": str(path), "topic": "bench-file-many"})
+                          "file": str(path), "topic": topic})
     try:
         await rp.wait_for(f"{tasks} sources → Kafka", lambda: counter.count >= tasks * lines,
                           max(180, tasks * lines / 2000), herder, "bench-file-many-0", counter)

@@ -156,7 +156,9 @@ def main() -> int:
             f"offset.storage.file.filename={tmp}/offsets.json", f"listeners={url}", "spark.master=local[2]",
             f"spark.local.dir={tmp}/spark-local", *args.set, ""]))
         rp.PARTITIONS = 1
-        rp.create_topic(bootstrap, "bench-memory", 1)
+        topics = [f"bench-memory-{index}" for index in range(TASKS)]  # a topic each (rp.TopicCounter)
+        for topic in topics:
+            rp.create_topic(bootstrap, topic, 1)
         expected = TASKS * LINES if args.source == "file" else 10**12  # datagen: counted, never done
         paths = [tmp / f"in-{index}.txt" for index in range(TASKS)]
         if args.source == "file":
@@ -166,16 +168,16 @@ def main() -> int:
             worker = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "connectd"), "standalone",
                                        str(properties)], stdout=log, stderr=subprocess.STDOUT)
         peak = TreePeak(worker.pid)
-        counter = rp.TopicCounter(bootstrap, "bench-memory", expected)
+        counter = rp.TopicCounter(bootstrap, topics, expected)
         try:
             wait_until("the worker's REST API", lambda: _answers(f"{url}/connectors"), 120)
             peak.start()
             counter.start()
             created = time.monotonic()
             for index, path in enumerate(paths):
-                config = ({"connector.class": "FileStreamSource", "file": str(path), "topic": "bench-memory"}
+                config = ({"connector.class": "FileStreamSource", "file": str(path), "topic": topics[index]}
                           if args.source == "file" else
-                          {"connector.class": "DatagenConnector", "quickstart": "orders", "kafka.topic": "bench-memory",
+                          {"connector.class": "DatagenConnector", "quickstart": "orders", "kafka.topic": topics[index],
                            "max.interval": "0", "iterations": "0"})
                 rest(f"{url}/connectors", {"name": f"bench-memory-{index}", "config": config})
             if args.source == "file":
