@@ -27,7 +27,8 @@ records: on a fresh Spark that batch costs seconds, and an empty one would
 make them wait for the next.
 
 Batches adapt to the rate by themselves: a batch is whatever was polled
-while the last one was written, up to ``max.records``; the slower the
+while the last one was written, up to ``max.records`` (or
+:data:`~connectd.runtime.source.poller.AHEAD_BYTES` of converted records); the slower the
 writes, the larger the batches. The records cross from the planner process
 to the executor as Arrow IPC, and are produced there column by column
 (:func:`~connectd.runtime.kafka.producing.produce_batches`); nothing converts them
