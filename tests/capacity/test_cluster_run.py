@@ -242,5 +242,9 @@ def test_load_takes_the_cluster_to_two_workers_and_back_to_one(worker_config, to
                    until=lambda source: source == "worker config")
     finally:
         assert run.stop() == 0
-    stopped = run.events("cluster_worker_stopped")  # the one scaled in, then the last at the supervisor's stop
-    assert len(stopped) == 2 and all(e["exit_code"] == 0 for e in stopped)
+    # Every worker process the supervisor started and that did not crash ended cleanly: the one scaled in, then
+    # the last at the supervisor's stop (and, where the catching-up sink kept the one worker past the threshold
+    # again, a later scale-out's worker with them: CI's 2 cores once did).
+    stopped = run.events("cluster_worker_stopped")
+    assert len(stopped) >= 2 and all(e["exit_code"] == 0 for e in stopped)
+    assert len(stopped) == len(run.events("cluster_worker_started")) - len(run.events("cluster_worker_exited"))
