@@ -66,6 +66,23 @@ class ColumnBatch:
     def from_rows(cls, rows: list[tuple]) -> ColumnBatch:
         return cls({name: list(column) for name, column in zip(_WRITE_COLUMNS, zip(*rows), strict=True)}, len(rows))
 
+    @property
+    def nbytes(self) -> int:
+        """About how much memory the records hold, as an Arrow batch's ``nbytes`` says of its buffers:
+        the mean key and value size of up to 16 of them × the rows (a poll's records are alike), plus
+        each record's Python overhead (its objects and list slots)."""
+        n = self.num_rows
+        if not n:
+            return 0
+        sample = range(0, n, max(1, n // 16))
+        size = sum(len(column[i] or b"") for column in (self.columns.get("key"), self.columns.get("value"))
+                   if column for i in sample)
+        return n * (size // len(sample) + _RECORD_OVERHEAD)
+
+
+#: What a record of a :class:`ColumnBatch` costs beside its key's and value's bytes.
+_RECORD_OVERHEAD = 64
+
 
 _ARROW_SCHEMA: Any = None
 

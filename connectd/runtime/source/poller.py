@@ -22,25 +22,12 @@ _IDLE_CHECK_S = 0.1
 #: batches lets it poll (0.1-0.3 s); a batch polls on as it produces. 100,000 records buffered
 #: ahead held ≈45 MiB of one task's process (BENCHMARKS.md, "Four source tasks' memory").
 AHEAD_BYTES = 8 << 20
-#: What a buffered record costs beside its key's and value's bytes (its Python objects, list slots).
-_RECORD_OVERHEAD = 64
 
 
 def batch_bytes(batch: Any) -> int:
-    """About how much memory a converted batch holds: an Arrow batch's buffers, or for a
-    :class:`~connectd.runtime.kafka.producing.ColumnBatch` the mean key and value size of up to 16
-    of its records × its rows (a poll's records are alike), plus each record's Python overhead."""
-    if batch is None:
-        return 0
-    if not hasattr(batch, "columns") or not isinstance(batch.columns, dict):
-        return batch.nbytes  # Arrow
-    n = batch.num_rows
-    if not n:
-        return 0
-    sample = range(0, n, max(1, n // 16))
-    size = sum(len(column[i] or b"") for column in (batch.columns.get("key") or (), batch.columns.get("value") or ())
-               if column for i in sample)
-    return n * (size // len(sample) + _RECORD_OVERHEAD)
+    """About how much memory a converted batch holds: its ``nbytes`` (an Arrow batch's buffers, or a
+    :class:`~connectd.runtime.kafka.producing.ColumnBatch`'s estimate); 0 for none."""
+    return 0 if batch is None else batch.nbytes
 
 
 class EndedChunk(tuple):
