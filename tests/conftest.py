@@ -505,7 +505,8 @@ def _consume_records(bootstrap_servers: str, topic: str, count: int | None = Non
                     expected = f"expected {count}"
                 else:
                     missing = sorted(set(range(partitions)) - at_end)
-                    expected = f"expected all of them, but the end of partitions {missing} was not reached"
+                    where = _reader_positions(consumer, topic, missing)
+                    expected = f"expected all of them, but the end of partitions {missing} was not reached ({where})"
                 error = f"; last error: {last_error}" if last_error is not None else ""
                 raise AssertionError(f"topic {topic}: {len(records)} records arrived within {timeout:g}s, "
                                      f"{expected}{error}")
@@ -527,6 +528,20 @@ def _consume_records(bootstrap_servers: str, topic: str, count: int | None = Non
         return records
     finally:
         consumer.close()
+
+
+def _reader_positions(consumer: Any, topic: str, partitions: list[int]) -> str:
+    """Where *consumer* stands in each of *partitions* against the ends its fetches last saw, for a failure."""
+    from confluent_kafka import TopicPartition
+
+    described = []
+    for partition, position in zip(partitions, consumer.position([TopicPartition(topic, p) for p in partitions])):
+        if position.offset < 0:
+            described.append(f"partition {partition}: nothing fetched yet")
+            continue
+        low, high = consumer.get_watermark_offsets(position, cached=True)
+        described.append(f"partition {partition} at offset {position.offset}, fetched high watermark {high}")
+    return "; ".join(described)
 
 
 @pytest.fixture(scope="session")
