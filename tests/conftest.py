@@ -90,6 +90,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test's node id names it whole. schemathesis's tests (tests/rest/test_rest_fuzz.py) are named
+    each for its operation (``test_api_answers_as_documented[GET /]``) but all carry the function's node id,
+    and pytest-xdist tells tests apart by node id: it would run the first and skip the others. (pytest 9
+    keeps a node id parsed, in ``_id``; pytest 8 as a string, in ``_nodeid``.)"""
+    for item in items:
+        if item.parent is None or item.nodeid.endswith(f"::{item.name}"):
+            continue
+        nodeid = f"{item.parent.nodeid}::{item.name}"
+        if hasattr(item, "_id"):
+            from _pytest.nodeid import coerce_node_id
+            item._id = coerce_node_id(nodeid)
+        else:
+            item._nodeid = nodeid
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Keeps each phase's report on the test (``item.rep_call``), for fixtures that add to a failure's report."""
