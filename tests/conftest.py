@@ -555,7 +555,7 @@ def _reader_positions(consumer: Any, topic: str, partitions: list[int]) -> str:
         if position.offset < 0:
             described.append(f"partition {partition}: nothing fetched yet")
             continue
-        low, high = consumer.get_watermark_offsets(position, cached=True)
+        _, high = consumer.get_watermark_offsets(position, cached=True)
         described.append(f"partition {partition} at offset {position.offset}, fetched high watermark {high}")
     return "; ".join(described)
 
