@@ -109,7 +109,12 @@ class SparkProvider(CapacityProvider):
             seen = self._seen.get(executor["id"])
             self._seen[executor["id"]] = (now, executor["task_ms"])
             if seen is not None and now > seen[0]:
-                busy = max(executor["task_ms"] - seen[1], 0) / 1000 / (now - seen[0]) / executor["cores"] * 100
+                # Spark credits a task's time to the executor only as the task ends: a long task would show
+                # as idle while it runs, then as a burst of more than the executor's cores. So the share of
+                # its cores running tasks now counts too, and no sample is more than 100 %.
+                ended = max(executor["task_ms"] - seen[1], 0) / 1000 / (now - seen[0]) / executor["cores"] * 100
+                running = min(executor["active_tasks"], executor["cores"]) / executor["cores"] * 100
+                busy = min(max(ended, running), 100.0)
                 self._loads.setdefault(executor["id"], collections.deque(maxlen=_KEPT_SAMPLES)).append(
                     LoadSample(now, busy))
         self._removing &= {executor["id"] for executor in executors}
