@@ -212,3 +212,38 @@ def test_a_record_for_a_partition_the_topic_lacks_is_passed_over_too(broker, top
     assert (written.records, written.failed) == (1, 1)
     assert failed == [(topic_name, 7)]
     assert [m.value() for m in consume_records(topic_name, 1, timeout=30)] == [b"kept"]
+
+
+@pytest.mark.parametrize("shape", ["columns", "arrow", "headers", "acks"])
+def test_records_reach_kafka_with_their_own_timestamps(broker, topic_name, consume_records, shape):
+    """A source record's timestamp is its Kafka record's (Kafka Connect's ProducerRecord takes it); a
+    record without one is stamped when produced. Every path of produce_batches: columns, Arrow, with
+    headers, with an acknowledgement asked for each record."""
+    from confluent_kafka import TIMESTAMP_CREATE_TIME
+
+    from connectd.runtime.kafka.producing import ColumnBatch
+
+    create_topic(broker, topic_name, 1)
+    stamps = [1_600_000_000_000, None, 1_700_000_000_123]
+    headers = [{"key": "h", "value": b"v"}] if shape == "headers" else None
+    rows = [(topic_name, None, None, f"r{i}".encode(), stamp, headers, None, None) for i, stamp in enumerate(stamps)]
+    batch = write_arrow_batch(rows) if shape == "arrow" else ColumnBatch.from_rows(rows)
+    if shape == "headers":  # a ColumnBatch's headers are (key, value) pairs
+        batch.columns["headers"] = [[("h", b"v")] for _ in rows]
+    acks = [] if shape == "acks" else None
+    producer = executor_producer(json.dumps({"bootstrap.servers": broker.bootstrap_servers}),
+                                 every_delivery=acks is not None)
+
+    written = produce_batches(producer, [batch], 30, acks=acks)
+
+    assert written.records == 3
+    messages = consume_records(topic_name, 3, timeout=30)
+    assert [m.value() for m in messages] == [b"r0", b"r1", b"r2"]
+    kinds, times = zip(*(m.timestamp() for m in messages), strict=True)
+    assert set(kinds) == {TIMESTAMP_CREATE_TIME}
+    assert (times[0], times[2]) == (stamps[0], stamps[2])
+    assert times[1] > stamps[2]  # now
+    if acks is not None:
+        assert [ack[1] for ack in acks] == [0, 1, 2] and [ack[2] for ack in acks] == list(times)
+    if shape == "headers":
+        assert [m.headers() for m in messages] == [[("h", b"v")]] * 3

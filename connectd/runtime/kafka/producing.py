@@ -242,6 +242,10 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
                 acks[index] = [message.partition(), message.offset(), message.timestamp()[1]]
         return delivered_at
 
+    # produce() is called with positional arguments: a keyword dict per record costs as much as the
+    # call itself. Its order is confluent-kafka's: topic, value, key, partition (-1: the partitioner
+    # chooses), callback, on_delivery (callback's alias: None), timestamp (0: now), headers (None:
+    # none). A source record's timestamp is its Kafka record's, as Kafka Connect's ProducerRecord's.
     produce, poll = producer.produce, producer.poll
     for batch in batches:
         header_pairs = isinstance(batch, ColumnBatch)  # its headers are (key, value) pairs already
@@ -256,45 +260,25 @@ def produce_batches(producer: Any, batches: Iterable[Any], flush_timeout: float,
         for name, last in zip(columns.get("source_partition", ()), columns.get("source_offset", ()), strict=True):
             if name is not None:
                 written.source_offsets[name] = last
-        if acks is None and not any(name in columns for name in ("partition", "timestamp", "headers")):
-            # The common case: topic, key and value only, each produced with positional arguments.
-            rows = zip(columns.get("topic", empty), columns.get("value", empty), columns.get("key", empty), strict=True)
-            for topic, value, key in rows:
-                if topic is None:
-                    continue  # an offset-only row: a record a transform dropped still moves the offset
-                try:
-                    try:
-                        produce(topic, value, key, on_delivery=delivered)
-                    except BufferError:
-                        _produce_when_room(producer, topic, value=value, key=key, on_delivery=delivered)
-                except KafkaException as error:  # the record refused, also once there was room
-                    refused(error, topic, key=key, value=value)
-                    continue
-                written.records += 1
-                if poll_every and not written.records % poll_every:
-                    poll(0)
-            continue
         rows = zip(*(columns.get(name, empty) for name in _WRITE_COLUMNS[:6]), strict=True)
         for topic, partition, key, value, timestamp, headers in rows:
             if topic is None:
-                continue
+                continue  # an offset-only row: a record a transform dropped still moves the offset
             callback = delivered
             if acks is not None:
                 callback = delivered_as(len(acks))
                 acks.append(None)
-            # Positional arguments: a keyword dict per record costs as much as the produce() itself.
-            # Partition -1 lets the partitioner choose; timestamp 0 is "now".
-            args = (value, key, -1 if partition is None else partition, callback, 0 if timestamp is None else timestamp)
-            # headers only by keyword (confluent-kafka takes no positional headers)
-            extra = {} if not headers else {"headers": headers if header_pairs else
-                                            [(h["key"], h["value"]) for h in headers]}
+            if headers and not header_pairs:
+                headers = [(h["key"], h["value"]) for h in headers]
+            args = (value, key, -1 if partition is None else partition, callback, None,
+                    0 if timestamp is None else timestamp, headers or None)
             try:
                 try:
-                    produce(topic, *args, **extra)
+                    produce(topic, *args)
                 except BufferError:
-                    _produce_when_room(producer, topic, *args, **extra)
-            except KafkaException as error:
-                refused(error, topic, key=key, value=value, partition=args[2], **extra)
+                    _produce_when_room(producer, topic, *args)
+            except KafkaException as error:  # the record refused, also once there was room
+                refused(error, topic, key=key, value=value, partition=args[2], headers=args[6])
                 continue
             written.records += 1
             if poll_every and not written.records % poll_every:
