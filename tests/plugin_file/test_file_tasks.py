@@ -80,6 +80,27 @@ def test_lines_ending_in_newline_alone_come_as_one_batch_with_the_same_values_an
     assert {(r.topic, r.timestamp) for r in batch} == {("lines", batch.timestamp)}
 
 
+def test_ascii_and_other_text_in_turn_keep_their_order_values_and_byte_positions(tmp_path):
+    """ASCII lines (read in one decode) and text that is not (UTF-8, \\r line ends: read byte by byte)
+    follow each other in one file, across reads and polls: every line once, in order, at its byte end."""
+    chunks = ["plain 1\nplain 2\nplain 3\n", "thr\u00e9e\nplain 5\n", "cr\r\ncrlf 7\rplain 8\n",
+              "plain 9\nplain 10\nplain 11\n", "\u20acnd\n"]
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"")
+    task = source_task(path, **{"batch.size": "2"})
+    seen = []
+    for chunk in chunks:
+        with open(path, "ab") as f:
+            f.write(chunk.encode())
+        seen += task.poll() or []  # one poll a write: what it leaves is read with the next write's
+    seen = [(r.value, r.source_offset["position"]) for r in seen + poll_all(task, rounds=10)]
+    text = "".join(chunks).replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")[:-1]
+    data = "".join(chunks).encode()
+    ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A or (byte == 0x0D and data[i + 1] != 0x0A)]
+    assert seen == list(zip(lines, ends, strict=True))
+
+
 def test_batch_size_bounds_each_poll(tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("".join(f"{i}\n" for i in range(10)))

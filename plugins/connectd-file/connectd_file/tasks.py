@@ -66,10 +66,11 @@ def _lines(data: bytes, start: int, limit: int) -> list[tuple[int, int]]:
 
 
 class _Positions(Sequence[dict[str, int]]):
-    """The offsets of a poll's lines, ``{"position": <byte after the line>}`` each, made when read: the
-    worker reads the last one only, unless it makes the records (transforms, ``commit_record``)."""
+    """The offsets of a poll's lines (bytes, or ASCII text: a byte a character),
+    ``{"position": <byte after the line>}`` each, made when read: the worker reads the last one
+    only, unless it makes the records (transforms, ``commit_record``)."""
 
-    def __init__(self, start: int, lines: list[bytes]) -> None:
+    def __init__(self, start: int, lines: list[bytes] | list[str]) -> None:
         self._start, self._lines = start, lines
         self._ends: list[int] | None = None
 
@@ -107,6 +108,7 @@ class FileStreamSourceTask(SourceTask):
         self._file = None
         self._inode: int | None = None
         self._buffer = b""
+        self._pending: list[str] = []
         self._said_missing = False
         if self.path is None:
             # Kafka tracks no offsets for stdin: its records carry {"position": null}.
@@ -138,7 +140,7 @@ class FileStreamSourceTask(SourceTask):
                         self.path, stat.st_size, self.position)
             self.position = 0
         handle.seek(self.position)
-        self._file, self._inode, self._buffer = handle, stat.st_ino, b""
+        self._file, self._inode, self._buffer, self._pending = handle, stat.st_ino, b"", []
         log.debug("file_opened: %s at byte %d", self.path, self.position)
         return True
 
@@ -150,7 +152,8 @@ class FileStreamSourceTask(SourceTask):
         if stat.st_ino != self._inode:
             log.warning("file_replaced: %s is a new file; reading it from the start", self.path)
             return True
-        if stat.st_size < self.position + len(self._buffer):
+        held = len(self._buffer) + sum(map(len, self._pending)) + len(self._pending)
+        if stat.st_size < self.position + held:
             log.warning("file_truncated: %s shrank to %d bytes; reading from the start", self.path, stat.st_size)
             return True
         return False
@@ -165,13 +168,26 @@ class FileStreamSourceTask(SourceTask):
         if self.path is not None and self._file is None and not self._open():
             time.sleep(_IDLE_WAIT_S)
             return None
-        # self._buffer holds bytes read but not yet returned; it starts at self.position.
-        if self._buffer.count(b"\n") + self._buffer.count(b"\r") < self.batch_size:
+        # Read and not yet returned, from self.position on: self._pending's lines (ASCII, each ended
+        # by \n), then the bytes of self._buffer.
+        pending = self._pending
+        if len(pending) < self.batch_size and (
+                pending or self._buffer.count(b"\n") + self._buffer.count(b"\r") < self.batch_size):
             self._buffer += self._read()
-        data, begin = self._buffer, 0
+            self._take_ascii_lines()
         now_ms = time.time_ns() // 1_000_000
+        if pending:
+            lines = pending[:self.batch_size]
+            del pending[:self.batch_size]
+            offsets = (_Positions(self.position or 0, lines) if self.path is not None
+                       else [{"position": None} for _ in lines])
+            if self.path is not None:
+                self.position += sum(map(len, lines)) + len(lines)
+            return SourceRecordBatch(self.topic, lines, offsets, source_partition=self.partition,
+                                     value_schema=Schema.STRING, timestamp=now_ms)
+        data, begin = self._buffer, 0
         records: Sequence[SourceRecord] = []
-        if b"\r" not in data:  # the common case, \n alone: the lines as one batch, no record made for each
+        if b"\r" not in data:  # \n alone, not all ASCII: the lines as one batch, no record made for each
             *lines, rest = data.split(b"\n", self.batch_size)
             begin = len(data) - len(rest)
             if lines:
@@ -199,6 +215,18 @@ class FileStreamSourceTask(SourceTask):
             else:
                 time.sleep(_IDLE_WAIT_S)
         return None
+
+    def _take_ascii_lines(self) -> None:
+        """The complete lines of the buffer into ``self._pending``, if it is ASCII with no ``\r`` (the
+        common file): one decode and one split for all of them, a character a byte, so a line's length
+        is its bytes' too. Other text stays in the buffer, for poll()'s byte-by-byte ways."""
+        data = self._buffer
+        if not data or b"\r" in data or not data.isascii():
+            return
+        *lines, rest = data.decode("ascii").split("\n")
+        if lines:
+            self._pending += lines
+            self._buffer = rest.encode("ascii")
 
     def _record(self, line: bytes, position: int | None, timestamp: int) -> SourceRecord:
         return SourceRecord(
