@@ -223,8 +223,8 @@ async def sources_memory(herder: Any, bootstrap: str, tmp: Path, memory: Any, ta
 
 
 async def runs(bootstrap: str, spark: Any, tmp: Path, topic: str, path: Path | None, records: int,
-               memory: Any, with_sink: bool) -> dict[str, Any]:
-    herder = await rp.started_herder(bootstrap, spark, tmp)
+               memory: Any, with_sink: bool, settings: dict[str, str]) -> dict[str, Any]:
+    herder = await rp.started_herder(bootstrap, spark, tmp, **settings)
     try:
         if with_sink:  # the pipeline: a sink reads the topic while the source writes it
             await herder.put({"name": "bench-file-sink", "connector.class": "FileStreamSink", "topics": topic,
@@ -273,13 +273,14 @@ def main() -> int:
         summary["peer"] = peer_run(bootstrap, "bench-quix", path, args.records, tmp / "quix-state", args.source)
         print(json.dumps(summary["peer"]), file=sys.stderr)
         t0 = time.monotonic()
-        spark = rp.bench_spark(bootstrap, tmp, args.master, **dict(item.split("=", 1) for item in args.conf))
+        settings = dict(item.split("=", 1) for item in args.conf)  # the session's and the herder's
+        spark = rp.bench_spark(bootstrap, tmp, args.master, **settings)
         summary["spark_start_s"] = round(time.monotonic() - t0, 1)
         memory = rp.MemoryPeak(broker.pid)
         memory.start()
         try:
             summary["connectd"] = asyncio.run(runs(bootstrap, spark, tmp, "bench-file", path, args.records, memory,
-                                                   args.with_sink))
+                                                   args.with_sink, settings))
         finally:
             memory.halt.set()
             rp.bench_spark_stop(spark)
