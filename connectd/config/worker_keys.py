@@ -345,7 +345,7 @@ _WORKER_KEYS = [
               "and the most its poll thread buffers ahead (polling waits while this many, or 8 MiB of converted "
               "records, are waiting to be produced). A batch also ends after 1 s, or once nothing more was "
               "polled for 50 ms; its offsets are stored when it ends.",
-              default=100000, importance=L, validator=Range.at_least(1), group="Tasks"),
+              default=500000, importance=L, validator=Range.at_least(1), group="Tasks"),
     ConfigKey("executor.check.timeout.ms", Type.LONG,
               "connectd extension: with a cluster master (spark.master not local), how long Spark's executors "
               "may take at start-up to import connectd and the plugins, their own start included. A cluster "
