@@ -217,7 +217,7 @@ class FileStreamSourceTask(SourceTask):
         return None
 
     def _take_ascii_lines(self) -> None:
-        """The complete lines of the buffer into ``self._pending``, if it is ASCII with no ``\r`` (the
+        """The complete lines of the buffer into ``self._pending``, if it is ASCII with no ``\\r`` (the
         common file): one decode and one split for all of them, a character a byte, so a line's length
         is its bytes' too. Other text stays in the buffer, for poll()'s byte-by-byte ways."""
         data = self._buffer
