@@ -179,12 +179,10 @@ class FileStreamSourceTask(SourceTask):
         if pending:
             lines = pending[:self.batch_size]
             del pending[:self.batch_size]
-            offsets = (_Positions(self.position or 0, lines) if self.path is not None
-                       else [{"position": None} for _ in lines])
+            batch = self._batch(lines, lines, now_ms)
             if self.path is not None:
                 self.position += sum(map(len, lines)) + len(lines)
-            return SourceRecordBatch(self.topic, lines, offsets, source_partition=self.partition,
-                                     value_schema=Schema.STRING, timestamp=now_ms)
+            return batch
         data, begin = self._buffer, 0
         records: Sequence[SourceRecord] = []
         if b"\r" not in data:  # \n alone, not all ASCII: the lines as one batch, no record made for each
@@ -193,10 +191,7 @@ class FileStreamSourceTask(SourceTask):
             if lines:
                 # "\n" is no part of any other UTF-8 character: decoding the lines at once is decoding each
                 values = data[:begin - 1].decode("utf-8", errors="replace").split("\n")
-                offsets = (_Positions(self.position or 0, lines) if self.path is not None
-                           else [{"position": None} for _ in lines])
-                records = SourceRecordBatch(self.topic, values, offsets, source_partition=self.partition,
-                                            value_schema=Schema.STRING, timestamp=now_ms)
+                records = self._batch(lines, values, now_ms)
         else:
             records = []
             for end, after in _lines(data, 0, self.batch_size):
@@ -215,6 +210,14 @@ class FileStreamSourceTask(SourceTask):
             else:
                 time.sleep(_IDLE_WAIT_S)
         return None
+
+    def _batch(self, lines: list[bytes] | list[str], values: list[str], timestamp: int) -> SourceRecordBatch:
+        """*values*, the text of *lines* read from ``self.position`` on, as one batch; positions only
+        for a file (stdin's records carry ``{"position": null}``, as Kafka's)."""
+        offsets = (_Positions(self.position or 0, lines) if self.path is not None
+                   else [{"position": None} for _ in lines])
+        return SourceRecordBatch(self.topic, values, offsets, source_partition=self.partition,
+                                 value_schema=Schema.STRING, timestamp=timestamp)
 
     def _take_ascii_lines(self) -> None:
         """The complete lines of the buffer into ``self._pending``, if it is ASCII with no ``\\r`` (the
