@@ -329,10 +329,15 @@ def test_exactly_once_a_frozen_then_a_killed_source_worker_every_line_is_seen_on
     # Balanced once both workers are in the group's assignment (a worker that joined late gets its
     # share in the rebalance after, as in Kafka Connect).
     workers.wait_until(on_follower, "three tasks on two workers: the follower runs one", timeout=120)
+    # The leader logs a round after it has read its own task-count record back, which may be after a
+    # task elsewhere has read it and started: its log is awaited, not read at once.
+    leader_log = workers.wait_until(
+        lambda: (workers.directory / f"{leader}.log").read_text(errors="replace"),
+        "the leader's two rounds of fencing, one per connector", timeout=60,
+        until=lambda log: log.count('"event": "zombie_fencing_recorded"') >= 2)
+    assert leader_log.count('"event": "zombie_fencing_recorded"') == 2
     follower_log = (workers.directory / f"{follower}.log").read_text(errors="replace")
     assert '"event": "zombie_fencing_recorded"' not in follower_log  # it asked the leader
-    leader_log = (workers.directory / f"{leader}.log").read_text(errors="replace")
-    assert leader_log.count('"event": "zombie_fencing_recorded"') == 2  # one round per connector
     assert '"event": "config_topic_write_privileges_claimed"' in leader_log  # it writes in transactions
 
     # 2. Frozen between transactions: every line so far is in, the file has no new line.
