@@ -4,16 +4,20 @@ connectd.runtime.source.host's docstring); its batches are in tests/integration/
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from connectd.runtime.source import host as host_module
+from connectd.runtime.source import wire
 from connectd.runtime.source.host import TaskHost
 
 
@@ -164,3 +168,60 @@ def test_a_stopping_query_waits_for_live_registrations_only_and_clears_a_killed_
     assert not (instances / f"source-{dead.pid}").exists()  # a SIGKILLed host never unregisters: cleared
     assert not (instances / f"source-{unreaped.pid}").exists()
     assert live_registrations(tmp_path / "gone") == []
+
+
+def _dead_host_files(directory: Path, name: str) -> Path:
+    """A socket file nothing listens on, and its lock: what a SIGKILLed host leaves."""
+    path = directory / name
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.close()
+    Path(f"{path}.lock").touch()
+    return path
+
+
+def test_a_starting_host_sweeps_the_files_of_dead_hosts_only(tmp_path):
+    dead = _dead_host_files(tmp_path, "source-dead.sock")
+    starting = _dead_host_files(tmp_path, "source-starting.sock")  # its host holds the lock until it listens
+    live = tmp_path / "source-live.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(live))
+    listener.listen(1)
+    Path(f"{live}.lock").touch()
+    (tmp_path / "offsets.json.lock").touch()  # not a host's
+    with listener, open(f"{starting}.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert wire.sweep(str(tmp_path)) == [str(dead)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "offsets.json.lock", "source-live.sock", "source-live.sock.lock", "source-starting.sock",
+        "source-starting.sock.lock"]
+
+
+def test_a_spawner_waiting_on_a_lock_file_that_is_removed_locks_the_one_at_its_path_after(tmp_path, wait_until):
+    path = tmp_path / "source-x.sock.lock"
+    first = open(path, "a")
+    fcntl.flock(first, fcntl.LOCK_EX)
+    taken = []
+    waiter = threading.Thread(target=lambda: taken.append(wire._locked(str(path))))
+    waiter.start()
+
+    def waiter_opened_it() -> bool:  # and blocks on its lock
+        return sum(os.path.realpath(f"/proc/self/fd/{fd}") == str(path) for fd in os.listdir("/proc/self/fd")) > 1
+
+    try:
+        wait_until(waiter_opened_it, "the waiter to open the lock file", timeout=10, interval=0.01)
+        os.unlink(path)  # as a host ending removes it, under its lock (wire.remove_locked)
+        first.close()
+        waiter.join(10)
+        assert not waiter.is_alive()
+        assert os.fstat(taken[0].fileno()).st_ino == os.stat(path).st_ino  # the lock file at the path now
+    finally:
+        first.close()
+        for lock in taken:
+            lock.close()
+
+
+def test_a_host_ending_removes_its_socket_and_lock(tmp_path):
+    path = _dead_host_files(tmp_path, "source-ended.sock")
+    wire.remove_locked(str(path))
+    assert list(tmp_path.iterdir()) == []

@@ -25,7 +25,8 @@ With executors on the driver's host (a local master) the worker starts the host 
 the query (:func:`connectd.runtime.source.wire.prepare`), so its imports and the task's
 ``start()`` overlap Spark's start of the query; elsewhere the first batch's ``read()`` starts it.
 A lock beside the socket, held by a starting host until it listens, keeps it to one host per task
-and run.
+and run. A host ending removes both under that lock; a host starting removes those of hosts that
+died without doing so (nothing listens, no lock held: :func:`connectd.runtime.source.wire.sweep`).
 
 A batch ends when it produced ``max.records``, after ``BATCH_S``, once the
 buffer stayed empty ``DRAINED_S`` after records, or when the task is being
@@ -90,7 +91,7 @@ from connectd.logging import configure_spark_process, get_logger
 from connectd.runtime.fencing import LEASE_OPTION, lease_expired
 from connectd.runtime.kafka.producing import executor_producer, flush_produced, produce_batches
 from connectd.runtime.source.runner import SourceTaskRunner, _ProduceFailures, acknowledges, task_class
-from connectd.runtime.source.wire import EXACTLY_ONCE, SPEC_OPTION, recv, send
+from connectd.runtime.source.wire import EXACTLY_ONCE, SPEC_OPTION, recv, remove_locked, send, sweep
 
 __all__ = ["BATCH_S", "IDLE_STOP_S", "TaskHost", "main", "serve"]
 
@@ -509,6 +510,9 @@ def serve(path: str, options: dict[str, str], watched: int | None = None, lock_f
     if lock_fd is not None:
         os.close(lock_fd)
     try:
+        swept = sweep(os.path.dirname(path))
+        if swept:
+            log.info("source_host_files_swept", sockets=len(swept), why="their hosts died without removing them")
         host.start()
         # This process holds up to max.records polled records and little else that cycles: what it
         # imported and started stays out of the collector's way, and the youngest generation is
@@ -537,9 +541,7 @@ def serve(path: str, options: dict[str, str], watched: int | None = None, lock_f
                 with contextlib.suppress(OSError):  # the batch was cancelled: its worker went
                     send(conn, reply)
     finally:
-        for name in (path, f"{path}.lock"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name)
+        remove_locked(path)
         server.close()
         host.close()
 

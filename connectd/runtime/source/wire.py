@@ -21,10 +21,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
-__all__ = ["EXACTLY_ONCE", "RESULT_SCHEMA", "SPEC_OPTION", "exchange", "prepare", "recv", "send", "socket_path",
-           "take_stored", "transactional_id"]
+__all__ = ["EXACTLY_ONCE", "RESULT_SCHEMA", "SPEC_OPTION", "exchange", "prepare", "recv", "send", "remove_locked",
+           "socket_path", "sweep", "take_stored", "transactional_id"]
 
 #: The reader option holding the task's spec (JSON, secrets in it: Spark redacts option values whose
 #: key matches spark.redaction.regex).
@@ -180,8 +180,7 @@ def _start_unless_listening(path: str, options_json: str, watched: int,
     for process in list(_spawned):  # reap hosts that ended
         if process.poll() is not None:
             _spawned.remove(process)
-    with open(f"{path}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _locked(f"{path}.lock") as lock:
         conn = _connect(path)
         if conn is not None:
             return conn, None
@@ -195,6 +194,68 @@ def _start_unless_listening(path: str, options_json: str, watched: int,
     with process.stdin:
         process.stdin.write(options_json.encode())
     return None, process
+
+
+def _locked(path: str) -> IO[str]:
+    """The lock file *path*, open and locked (exclusively, blocking). A host ending, or the sweep of
+    a dead one's files (:func:`sweep`), removes the file under its lock: a lock taken on a file no
+    longer at *path* is let go and taken again on the one there now."""
+    while True:
+        lock = open(path, "a")  # noqa: SIM115 - returned open
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino:
+                return lock
+        except FileNotFoundError:
+            pass
+        lock.close()
+
+
+def remove_locked(path: str) -> None:
+    """Remove the socket *path* and its lock file, under the lock (as :func:`_locked` expects)."""
+    with contextlib.suppress(FileNotFoundError), _locked(f"{path}.lock"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.unlink(f"{path}.lock")
+
+
+def sweep(directory: str) -> list[str]:
+    """Remove the files of the hosts in *directory* that died without removing them (SIGKILL, the
+    host's machine out of memory): a socket nothing listens on, whose lock no starting host holds.
+    Returns the sockets removed."""
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        if not (name.startswith("source-") and name.endswith(".sock.lock")):
+            continue
+        lock_path = os.path.join(directory, name)
+        path = lock_path.removesuffix(".lock")
+        try:
+            lock = open(lock_path, "a")  # noqa: SIM115 - closed below
+        except OSError:
+            continue
+        with lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a host is starting (it holds the lock until it listens)
+            try:
+                if os.stat(lock_path).st_ino != os.fstat(lock.fileno()).st_ino:
+                    continue  # removed meanwhile, perhaps made again: not the file looked at
+            except FileNotFoundError:
+                continue
+            conn = _connect(path)
+            if conn is not None:
+                conn.close()
+                continue  # a host listens
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            os.unlink(lock_path)
+            removed.append(path)
+    return removed
 
 
 def prepare(key: str, options_json: str) -> None:
