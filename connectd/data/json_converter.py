@@ -123,6 +123,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _decimal(text: str) -> decimal.Decimal:
+    """A JSON number with a fraction or an exponent, exactly; one beyond any decimal's exponent
+    (``0E1000000000000000000``: Java's BigDecimal refuses it too) is not valid data."""
+    try:
+        return decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        raise ValueError(f"the number {text[:40]} is out of range") from None
+
+
 # A JSON string, or the zeros leading a number (not those after a digit, a point or an exponent's sign).
 _LEADING_ZEROS = re.compile(r'("(?:[^"\\]|\\.)*")|(?<![\w.+-])(-?)0+(?=[0-9])')
 
@@ -229,7 +238,7 @@ class JsonConverter(Converter, HeaderConverter):
         self._to_json: OrderedDict[Schema, tuple[str, Encoder, Encoder, bool]] = OrderedDict()
         # schema JSON text → (schema, payload decoder, orjson payload reader or None, compiling to come)
         self._to_connect: OrderedDict[str, tuple[Schema | None, Decoder, Decoder | None, bool]] = OrderedDict()
-        self._json = json.JSONDecoder(parse_float=decimal.Decimal, parse_constant=_reject_constant)
+        self._json = json.JSONDecoder(parse_float=_decimal, parse_constant=_reject_constant)
 
     # Compiled functions are closures; drop them when pickled into Spark workers.
     def __getstate__(self) -> dict[str, Any]:

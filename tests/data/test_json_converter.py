@@ -8,7 +8,7 @@ import json
 import pickle
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from connectd.data import (
@@ -614,6 +614,7 @@ _FRAGMENTS = st.sampled_from(
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=40) | st.lists(_FRAGMENTS, max_size=25).map(lambda parts: "".join(parts).encode()))
+@example(b"0E1000000000000000000")  # beyond any Decimal's exponent: InvalidOperation, once not a DataError
 def test_garbage_only_ever_raises_data_error(data):
     for c in (converter(), converter(schemas_enable=False)):
         try:
@@ -623,6 +624,8 @@ def test_garbage_only_ever_raises_data_error(data):
 
 
 def test_hostile_numbers_and_nesting():
+    with pytest.raises(DataError, match="out of range"):  # beyond any Decimal's exponent
+        converter().to_connect_data("t", envelope(DECIMAL_2, "0E1000000000000000000"))
     with pytest.raises(DataError, match="out of range"):
         converter().to_connect_data("t", envelope('{"type":"int64","optional":false}', "1E+999999999"))
     numeric = converter().to_connect_data("t", envelope(DECIMAL_2, "1E+999999999")).value
