@@ -89,7 +89,8 @@ class Struct(StructBase):
 
     @classmethod
     def _unchecked(cls, schema: Schema, values: list[Any] | tuple[Any, ...]) -> Struct:
-        # For converters that produced the values from a schema already.
+        # For converters that produced the values from a schema already. A tuple of values is trusted
+        # from then on (validate() and a parent's check pass it): give one only when every value was checked.
         struct = cls.__new__(cls)
         struct.schema = schema
         struct._values = values
@@ -142,7 +143,10 @@ class Struct(StructBase):
 
         :raises DataError: naming the first bad field, e.g. ``address.zip: null used for required field``.
         """
-        if (self.schema._values_check or _values_checker(self.schema))(self._values):
+        values = self._values
+        if values.__class__ is tuple:  # made whole from checked values (from_field_values, _unchecked)
+            return
+        if (self.schema._values_check or _values_checker(self.schema))(values):
             return
         for field, value in zip(self.schema._fields, self._values):
             try:

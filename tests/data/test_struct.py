@@ -74,6 +74,20 @@ def test_nested_validation_path():
         Struct._unchecked(PERSON, ["n", None, broken, None]).validate()
 
 
+def test_a_struct_made_whole_is_trusted_and_one_filled_in_is_checked_on_every_use():
+    # The checker is compiled at a schema's second use: three rounds cover both paths.
+    whole = Struct.from_field_values(ADDRESS, ["Main", None])
+    filled_in = Struct._unchecked(ADDRESS, [None, None])
+    for _ in range(3):
+        made = Struct.from_field_values(PERSON, ["n", None, whole, None])
+        made.validate()
+        assert made.get("address") is whole
+        with pytest.raises(DataError, match="^address.street: null used for required field"):
+            Struct.from_field_values(PERSON, ["n", None, filled_in, None])
+    changed = Struct.from_field_values(ADDRESS, ["Main", None]).put("zip", "1")  # put() makes its values a list
+    Struct.from_field_values(PERSON, ["n", None, changed, None]).validate()
+
+
 def test_fields_of_another_schema_are_rejected():
     other = SchemaBuilder.struct().field("x", Schema.INT8).build()
     with pytest.raises(DataError, match="x is not a field of this struct's schema"):
