@@ -161,3 +161,15 @@ class HeaderConverter(_Configurable, abc.ABC):
     @abc.abstractmethod
     def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
         """Deserialize a header value."""
+
+    def from_connect_headers_batch(
+        self, topic: str, headers: Sequence[Headers | None]
+    ) -> list[list[tuple[str, bytes | None]] | None]:
+        """:meth:`from_connect_header` for every header of many records of one topic.
+
+        :param headers: each record's headers, or ``None`` (or empty) for a record without any.
+        :returns: per record, its headers as ``(key, bytes)`` pairs in order, or ``None`` where it had none.
+        """
+        convert = self.from_connect_header
+        return [[(key, convert(topic, key, schema, value)) for key, schema, value in record] if record else None
+                for record in headers]

@@ -140,10 +140,11 @@ class StringConverter(Converter, HeaderConverter):
         return SchemaAndValue(Schema.OPTIONAL_STRING, self._codec.decode(bytes(data)))
 
     def from_connect_batch(self, topic, schemas_and_values, headers=None):  # type: ignore[no-untyped-def]
-        # Strings (the usual values) and nulls without a call each; anything else as one record.
+        # Strings (the usual values), integers (keys) and nulls without a call each; anything else as one record.
         encode, convert, plain = self._codec.encode, self.from_connect_data, self._codec.plain
         if plain is not None:  # str.encode itself: no call of ours per record
             return [None if value is None else value.encode(plain, "replace") if type(value) is str
+                    else int.__repr__(value).encode(plain, "replace") if type(value) is int
                     else convert(topic, schema, value) for schema, value in schemas_and_values]
         return [None if value is None else encode(value) if type(value) is str else convert(topic, schema, value)
                 for schema, value in schemas_and_values]
@@ -346,6 +347,14 @@ class SimpleHeaderConverter(HeaderConverter):
         if value is None:
             return None
         return convert_to_string(schema, value).encode("utf-8")  # type: ignore[union-attr]
+
+    def from_connect_headers_batch(self, topic, headers):  # type: ignore[no-untyped-def]
+        # As from_connect_header, with strings and integers inline: a source adds headers to every record.
+        convert = self.from_connect_header
+        return [[(key, value.encode("utf-8") if value.__class__ is str
+                  else int.__repr__(value).encode("ascii") if value.__class__ is int
+                  else convert(topic, key, schema, value)) for key, schema, value in record] if record else None
+                for record in headers]
 
     def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
         if value is None:

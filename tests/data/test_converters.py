@@ -21,6 +21,7 @@ from connectd.data import (
     DoubleConverter,
     FloatConverter,
     HeaderConverter,
+    Headers,
     IntegerConverter,
     JsonConverter,
     LongConverter,
@@ -34,6 +35,8 @@ from connectd.data import (
 )
 from connectd.data.schema import INT_RANGES, SchemaType
 from connectd.errors import ConfigError
+
+from ._strategies import names, schemas_and_values
 
 UTC = datetime.timezone.utc
 
@@ -49,6 +52,13 @@ class TestStringConverter:
         c = StringConverter()
         assert c.from_connect_data("t", Schema.STRING, "héllo") == "héllo".encode()
         assert c.to_connect_data("t", "héllo".encode()) == SchemaAndValue(Schema.OPTIONAL_STRING, "héllo")
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.sampled_from(["UTF-8", "ISO-8859-1", "UTF-16", "cp500"]),
+           st.lists(schemas_and_values(max_leaves=3) | st.tuples(st.none(), st.integers() | st.booleans()), max_size=6))
+    def test_a_batch_is_each_value_converted(self, encoding, pairs):
+        c = configured(StringConverter, converter_encoding=encoding)
+        assert c.from_connect_batch("t", pairs) == [c.from_connect_data("t", schema, value) for schema, value in pairs]
 
     def test_tombstones(self):
         c = StringConverter()
@@ -275,6 +285,18 @@ class TestSimpleHeaderConverter:
         assert c.from_connect_header("t", "h", Schema.OPTIONAL_STRING, None) is None
         assert c.to_connect_header("t", "h", None) == SchemaAndValue.NULL
         assert c.to_connect_header("t", "h", b"null") == SchemaAndValue.NULL
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.none() | st.lists(st.tuples(names, schemas_and_values(max_leaves=3).filter(
+        lambda pair: pair[1] is not None or pair[0].optional)), max_size=4), max_size=6))
+    def test_a_batch_of_headers_is_each_header_converted(self, records):
+        headers = [None if record is None else Headers([(key, schema, value) for key, (schema, value) in record])
+                   for record in records]
+        converter = SimpleHeaderConverter()
+        one_by_one = [[(key, converter.from_connect_header("t", key, schema, value)) for key, schema, value in h]
+                      if h else None for h in headers]
+        assert converter.from_connect_headers_batch("t", headers) == one_by_one
+        assert HeaderConverter.from_connect_headers_batch(converter, "t", headers) == one_by_one
 
     def test_is_only_a_header_converter(self):
         assert isinstance(SimpleHeaderConverter(), HeaderConverter)

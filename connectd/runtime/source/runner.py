@@ -485,7 +485,7 @@ class SourceTaskRunner:
         if not records:
             return None, set()
         converters = self._converters
-        header_converter = converters["header"].from_connect_header
+        header_converter = converters["header"].from_connect_headers_batch
         topics = {record.topic for record in records}
         groups = [records] if len(topics) == 1 else [[r for r in records if r.topic == t] for t in topics]
         columns: dict[str, list[Any]] = {name: [] for name in ("topic", "partition", "key", "value", "timestamp",
@@ -498,9 +498,8 @@ class SourceTaskRunner:
                 topic, [(record.key_schema, record.key) for record in group], batch_headers)
             columns["value"] += converters["value"].from_connect_batch(
                 topic, [(record.value_schema, record.value) for record in group], batch_headers)
-            columns["headers"] += [None if h is None else [(item.key, header_converter(topic, item.key, item.schema,
-                                                                                       item.value)) for item in h]
-                                   for h in headers]
+            columns["headers"] += (header_converter(topic, headers) if batch_headers is not None
+                                   else [None] * len(group))
             columns["topic"] += [topic] * len(group)
             columns["partition"] += [record.kafka_partition for record in group]
             columns["timestamp"] += [record.timestamp for record in group]
