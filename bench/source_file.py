@@ -24,7 +24,9 @@ One run, one broker, one SparkSession (``--master``, ``local[2]`` by default):
 
 ``--source datagen`` runs datagen's orders (JsonConverter without schemas) instead of the file,
 on both sides: connectd's DatagenConnector, and a quixstreams Source producing what the same
-generator and converters make. ``--with-sink`` is the pipeline variant: a FileStreamSink connector reads the
+generator and converters make, and a third: datagen's orders written out by hand in one confluent-kafka
+loop (``hand_written``: no schema, no Connect values, no converter), the bound on any Python datagen's
+share of the raw producer. ``--with-sink`` is the pipeline variant: a FileStreamSink connector reads the
 topic while the source writes it (the rate is still the source's).
 
 Run:  .venv/bin/python bench/source_file.py [--records 1000000] [--master local[2]] [--with-sink]
@@ -148,6 +150,59 @@ DATAGEN = {"connector.class": "DatagenConnector", "quickstart": "orders", "max.i
            "value.converter.schemas.enable": "false"}
 
 
+def ceiling_produce(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
+    """The fastest datagen Python can be (``--source datagen``): datagen's orders written out by hand.
+
+    One loop draws each field of the orders quickstart (the same ranges and patterns), formats the
+    record's JSON with one f-string, its key and its three headers (``task.generation``, ``task.id``,
+    ``current.iteration``, as the header converter writes them) and produces it, with the raw
+    baseline's producer settings and clock (the first produce to the flush). No schema is read, no
+    Connect value or record is made and no converter runs: what it leaves out, any generator of
+    arbitrary schemas must do, so its share of the raw producer bounds any Python datagen's.
+    """
+    import random
+
+    from confluent_kafka import Producer
+
+    failures: list[str] = []
+
+    def delivered(error: Any, message: Any) -> None:
+        if error is not None:
+            failures.append(str(error))
+
+    producer = Producer({"bootstrap.servers": bootstrap, **rp.PRODUCER_TUNING, "on_delivery": delivered})
+    producer.list_topics(topic, timeout=30)
+    draw = random.Random(1).random
+    digits = tuple(tuple(f"{n:0{width}d}" for n in range(10 ** width)) if width else ("",) for width in range(3))
+    some = tuple(tuple(f"{n:0{width}d}" for n in range(10 ** width) if "0" not in f"{n:0{width}d}")
+                 if width else ("",) for width in range(3))  # [1-9]{0,2}
+    produce, poll = producer.produce, producer.poll
+    fixed = [("task.generation", b"0"), ("task.id", b"0")]
+    start, nbytes = time.perf_counter(), 0
+    for i in range(records):
+        tail, city, state = digits[int(draw() * 3)], some[int(draw() * 3)], some[int(draw() * 3)]
+        value = (f'{{"ordertime":{1487715775521 + int(draw() * 31557589079)},"orderid":{i},'
+                 f'"itemid":"Item_{1 + int(draw() * 9)}{tail[int(draw() * len(tail))]}",'
+                 f'"orderunits":{0.1 + draw() * 9.9!r},"address":{{"city":"City_{city[int(draw() * len(city))]}",'
+                 f'"state":"State_{state[int(draw() * len(state))]}","zipcode":{10000 + int(draw() * 89999)}}}}}'
+                 ).encode()
+        key = str(i).encode()
+        nbytes += len(value) + len(key)
+        while True:
+            try:
+                produce(topic, value, key, headers=[*fixed, ("current.iteration", key)])
+                break
+            except BufferError:
+                poll(0.01)
+        if i % 1000 == 0:
+            poll(0)
+    remaining = producer.flush(120)
+    seconds = time.perf_counter() - start
+    if remaining or failures:
+        raise RuntimeError(f"hand-written orders: {remaining} unacknowledged, errors {failures[:3]}")
+    return rp.rates(records, nbytes, seconds)
+
+
 def peer_run(bootstrap: str, topic: str, path: Path, records: int, state_dir: Path, source: str) -> dict[str, Any]:
     """quixstreams' Source API producing the file's lines (or datagen's orders) into *topic*, counted
     as connectd's are."""
@@ -253,6 +308,11 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+    # stdout is the JSON summary's alone: Spark's JVM, which inherits file descriptor 1 and logs there,
+    # gets stderr in its place.
+    summary_out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+
     from connectd.broker import EmbeddedBroker
 
     summary: dict[str, Any] = {"records": args.records, "master": args.master, "conf": args.conf,
@@ -272,6 +332,10 @@ def main() -> int:
             write_lines(path, args.records)
         summary["peer"] = peer_run(bootstrap, "bench-quix", path, args.records, tmp / "quix-state", args.source)
         print(json.dumps(summary["peer"]), file=sys.stderr)
+        if args.source == "datagen":
+            rp.create_topic(bootstrap, "bench-ceiling", 1)
+            summary["hand_written"] = ceiling_produce(bootstrap, "bench-ceiling", args.records)
+            print(json.dumps(summary["hand_written"]), file=sys.stderr)
         t0 = time.monotonic()
         settings = dict(item.split("=", 1) for item in args.conf)  # the session's and the herder's
         spark = rp.bench_spark(bootstrap, tmp, args.master, **settings)
@@ -286,10 +350,13 @@ def main() -> int:
             rp.bench_spark_stop(spark)
     summary["ratio_to_raw"] = round(summary["connectd"]["records_per_s"]
                                     / summary["raw_produce"]["records_per_s"], 3)
+    if "hand_written" in summary:
+        summary["hand_written_ratio_to_raw"] = round(summary["hand_written"]["records_per_s"]
+                                                     / summary["raw_produce"]["records_per_s"], 3)
     if "records_per_s" in summary["peer"]:
         summary["ratio_to_peer"] = round(summary["connectd"]["records_per_s"] / summary["peer"]["records_per_s"], 3)
     summary["loadavg_end"] = rp.loadavg()
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2), file=summary_out, flush=True)
     return 0
 
 
