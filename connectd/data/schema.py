@@ -613,9 +613,10 @@ def _compile_values_check(schema: Schema) -> Callable[[list[Any]], bool]:
         elif schema_type is SchemaType.BOOLEAN:
             lines.append(f"    if {guard}{v} is not True and {v} is not False:")
             lines.append("        return False")
-        elif schema_type is SchemaType.STRUCT:
+        elif schema_type is SchemaType.STRUCT and not _holds_containers(field_schema):
             # A struct of this very schema whose values are a tuple was made whole from checked values
-            # (Struct.from_field_values, the JSON converter's decoders; put() makes them a list): it fits.
+            # (Struct.from_field_values, the JSON converter's decoders; put() makes them a list, and checks
+            # what it puts): it fits. Not where a list or a dict inside may have been changed since.
             namespace["StructBase"] = StructBase
             lines.append(f"    if {guard}not (isinstance({v}, StructBase) and {v}.schema"
                          f" is {s} and {v}._values.__class__ is tuple) and not _fits({s}, {v}):")
@@ -625,4 +626,14 @@ def _compile_values_check(schema: Schema) -> Callable[[list[Any]], bool]:
             lines.append("        return False")
     lines.append("    return True")
     exec("\n".join(lines), namespace)  # noqa: S102 - source built above from the schema's types only
-    return namespace["check"]
+    check = namespace["check"]
+    check.trusts_whole = not _holds_containers(schema)  # Struct.validate passes a struct made whole
+    return check
+
+
+def _holds_containers(schema: Schema) -> bool:
+    """Whether a value of *schema* may hold a list or a dict (an array or map at any depth): what may
+    change after the value was checked."""
+    if schema.type in (SchemaType.ARRAY, SchemaType.MAP):
+        return True
+    return schema.type is SchemaType.STRUCT and any(_holds_containers(field.schema) for field in schema._fields)

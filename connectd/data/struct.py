@@ -144,9 +144,11 @@ class Struct(StructBase):
         :raises DataError: naming the first bad field, e.g. ``address.zip: null used for required field``.
         """
         values = self._values
-        if values.__class__ is tuple:  # made whole from checked values (from_field_values, _unchecked)
+        check = self.schema._values_check or _values_checker(self.schema)
+        # Made whole from checked values (from_field_values, _unchecked), with no list or dict inside to change since.
+        if values.__class__ is tuple and getattr(check, "trusts_whole", False):
             return
-        if (self.schema._values_check or _values_checker(self.schema))(values):
+        if check(values):
             return
         for field, value in zip(self.schema._fields, self._values):
             try:

@@ -88,6 +88,18 @@ def test_a_struct_made_whole_is_trusted_and_one_filled_in_is_checked_on_every_us
     Struct.from_field_values(PERSON, ["n", None, changed, None]).validate()
 
 
+def test_a_struct_made_whole_is_checked_again_where_a_list_inside_may_have_changed():
+    wrapper = SchemaBuilder.struct().field("person", PERSON).build()
+    for _ in range(3):
+        emails = ["a@b"]
+        whole = Struct.from_field_values(PERSON, ["n", None, Struct.from_field_values(ADDRESS, ["Main", None]), emails])
+        emails.append(7)  # the struct holds this very list
+        with pytest.raises(DataError, match=r"^emails\[1\]: expected str"):
+            whole.validate()
+        with pytest.raises(DataError, match=r"^person.emails\[1\]: expected str"):
+            Struct.from_field_values(wrapper, [whole])
+
+
 def test_fields_of_another_schema_are_rejected():
     other = SchemaBuilder.struct().field("x", Schema.INT8).build()
     with pytest.raises(DataError, match="x is not a field of this struct's schema"):
