@@ -258,7 +258,9 @@ def consumer_config(bootstrap: str, group: str) -> dict[str, Any]:
 # --- 1. raw baseline -------------------------------------------------------------------
 
 
-def raw_produce(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
+def acked_producer(bootstrap: str, topic: str) -> tuple[Any, list[str]]:
+    """A confluent-kafka producer with PRODUCER_TUNING, connected and holding *topic*'s metadata (before
+    any clock starts), and the list its delivery failures are put in (:func:`flush_acked` checks it)."""
     from confluent_kafka import Producer
 
     failures: list[str] = []
@@ -268,7 +270,19 @@ def raw_produce(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
             failures.append(str(error))
 
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_TUNING, "on_delivery": delivered})
-    producer.list_topics(topic, timeout=30)  # connections and metadata before the clock starts
+    producer.list_topics(topic, timeout=30)
+    return producer, failures
+
+
+def flush_acked(producer: Any, failures: list[str], what: str) -> None:
+    """Wait for every record of :func:`acked_producer`'s *producer*; raise, naming *what*, if any was not acknowledged."""
+    remaining = producer.flush(120)
+    if remaining or failures:
+        raise RuntimeError(f"{what}: {remaining} unacknowledged, errors {failures[:3]}")
+
+
+def raw_produce(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
+    producer, failures = acked_producer(bootstrap, topic)
     pool = value_pool()
     size = len(pool)
     produce, poll = producer.produce, producer.poll
@@ -283,11 +297,8 @@ def raw_produce(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
                 poll(0.01)
         if i % 1000 == 0:
             poll(0)
-    remaining = producer.flush(120)
-    seconds = time.perf_counter() - start
-    if remaining or failures:
-        raise RuntimeError(f"raw produce: {remaining} unacknowledged, errors {failures[:3]}")
-    return rates(records, records * RECORD_BYTES, seconds)
+    flush_acked(producer, failures, "raw produce")
+    return rates(records, records * RECORD_BYTES, time.perf_counter() - start)
 
 
 def raw_consume(bootstrap: str, topic: str, records: int) -> tuple[dict[str, Any], dict[int, int]]:

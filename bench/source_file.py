@@ -162,16 +162,7 @@ def ceiling_produce(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
     """
     import random
 
-    from confluent_kafka import Producer
-
-    failures: list[str] = []
-
-    def delivered(error: Any, message: Any) -> None:
-        if error is not None:
-            failures.append(str(error))
-
-    producer = Producer({"bootstrap.servers": bootstrap, **rp.PRODUCER_TUNING, "on_delivery": delivered})
-    producer.list_topics(topic, timeout=30)
+    producer, failures = rp.acked_producer(bootstrap, topic)
     draw = random.Random(1).random
     digits = tuple(tuple(f"{n:0{width}d}" for n in range(10 ** width)) if width else ("",) for width in range(3))
     some = tuple(tuple(f"{n:0{width}d}" for n in range(10 ** width) if "0" not in f"{n:0{width}d}")
@@ -196,11 +187,8 @@ def ceiling_produce(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
                 poll(0.01)
         if i % 1000 == 0:
             poll(0)
-    remaining = producer.flush(120)
-    seconds = time.perf_counter() - start
-    if remaining or failures:
-        raise RuntimeError(f"hand-written orders: {remaining} unacknowledged, errors {failures[:3]}")
-    return rp.rates(records, nbytes, seconds)
+    rp.flush_acked(producer, failures, "hand-written orders")
+    return rp.rates(records, nbytes, time.perf_counter() - start)
 
 
 def peer_run(bootstrap: str, topic: str, path: Path, records: int, state_dir: Path, source: str) -> dict[str, Any]:

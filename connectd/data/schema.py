@@ -613,14 +613,6 @@ def _compile_values_check(schema: Schema) -> Callable[[list[Any]], bool]:
         elif schema_type is SchemaType.BOOLEAN:
             lines.append(f"    if {guard}{v} is not True and {v} is not False:")
             lines.append("        return False")
-        elif schema_type is SchemaType.STRUCT and not _holds_containers(field_schema):
-            # A struct of this very schema whose values are a tuple was made whole from checked values
-            # (Struct.from_field_values, the JSON converter's decoders; put() makes them a list, and checks
-            # what it puts): it fits. Not where a list or a dict inside may have been changed since.
-            namespace["StructBase"] = StructBase
-            lines.append(f"    if {guard}not (isinstance({v}, StructBase) and {v}.schema"
-                         f" is {s} and {v}._values.__class__ is tuple) and not _fits({s}, {v}):")
-            lines.append("        return False")
         else:
             lines.append(f"    if {guard}not _fits({s}, {v}):")
             lines.append("        return False")
